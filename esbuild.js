@@ -1,0 +1,71 @@
+// Bundles the extension and the CLI. `--production` minifies and drops source maps; `--watch` rebuilds on change.
+const esbuild = require('esbuild');
+const path = require('path');
+
+const production = process.argv.includes('--production');
+const watch = process.argv.includes('--watch');
+
+/** Prints build start/end and errors in the format the esbuild problem matcher reads. */
+const problemMatcherPlugin = {
+  name: 'esbuild-problem-matcher',
+  setup(build) {
+    build.onStart(() => console.log('[watch] build started'));
+    build.onEnd((result) => {
+      for (const { text, location } of result.errors) {
+        console.error(`✘ [ERROR] ${text}`);
+        if (location) console.error(`    ${location.file}:${location.line}:${location.column}:`);
+      }
+      console.log('[watch] build finished');
+    });
+  },
+};
+
+const common = {
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  minify: production,
+  sourcemap: !production,
+  sourcesContent: false,
+  logLevel: 'silent',
+  // ps-list is ESM and reads import.meta.url at load time; bundled to CommonJS that would be undefined.
+  define: { 'import.meta.url': 'importMetaUrl' },
+  banner: { js: "const importMetaUrl = require('url').pathToFileURL(__filename).href;" },
+  plugins: [problemMatcherPlugin],
+};
+
+const entries = [
+  { entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
+  { entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node\n' + common.banner.js } },
+  { entryPoints: ['src/proc/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
+];
+
+/** ps-list's Windows listing runs an .exe it looks for in `<bundle dir>/vendor/`; ship it beside the bundle. */
+function copyPsListVendor() {
+  const fs = require('fs');
+  const from = path.join(__dirname, 'node_modules', 'ps-list', 'vendor');
+  const to = path.join(__dirname, 'dist', 'vendor');
+  if (!fs.existsSync(from)) return;
+  fs.mkdirSync(to, { recursive: true });
+  for (const name of fs.readdirSync(from)) fs.copyFileSync(path.join(from, name), path.join(to, name));
+}
+
+async function main() {
+  copyPsListVendor();
+  const contexts = await Promise.all(
+    entries.filter((e) => require('fs').existsSync(path.join(__dirname, e.entryPoints[0])))
+      .map((entry) => esbuild.context({ ...common, ...entry })),
+  );
+  if (watch) {
+    await Promise.all(contexts.map((c) => c.watch()));
+    return;
+  }
+  await Promise.all(contexts.map((c) => c.rebuild()));
+  await Promise.all(contexts.map((c) => c.dispose()));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
