@@ -98,7 +98,9 @@ else
       npm install --no-save --loglevel=warn "code-server@$CS_VERSION"
   ) || die "npm install code-server@$CS_VERSION failed (see above)"
   [[ -f "$cs_bin" ]] || die "code-server entry point missing after install: $cs_bin"
-  got="$(node "$cs_bin" --version 2>/dev/null | head -1 || true)"
+  # --version writes a default config file: keep it inside the temp folder, not in ~/.config.
+  got="$(XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" node "$cs_bin" --version 2>/dev/null \
+    | grep -E '^[0-9]+\.[0-9]+\.[0-9]+ ' | head -1 || true)"
   [[ "$got" == "$CS_VERSION"* ]] || die "code-server --version printed '$got', expected $CS_VERSION"
   echo "$want" >"$marker"
   log "code-server $got installed"
