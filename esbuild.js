@@ -9,13 +9,15 @@ const watch = process.argv.includes('--watch');
 const problemMatcherPlugin = {
   name: 'esbuild-problem-matcher',
   setup(build) {
-    build.onStart(() => console.log('[watch] build started'));
+    build.onStart(() => {
+      if (watch) console.log('[watch] build started');
+    });
     build.onEnd((result) => {
       for (const { text, location } of result.errors) {
         console.error(`✘ [ERROR] ${text}`);
         if (location) console.error(`    ${location.file}:${location.line}:${location.column}:`);
       }
-      console.log('[watch] build finished');
+      if (watch) console.log('[watch] build finished');
     });
   },
 };

@@ -1,0 +1,105 @@
+/** Command-line parsing for `agent-trees`: every mistake becomes a one-line UsageError. */
+
+export class UsageError extends Error {
+  constructor(message: string, readonly showUsage = false) {
+    super(message);
+  }
+}
+
+interface Common {
+  records?: string;
+  graceMs: number;
+  json: boolean;
+  verbose: boolean;
+}
+
+export type ParsedArgs =
+  | ({ command: 'help' } & Common)
+  | ({ command: 'run'; cmd: string[]; timeoutMs: number; label?: string; keepDescendants: boolean; cgroups: boolean } & Common)
+  | ({ command: 'sweep' } & Common)
+  | ({ command: 'ps' } & Common)
+  | ({ command: 'kill'; treeId: string } & Common);
+
+const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
+  '--timeout': { value: true, commands: ['run'] },
+  '--grace': { value: true, commands: ['run', 'sweep', 'kill'] },
+  '--records': { value: true, commands: ['run', 'sweep', 'ps', 'kill'] },
+  '--label': { value: true, commands: ['run'] },
+  '--keep-descendants': { value: false, commands: ['run'] },
+  '--no-cgroup': { value: false, commands: ['run'] },
+  '--json': { value: false, commands: ['sweep', 'ps'] },
+  '--verbose': { value: false, commands: ['run', 'sweep', 'kill'] },
+};
+
+function seconds(option: string, text: string, allowZero: boolean): number {
+  if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`${option} takes a number of seconds, not "${text}"`);
+  const n = Number(text);
+  if (!allowZero && n === 0) throw new UsageError(`${option} must be more than 0`);
+  return Math.round(n * 1000);
+}
+
+export function parseArgs(argv: string[]): ParsedArgs {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    return { command: 'help', graceMs: 5000, json: false, verbose: false };
+  }
+  if (!['run', 'sweep', 'ps', 'kill'].includes(command)) throw new UsageError(`unknown command "${command}"`, true);
+
+  const values: Record<string, string | true> = {};
+  const positional: string[] = [];
+  let cmd: string[] | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (a === '--') {
+      cmd = rest.slice(i + 1);
+      break;
+    }
+    if (a.startsWith('--')) {
+      const [name, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+      const spec = OPTIONS[name];
+      if (!spec) throw new UsageError(`unknown option ${name}`);
+      if (!spec.commands.includes(command)) throw new UsageError(`${name} does not apply to '${command}'`);
+      if (spec.value) {
+        const v = inline ?? rest[++i];
+        if (v === undefined) throw new UsageError(`${name} needs a value`);
+        values[name] = v;
+      } else {
+        if (inline !== undefined) throw new UsageError(`${name} takes no value`);
+        values[name] = true;
+      }
+      continue;
+    }
+    if (command === 'run') {
+      cmd = rest.slice(i); // the command starts at the first word that is not an option
+      break;
+    }
+    positional.push(a);
+  }
+  const common: Common = {
+    records: typeof values['--records'] === 'string' ? (values['--records'] as string) : undefined,
+    graceMs: values['--grace'] !== undefined ? seconds('--grace', values['--grace'] as string, true) : 5000,
+    json: values['--json'] === true,
+    verbose: values['--verbose'] === true,
+  };
+  if (common.records === '') throw new UsageError('--records needs a folder');
+  switch (command) {
+    case 'run':
+      if (!cmd || cmd.length === 0) throw new UsageError("'run' needs a command: agent-trees run [options] -- CMD [ARGS...]");
+      if (cmd[0] === '') throw new UsageError('the command is an empty string');
+      return {
+        command,
+        cmd,
+        timeoutMs: values['--timeout'] !== undefined ? seconds('--timeout', values['--timeout'] as string, true) : 0,
+        label: values['--label'] as string | undefined,
+        keepDescendants: values['--keep-descendants'] === true,
+        cgroups: values['--no-cgroup'] !== true,
+        ...common,
+      };
+    case 'kill':
+      if (positional.length !== 1) throw new UsageError("'kill' takes one tree id: agent-trees kill TREE_ID");
+      return { command, treeId: positional[0], ...common };
+    default:
+      if (positional.length > 0) throw new UsageError(`'${command}' takes no argument "${positional[0]}"`);
+      return { command: command as 'sweep' | 'ps', ...common };
+  }
+}

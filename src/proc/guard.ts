@@ -1,0 +1,45 @@
+/**
+ * The processes this program must never signal: PID 0 and 1, itself, its ancestors, its own process group,
+ * and other users' processes.
+ */
+import { ProcessInfo, ProcessTable } from './processTable';
+
+export class SignalGuard {
+  private readonly protectedPids = new Set<number>([0, 1]);
+  private readonly ownGroup: number | undefined;
+  private readonly uid: number | undefined;
+
+  constructor(table: ProcessTable) {
+    this.protectedPids.add(process.pid);
+    // Ancestors, walked through the table (the chain ends at 1 or at a pid we cannot read).
+    let pid = process.ppid;
+    for (let i = 0; i < 4096 && pid > 1 && !this.protectedPids.has(pid); i++) {
+      this.protectedPids.add(pid);
+      const p = table.read(pid);
+      if (!p) break;
+      pid = p.ppid;
+    }
+    this.ownGroup = table.read(process.pid)?.pgid;
+    this.uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
+  }
+
+  /** Why `p` must not be signalled, or undefined when it may be. */
+  refusal(p: Pick<ProcessInfo, 'pid' | 'pgid' | 'uid'>): string | undefined {
+    if (this.protectedPids.has(p.pid)) return p.pid <= 1 ? `pid ${p.pid}` : `pid ${p.pid} is this process or its ancestor`;
+    if (this.ownGroup !== undefined && p.pgid === this.ownGroup) return `pid ${p.pid} is in our own process group`;
+    if (this.uid !== undefined && p.uid >= 0 && p.uid !== this.uid) return `pid ${p.pid} belongs to uid ${p.uid}`;
+    return undefined;
+  }
+
+  /** Whether a whole process group may be signalled at once (given every member we can see). */
+  groupRefusal(pgid: number, members: ProcessInfo[]): string | undefined {
+    if (pgid <= 1) return `process group ${pgid}`;
+    if (pgid === this.ownGroup) return `process group ${pgid} is our own`;
+    if (this.protectedPids.has(pgid)) return `process group ${pgid} is led by this process or an ancestor`;
+    for (const m of members) {
+      const why = this.refusal(m);
+      if (why) return why;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,348 @@
+/**
+ * Killing a whole owned tree: SIGTERM to every member, a grace period, then SIGKILL to whatever is left.
+ * This module is the only place in Agent Trees that sends a signal.
+ *
+ * Members are frozen with SIGSTOP before each signal round, and membership is resolved again until no new
+ * member appears, so a member cannot fork its way out of the kill. Every signal goes to a process whose
+ * identity (pid + start time) was just re-read, or to the recorded process group while it provably is ours.
+ */
+import { EventEmitter } from 'events';
+import { execFile } from 'child_process';
+import { killCgroup, removeCgroup } from './cgroup';
+import { SignalGuard } from './guard';
+import { latestStart } from './identity';
+import { Logger, silentLogger } from './log';
+import { Membership, resolveMembers, TreeIdentity } from './members';
+import { ProcessInfo, processTable, ProcessTable } from './processTable';
+
+export interface KillOptions {
+  /** How long members get after SIGTERM before SIGKILL. 0 kills at once. */
+  graceMs: number;
+  /** The caller spawned the tree and has owned it ever since (see `ResolveOptions`). */
+  continuouslyOwned: boolean;
+  /** The tree's cgroup was checked to be ours. */
+  cgroupVerified: boolean;
+  log?: Logger;
+}
+
+export interface KillReport {
+  treeId: string;
+  /** Distinct processes that were sent SIGTERM or SIGKILL. */
+  signalled: number;
+  /** Members still alive at the end (zombies count as dead). */
+  survivors: number;
+  survivorPids: number[];
+  /** Whether SIGKILL was needed. */
+  escalated: boolean;
+  /** Processes that were members but must not be signalled, and why. */
+  refused: string[];
+  /** Where the group or session could not be trusted, why. */
+  groupDoubt?: string;
+}
+
+const STOP_ROUNDS = 8;
+const KILL_ROUNDS = 10;
+/** How long to wait for SIGKILLed processes to finish exiting (uninterruptible sleep can delay it). */
+const REAP_WAIT_MS = 3000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+type Phase = 'terminate' | 'escalate';
+
+/** One kill of one tree, from request to report. */
+class TreeKill {
+  private readonly table: ProcessTable = processTable();
+  private readonly guard = new SignalGuard(this.table);
+  private readonly signalled = new Set<string>();
+  private readonly refused = new Set<string>();
+  private groupDoubt: string | undefined;
+
+  constructor(
+    private readonly tree: TreeIdentity,
+    private readonly options: KillOptions,
+    private readonly onPhase: (phase: Phase) => void,
+  ) {}
+
+  async run(): Promise<KillReport> {
+    let escalated = false;
+    if (this.options.graceMs > 0) {
+      const stopped = this.freeze();
+      if (stopped.length === 0) return this.report(false, []);
+      this.onPhase('terminate');
+      this.signalAll(stopped, 'SIGTERM');
+      this.signalAll(stopped, 'SIGCONT', { quiet: true });
+      if (await this.waitForEmpty(stopped, this.options.graceMs)) return this.finish(false);
+    }
+    escalated = await this.escalate();
+    return this.finish(escalated);
+  }
+
+  private resolve(): Membership {
+    const m = resolveMembers(this.tree, this.table.snapshot(), this.options);
+    if (m.groupDoubt) this.groupDoubt = m.groupDoubt;
+    return m;
+  }
+
+  /**
+   * SIGSTOPs every member, resolving again until a round finds no one new, so the set cannot grow behind our
+   * back. Returns the stopped members (the caller must SIGCONT or SIGKILL them).
+   */
+  private freeze(): ProcessInfo[] {
+    const stopped = new Map<number, ProcessInfo>();
+    for (let round = 0; round < STOP_ROUNDS; round++) {
+      const m = this.resolve();
+      const fresh = m.members.filter((p) => stopped.get(p.pid)?.startKey !== p.startKey);
+      if (fresh.length === 0) break;
+      for (const p of this.signalMembers({ ...m, members: fresh }, 'SIGSTOP', { quiet: true })) stopped.set(p.pid, p);
+    }
+    return [...stopped.values()];
+  }
+
+  /** Signals members of one resolution: the proven group at once, the rest one by one. Returns who got it. */
+  private signalMembers(m: Membership, signal: NodeJS.Signals, opts: { quiet?: boolean } = {}): ProcessInfo[] {
+    let groupDone = false;
+    if (m.groupProven) {
+      const inGroup = m.members.filter((p) => p.pgid === this.tree.pgid);
+      const why = this.guard.groupRefusal(this.tree.pgid, inGroup);
+      if (!why) groupDone = sendGroup(this.tree.pgid, signal);
+    }
+    const got: ProcessInfo[] = [];
+    for (const p of m.members) {
+      if (groupDone && p.pgid === this.tree.pgid) {
+        got.push(p);
+        if (!opts.quiet) this.signalled.add(`${p.pid}:${p.startKey}`);
+        continue;
+      }
+      if (this.signalOne(p, signal, opts)) got.push(p);
+    }
+    return got;
+  }
+
+  /** Signals a list of processes one by one (each identity re-read first). */
+  private signalAll(list: ProcessInfo[], signal: NodeJS.Signals, opts: { quiet?: boolean } = {}): void {
+    for (const p of list) this.signalOne(p, signal, opts);
+  }
+
+  private signalOne(p: ProcessInfo, signal: NodeJS.Signals, opts: { quiet?: boolean }): boolean {
+    const why = this.guard.refusal(p);
+    if (why) {
+      this.refused.add(why);
+      return false;
+    }
+    const now = this.table.read(p.pid);
+    if (!now || now.startKey !== p.startKey) return false; // gone, or the pid is someone else's now
+    if (!sendPid(p.pid, signal)) return false;
+    if (!opts.quiet) this.signalled.add(`${p.pid}:${p.startKey}`);
+    return true;
+  }
+
+  /** Polls until every listed member is dead and a fresh resolution finds no one; false at the deadline. */
+  private async waitForEmpty(members: ProcessInfo[], ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    let known = members;
+    let interval = 5;
+    while (Date.now() < deadline) {
+      await sleep(Math.min(interval, Math.max(1, deadline - Date.now())));
+      interval = Math.min(interval * 2, 100);
+      known = known.filter((p) => this.isAlive(p));
+      if (known.length > 0) continue;
+      const stopped = this.freeze();
+      if (stopped.length === 0) return true;
+      // Born during the grace period: they get their SIGTERM too.
+      this.signalAll(stopped, 'SIGTERM');
+      this.signalAll(stopped, 'SIGCONT', { quiet: true });
+      known = stopped;
+    }
+    return false;
+  }
+
+  private isAlive(p: ProcessInfo): boolean {
+    return this.table.read(p.pid)?.startKey === p.startKey;
+  }
+
+  /** SIGKILL for everything left: cgroup and group first (atomic), then every other member, frozen first. */
+  private async escalate(): Promise<boolean> {
+    let escalated = false;
+    const tree = this.tree;
+    if (tree.cgroup && this.options.cgroupVerified) {
+      const pids = killCgroup(tree.cgroup, (pid) => {
+        const p = this.table.read(pid);
+        if (p) this.signalOne(p, 'SIGKILL', {});
+      });
+      if (pids.length > 0) {
+        escalated = true;
+        this.onPhase('escalate');
+        for (const pid of pids) this.signalled.add(`${pid}:cgroup`);
+      }
+    }
+    if (this.groupIsProvenCheaply()) {
+      // Before the full resolution: the group dies at once, atomically, with no chance to fork.
+      const leader = this.table.read(tree.pgid);
+      if (!leader || !this.guard.refusal(leader)) {
+        if (sendGroup(tree.pgid, 'SIGKILL') && !escalated) {
+          escalated = true;
+          this.onPhase('escalate');
+        }
+      }
+    }
+    for (let round = 0; round < KILL_ROUNDS; round++) {
+      const stopped = this.freeze();
+      if (stopped.length === 0) break;
+      if (!escalated) {
+        escalated = true;
+        this.onPhase('escalate');
+      }
+      this.signalAll(stopped, 'SIGKILL');
+      await this.waitDead(stopped, 500);
+    }
+    return escalated;
+  }
+
+  /** The group is ours without a full snapshot: its leader started before tracking, or we owned it throughout. */
+  private groupIsProvenCheaply(): boolean {
+    const leader = this.table.read(this.tree.pgid);
+    if (leader) return leader.pgid === this.tree.pgid && latestStart(leader) <= this.tree.trackedAt;
+    return this.options.continuouslyOwned;
+  }
+
+  private async waitDead(list: ProcessInfo[], ms: number): Promise<ProcessInfo[]> {
+    const deadline = Date.now() + ms;
+    let alive = list.filter((p) => this.isAlive(p));
+    while (alive.length > 0 && Date.now() < deadline) {
+      await sleep(5);
+      alive = alive.filter((p) => this.isAlive(p));
+    }
+    return alive;
+  }
+
+  private async finish(escalated: boolean): Promise<KillReport> {
+    let left = this.resolve().members;
+    if (left.length > 0) {
+      left = await this.waitDead(left, REAP_WAIT_MS);
+      if (left.length > 0) left = this.resolve().members;
+    }
+    if (this.tree.cgroup && this.options.cgroupVerified && left.length === 0) removeCgroup(this.tree.cgroup);
+    return this.report(escalated, left);
+  }
+
+  private report(escalated: boolean, survivors: ProcessInfo[]): KillReport {
+    return {
+      treeId: this.tree.id,
+      signalled: this.signalled.size,
+      survivors: survivors.length,
+      survivorPids: survivors.map((p) => p.pid),
+      escalated,
+      refused: [...this.refused],
+      groupDoubt: this.groupDoubt,
+    };
+  }
+}
+
+function sendGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  if (pgid <= 1) return false;
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false; // ESRCH: the group is empty
+  }
+}
+
+function sendPid(pid: number, signal: NodeJS.Signals): boolean {
+  if (pid <= 1) return false;
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- Windows
+
+export type ExecAsync = (file: string, args: string[], timeoutMs: number) => Promise<{ code: number; stdout: string }>;
+
+const execAsync: ExecAsync = (file, args, timeoutMs) =>
+  new Promise((resolve) => {
+    execFile(file, args, { timeout: timeoutMs, windowsHide: true, encoding: 'utf8' }, (error, stdout) => {
+      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : 1) : 0;
+      resolve({ code, stdout: stdout ?? '' });
+    });
+  });
+
+/** Longest any taskkill call may take: a stalled taskkill must never stretch the caller's own timeout. */
+export const TASKKILL_TIMEOUT_MS = 3000;
+
+/**
+ * Windows: no groups or signals. `taskkill /T` walks the tree from the root (so it needs the root alive);
+ * first without /F (a close request), then with /F after the grace period, then the root itself.
+ * The root's identity is known only to the continuous owner, which holds its handle: sweeps of another
+ * owner's tree are not attempted on Windows.
+ */
+export async function killWindowsTree(
+  tree: TreeIdentity,
+  options: Pick<KillOptions, 'graceMs' | 'continuouslyOwned' | 'log'>,
+  isRootAlive: () => boolean,
+  exec: ExecAsync = execAsync,
+): Promise<KillReport> {
+  const report: KillReport = { treeId: tree.id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
+  if (!options.continuouslyOwned) {
+    report.refused.push(`tree ${tree.id}: on Windows only the owner that spawned a tree can prove its root's identity`);
+    return report;
+  }
+  if (!isRootAlive()) return report;
+  const pid = String(tree.rootPid);
+  await exec('taskkill', ['/T', '/PID', pid], TASKKILL_TIMEOUT_MS);
+  report.signalled = 1;
+  const deadline = Date.now() + options.graceMs;
+  while (isRootAlive() && Date.now() < deadline) await sleep(50);
+  if (isRootAlive()) {
+    report.escalated = true;
+    await exec('taskkill', ['/T', '/F', '/PID', pid], TASKKILL_TIMEOUT_MS);
+    if (isRootAlive()) sendPid(tree.rootPid, 'SIGKILL');
+    await sleep(100);
+  }
+  if (isRootAlive()) {
+    report.survivors = 1;
+    report.survivorPids = [tree.rootPid];
+  }
+  return report;
+}
+
+// ---------------------------------------------------------------------------------------------- one kill per tree
+
+/**
+ * Kills trees, one kill per tree at a time: a second request for a tree whose kill is running joins it
+ * (one grace timer, one escalation). Emits `terminate` and `escalate` with the tree id, for the log and tests.
+ */
+export class TreeKiller extends EventEmitter {
+  private readonly running = new Map<string, Promise<KillReport>>();
+
+  kill(tree: TreeIdentity, options: KillOptions): Promise<KillReport> {
+    const existing = this.running.get(tree.id);
+    if (existing) return existing;
+    const log = options.log ?? silentLogger;
+    const started = Date.now();
+    const kill = new TreeKill(tree, options, (phase) => {
+      log.debug(`tree ${tree.id}: ${phase === 'terminate' ? `SIGTERM, grace ${options.graceMs} ms` : 'SIGKILL'}`);
+      this.emit(phase, tree.id);
+    });
+    const promise = kill.run().then(
+      (report) => {
+        log.info(`tree ${tree.id}: ended ${report.signalled} processes in ${Date.now() - started} ms` +
+          (report.escalated ? ' (SIGKILL needed)' : '') + (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''));
+        for (const why of report.refused) log.warn(`tree ${tree.id}: not signalled: ${why}`);
+        return report;
+      },
+    ).finally(() => this.running.delete(tree.id));
+    this.running.set(tree.id, promise);
+    return promise;
+  }
+
+  isKilling(treeId: string): boolean {
+    return this.running.has(treeId);
+  }
+}
+
+/** The process-wide killer: every kill in this process goes through it, so requests for one tree join. */
+export const treeKiller = new TreeKiller();

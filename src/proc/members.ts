@@ -1,0 +1,98 @@
+/**
+ * Which live processes belong to an owned tree. Five ways in, each proven before it counts:
+ * the tree's process group and session (only while provably the recorded ones), its cgroup, every process
+ * carrying its exact tag, and every descendant of any member.
+ */
+import { cgroupProcs } from './cgroup';
+import { latestStart } from './identity';
+import { ProcessInfo, Snapshot, START_PRECISION_MS } from './processTable';
+import { TreeRecord } from './records';
+
+export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup'>;
+
+export interface Membership {
+  members: ProcessInfo[];
+  /** Whether the process group (and session) is provably the recorded one, so `kill(-pgid)` is allowed. */
+  groupProven: boolean;
+  /** Why the group was not trusted, when it was not. */
+  groupDoubt?: string;
+  /** Pids in the cgroup (when the tree has one). */
+  inCgroup: number;
+}
+
+export interface ResolveOptions {
+  /**
+   * The caller has owned the tree continuously since it spawned it (a live owner): its group id cannot have been
+   * reissued, since a group id is not reused while the group has members and the owner drops the tree once empty.
+   */
+  continuouslyOwned: boolean;
+  /** Whether the tree's cgroup directory was checked to be ours. Only then are its pids members. */
+  cgroupVerified: boolean;
+}
+
+/**
+ * Resolves the live members of `tree` in `snap`.
+ *
+ * A running group leader (pid == pgid) proves the group only if it started no later than `trackedAt` (with the
+ * conversion error counted against it). A leaderless group is proven for a continuous owner, or when one of its
+ * members carries the tree's tag or sits in its cgroup: otherwise its members are not taken on a guess.
+ */
+export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions): Membership {
+  const procs = snap.processes;
+  const seeds = new Map<number, ProcessInfo>();
+  const add = (p: ProcessInfo | undefined) => {
+    if (p && p.pid > 1) seeds.set(p.pid, p);
+  };
+
+  const tagged = snap.tagged().get(tree.id) ?? [];
+  const cgroupPids = tree.cgroup && options.cgroupVerified ? cgroupProcs(tree.cgroup) : [];
+  for (const p of tagged) add(p);
+  for (const pid of cgroupPids) add(procs.get(pid));
+
+  // Group and session: sid == pgid == rootPid for trees we spawned; each is checked on its own anyway.
+  let groupProven = false;
+  let groupDoubt: string | undefined;
+  const groupMembers: ProcessInfo[] = [];
+  const sessionMembers: ProcessInfo[] = [];
+  for (const p of procs.values()) {
+    if (p.pgid === tree.pgid) groupMembers.push(p);
+    if (p.sid === tree.sid) sessionMembers.push(p);
+  }
+  const check = (leaderPid: number, members: ProcessInfo[], what: string): boolean => {
+    if (members.length === 0) return false;
+    const leader = procs.get(leaderPid);
+    if (leader) {
+      if (latestStart(leader) <= tree.trackedAt) return true;
+      groupDoubt = `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
+      return false;
+    }
+    if (options.continuouslyOwned) return true;
+    if (members.some((m) => seeds.has(m.pid))) return true;
+    groupDoubt = `${what} ${leaderPid} has no leader and no member carrying the tree's tag`;
+    return false;
+  };
+  if (check(tree.pgid, groupMembers, 'process group')) {
+    groupProven = true;
+    for (const p of groupMembers) add(p);
+  }
+  if (check(tree.sid, sessionMembers, 'session')) for (const p of sessionMembers) add(p);
+
+  // The root itself, if it is not its own group leader (it always is for trees spawned here).
+  const root = procs.get(tree.rootPid);
+  if (root && root.pid !== tree.pgid && Math.abs(root.startTime - tree.rootStartTime) <= 2 * START_PRECISION_MS) add(root);
+
+  // Every descendant of a member, whatever its pid order (pids wrap around).
+  const children = snap.children();
+  const members = new Map(seeds);
+  const queue = [...seeds.values()];
+  while (queue.length > 0) {
+    const p = queue.pop()!;
+    for (const child of children.get(p.pid) ?? []) {
+      if (!members.has(child.pid) && child.pid > 1) {
+        members.set(child.pid, child);
+        queue.push(child);
+      }
+    }
+  }
+  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length };
+}

@@ -1,0 +1,204 @@
+/**
+ * A tree owner: the process (CLI or extension host) that spawns trees, keeps their record on disk, watches
+ * them until every member is gone, and kills them on request. Both front ends use this class and nothing below.
+ */
+import { ChildProcess } from 'child_process';
+import { EventEmitter } from 'events';
+import { CgroupMode, cgroupTier, isOurCgroup, removeCgroup } from './cgroup';
+import { OWNER_CLOCK_SLACK_MS } from './identity';
+import { killWindowsTree, KillReport, treeKiller } from './kill';
+import { Logger, silentLogger } from './log';
+import { resolveMembers } from './members';
+import { ProcessInfo, processTable, Snapshot } from './processTable';
+import { OwnerInfo, RecordStore, TreeRecord } from './records';
+import { spawnTree, SpawnTreeOptions } from './spawn';
+
+export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
+
+export interface OwnedTree {
+  readonly record: TreeRecord;
+  readonly child: ChildProcess;
+  readonly tier: 'cgroup' | 'group';
+  state: TreeState;
+  /** How the root ended, once it has. */
+  rootExit?: { code: number | null; signal: NodeJS.Signals | null };
+  /** The last kill's report, if it was killed. */
+  lastKill?: KillReport;
+}
+
+export interface TreeOwnerOptions {
+  recordsDir: string;
+  log?: Logger;
+  cgroups?: CgroupMode;
+  /** How often to look whether an exited root's tree has emptied (ms). */
+  watchIntervalMs?: number;
+}
+
+export interface OwnerSpawnOptions extends SpawnTreeOptions {
+  /** When the root exits, kill whatever it left running (after `graceMs`). Default true. */
+  killLeftoversOnExit?: boolean;
+  /** Grace period for that kill. Default 5000 ms. */
+  graceMs?: number;
+}
+
+/**
+ * Events: `spawned` (tree), `rootExit` (tree), `ended` (tree): the tree has no live member left and is no
+ * longer recorded.
+ */
+export class TreeOwner extends EventEmitter {
+  readonly store: RecordStore;
+  readonly self: OwnerInfo;
+  private readonly trees = new Map<string, OwnedTree>();
+  private readonly log: Logger;
+  private watchTimer: NodeJS.Timeout | undefined;
+  private disposed = false;
+
+  constructor(private readonly options: TreeOwnerOptions) {
+    super();
+    this.store = new RecordStore(options.recordsDir);
+    this.log = options.log ?? silentLogger;
+    const me = processTable().read(process.pid);
+    this.self = { pid: process.pid, startTime: me?.startTime ?? Date.now() };
+    this.setAsidePreviousRecord();
+  }
+
+  /**
+   * A record under our pid but of an earlier process (pids restart in containers) is an orphan's: claim it, so
+   * the next sweep reaps it, rather than overwriting it with ours.
+   */
+  private setAsidePreviousRecord(): void {
+    let previous;
+    try {
+      previous = this.store.read(this.self.pid);
+    } catch {
+      return; // corrupt: the sweep reports and sets it aside
+    }
+    if (previous && Math.abs(previous.owner.startTime - this.self.startTime) > OWNER_CLOCK_SLACK_MS) {
+      this.store.claim(this.self.pid, this.self);
+      this.log.info(`record ${this.store.fileOf(this.self.pid)} was left by an earlier process with our pid; kept for the sweep`);
+    }
+  }
+
+  /** Spawns an owned tree and records it before returning. Throws SpawnError when nothing could start. */
+  spawn(options: OwnerSpawnOptions): OwnedTree {
+    if (this.disposed) throw new Error('this tree owner has been disposed');
+    this.store.ensureDir();
+    const spawned = spawnTree({ cgroups: this.options.cgroups, ...options });
+    const tree: OwnedTree = { record: spawned.record, child: spawned.child, tier: spawned.tier, state: 'running' };
+    this.trees.set(tree.record.id, tree);
+    this.writeRecord();
+    const r = tree.record;
+    this.log.info(`tree ${r.id} (${r.label}): spawned pid ${r.rootPid}, group ${r.pgid}, tier ${tree.tier}` +
+      (spawned.tierNote ? ` (no cgroup: ${spawned.tierNote})` : '') + `: ${r.command.join(' ')}`);
+    spawned.child.on('error', (e) => this.log.error(`tree ${r.id}: ${e.message}`));
+    spawned.child.on('exit', (code, signal) => {
+      tree.rootExit = { code, signal };
+      if (tree.state === 'running') tree.state = 'exited';
+      this.log.info(`tree ${r.id}: root ${r.rootPid} exited (${signal ?? `code ${code}`})`);
+      this.emit('rootExit', tree);
+      if (options.killLeftoversOnExit !== false && tree.state === 'exited') {
+        void this.kill(r.id, options.graceMs ?? 5000);
+      } else {
+        this.scheduleWatch();
+      }
+    });
+    this.emit('spawned', tree);
+    return tree;
+  }
+
+  get(id: string): OwnedTree | undefined {
+    return this.trees.get(id);
+  }
+
+  list(): OwnedTree[] {
+    return [...this.trees.values()];
+  }
+
+  /** Live members of a tree in `snap` (a fresh snapshot when omitted). */
+  members(id: string, snap: Snapshot = processTable().snapshot()): ProcessInfo[] {
+    const tree = this.trees.get(id);
+    if (!tree) return [];
+    return resolveMembers(tree.record, snap, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null }).members;
+  }
+
+  /** Kills a whole tree; a second call while one runs joins it. The tree is dropped once empty. */
+  async kill(id: string, graceMs: number): Promise<KillReport> {
+    const tree = this.trees.get(id);
+    if (!tree) return { treeId: id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
+    if (tree.state !== 'ended') tree.state = 'killing';
+    const report = process.platform === 'win32'
+      ? await killWindowsTree(tree.record, { graceMs, continuouslyOwned: true, log: this.log }, () => tree.child.exitCode === null && tree.child.signalCode === null)
+      : await treeKiller.kill(tree.record, { graceMs, continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null, log: this.log });
+    tree.lastKill = report;
+    this.checkEnded(tree);
+    if (tree.state !== 'ended') this.scheduleWatch();
+    return report;
+  }
+
+  /**
+   * Stops owning a tree without killing it (its members keep running, unowned): removes it from the record.
+   */
+  release(id: string): void {
+    const tree = this.trees.get(id);
+    if (!tree) return;
+    this.trees.delete(id);
+    this.writeRecord();
+    this.log.info(`tree ${id}: released; its processes keep running and are no longer owned`);
+  }
+
+  /** Kills every tree (grace `graceMs`), then removes this owner's record. */
+  async dispose(graceMs: number): Promise<KillReport[]> {
+    this.disposed = true;
+    if (this.watchTimer) clearInterval(this.watchTimer);
+    this.watchTimer = undefined;
+    const reports = await Promise.all([...this.trees.keys()].map((id) => this.kill(id, graceMs)));
+    for (const tree of this.trees.values()) this.checkEnded(tree);
+    this.writeRecord();
+    return reports;
+  }
+
+  /** Looks once at every tree whose root has exited; drops those with no live member. */
+  checkAll(snap: Snapshot = processTable().snapshot()): void {
+    for (const tree of this.trees.values()) this.checkEnded(tree, snap);
+  }
+
+  private checkEnded(tree: OwnedTree, snap?: Snapshot): void {
+    if (!tree.rootExit && tree.child.exitCode === null && tree.child.signalCode === null) return;
+    if (process.platform !== 'win32' && this.members(tree.record.id, snap).length > 0) return;
+    if (tree.record.cgroup) removeCgroup(tree.record.cgroup);
+    tree.state = 'ended';
+    this.trees.delete(tree.record.id);
+    this.writeRecord();
+    this.log.info(`tree ${tree.record.id}: no process left; no longer recorded`);
+    this.emit('ended', tree);
+  }
+
+  private scheduleWatch(): void {
+    if (this.watchTimer || this.disposed) return;
+    this.watchTimer = setInterval(() => {
+      try {
+        this.checkAll();
+      } catch (e) {
+        this.log.warn(`checking owned trees failed: ${(e as Error).message}`);
+      }
+      if (![...this.trees.values()].some((t) => t.rootExit)) {
+        clearInterval(this.watchTimer);
+        this.watchTimer = undefined;
+      }
+    }, this.options.watchIntervalMs ?? 1000);
+    this.watchTimer.unref();
+  }
+
+  private writeRecord(): void {
+    try {
+      this.store.write(this.self, [...this.trees.values()].map((t) => t.record));
+    } catch (e) {
+      this.log.error(`cannot write the owned-trees record in ${this.store.dir}: ${(e as Error).message}`);
+    }
+  }
+}
+
+/** Whether a recorded cgroup may be used: it is a directory of ours for that tree, not made afresh. */
+export function cgroupVerified(record: TreeRecord, mode: CgroupMode = 'auto'): boolean {
+  return record.cgroup !== null && isOurCgroup(cgroupTier(mode).tier, record.cgroup, record.id, record.trackedAt);
+}

@@ -1,0 +1,434 @@
+/**
+ * The process table: one snapshot of every process on the machine.
+ *
+ * Linux reads `/proc` synchronously (async reads measured ~10x slower): `stat` for every pid, the command
+ * line only for pids not seen before, the environment only when a caller asks. macOS parses one `ps` call;
+ * Windows goes through ps-list. Zombies (state Z) and dead (X) processes are left out: they count as gone.
+ */
+import * as fs from 'fs';
+import { execFileSync } from 'child_process';
+
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  sid: number;
+  /** One-letter state as the OS reports it (R, S, D, T, ...). Z and X never appear in a snapshot. */
+  state: string;
+  /** Exact start-time key in the platform's own unit (Linux: clock ticks since boot). Equal keys, same process. */
+  startKey: number;
+  /** Start time in ms since the epoch, within `startPrecisionMs` of the truth. */
+  startTime: number;
+  uid: number;
+  /** Short executable name (Linux: `comm`, at most 15 chars). */
+  name: string;
+  rssBytes: number;
+  /** User + system CPU time consumed so far, in ms. */
+  cpuMs: number;
+  /** Full command line, where the platform's listing gives it at no extra cost (macOS, Windows). */
+  command?: string;
+}
+
+export interface Snapshot {
+  /** When the snapshot was taken (ms since the epoch). */
+  takenAt: number;
+  processes: Map<number, ProcessInfo>;
+  /** Command line of a process in the snapshot ('' when unreadable). Cached per pid and start time. */
+  commandLine(pid: number): string;
+  /**
+   * Processes by the value of `AGENT_TREES_TREE_ID` in their initial environment (exact values only), built on
+   * first use. Processes whose environment cannot be read (other users, platforms without it) are not in it.
+   */
+  tagged(): Map<string, ProcessInfo[]>;
+  /** Children by parent pid, built on first use. */
+  children(): Map<number, ProcessInfo[]>;
+}
+
+/** Clock ticks per second for `/proc/<pid>/stat` times. USER_HZ is 100 on every Linux architecture Node runs on. */
+const CLOCK_TICKS = 100;
+const TICK_MS = 1000 / CLOCK_TICKS;
+/** Error bound of a converted start time: one tick of start time, one tick of uptime, and read jitter. */
+export const START_PRECISION_MS = 2 * TICK_MS + 30;
+
+/** The environment variable that tags every member of an owned tree with the tree's id. */
+export const TREE_ID_VARIABLE = 'AGENT_TREES_TREE_ID';
+
+export interface ProcessTable {
+  snapshot(): Snapshot;
+  /** Reads one process, or undefined when it is gone, a zombie, or unreadable. Cheap: no full scan. */
+  read(pid: number): ProcessInfo | undefined;
+}
+
+// ---------------------------------------------------------------------------------------------- Linux
+
+/** Parses the text of `/proc/<pid>/stat`. Exported for tests. */
+export function parseProcStat(text: string, bootTimeMs: number, pageSize: number): ProcessInfo | undefined {
+  // comm may contain spaces and parentheses: it ends at the LAST ')'.
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  if (open < 0 || close < open) return undefined;
+  const pid = parseInt(text.slice(0, open), 10);
+  const f = text.slice(close + 2).split(' ');
+  if (f.length < 22 || !Number.isFinite(pid)) return undefined;
+  const state = f[0];
+  const startKey = Number(f[19]);
+  return {
+    pid,
+    ppid: Number(f[1]),
+    pgid: Number(f[2]),
+    sid: Number(f[3]),
+    state,
+    startKey,
+    startTime: Math.round(bootTimeMs + startKey * TICK_MS),
+    uid: -1,
+    name: text.slice(open + 1, close),
+    rssBytes: Number(f[21]) * pageSize,
+    cpuMs: (Number(f[11]) + Number(f[12])) * TICK_MS,
+  };
+}
+
+/**
+ * Boot time in ms since the epoch, to ~10 ms: now minus `/proc/uptime`. (`btime` in `/proc/stat` is whole
+ * seconds, which would make start times up to 1 s off and let a fresh process look older than it is.)
+ */
+export function readBootTimeMs(): number {
+  const now = Date.now();
+  try {
+    const uptime = parseFloat(fs.readFileSync('/proc/uptime', 'latin1'));
+    if (Number.isFinite(uptime)) return now - uptime * 1000;
+  } catch {
+    /* fall through */
+  }
+  const stat = fs.readFileSync('/proc/stat', 'latin1');
+  const m = /^btime (\d+)$/m.exec(stat);
+  return m ? Number(m[1]) * 1000 : 0;
+}
+
+const PAGE_SIZE = 4096;
+const readBuffer = Buffer.allocUnsafe(4096);
+
+/** Reads a small /proc file with one open/read/close and no stat (readFileSync also fstat()s). */
+function readSmall(path: string): { text: string; uid: number } | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(path, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const n = fs.readSync(fd, readBuffer, 0, readBuffer.length, 0);
+    const uid = fs.fstatSync(fd).uid;
+    return { text: readBuffer.toString('latin1', 0, n), uid };
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function readWhole(path: string): Buffer | undefined {
+  try {
+    return fs.readFileSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+interface CacheEntry {
+  startKey: number;
+  command?: string;
+  /** Value of the tree-id variable; null when absent or unreadable. */
+  tag?: string | null;
+}
+
+/**
+ * Linux `/proc` table. Keep one instance alive to reuse its caches: command lines and environments are read
+ * once per process (pid + start time), so the repeat snapshot reads only `stat` files.
+ */
+export class LinuxProcessTable implements ProcessTable {
+  private cache = new Map<number, CacheEntry>();
+  private bootTimeMs = readBootTimeMs();
+  private bootReadAt = Date.now();
+
+  constructor(private readonly procRoot = '/proc') {}
+
+  private bootTime(): number {
+    // Re-read now and then: a wall-clock step moves the boot time as seen in epoch ms.
+    if (Date.now() - this.bootReadAt > 10_000) {
+      this.bootTimeMs = readBootTimeMs();
+      this.bootReadAt = Date.now();
+    }
+    return this.bootTimeMs;
+  }
+
+  read(pid: number): ProcessInfo | undefined {
+    const r = readSmall(`${this.procRoot}/${pid}/stat`);
+    if (!r) return undefined;
+    const p = parseProcStat(r.text, this.bootTime(), PAGE_SIZE);
+    if (!p || p.state === 'Z' || p.state === 'X') return undefined;
+    p.uid = r.uid;
+    return p;
+  }
+
+  snapshot(): Snapshot {
+    const takenAt = Date.now();
+    const boot = this.bootTime();
+    const processes = new Map<number, ProcessInfo>();
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.procRoot);
+    } catch (e) {
+      throw new Error(`cannot list ${this.procRoot}: ${(e as Error).message}`);
+    }
+    for (const name of names) {
+      const c = name.charCodeAt(0);
+      if (c < 48 || c > 57) continue;
+      const r = readSmall(`${this.procRoot}/${name}/stat`);
+      if (!r) continue; // exited between readdir and read, or unreadable: not a live process we can see
+      const p = parseProcStat(r.text, boot, PAGE_SIZE);
+      if (!p || p.state === 'Z' || p.state === 'X') continue;
+      p.uid = r.uid;
+      processes.set(p.pid, p);
+    }
+    // Drop cache entries of processes that are gone or replaced.
+    for (const [pid, entry] of this.cache) {
+      const p = processes.get(pid);
+      if (!p || p.startKey !== entry.startKey) this.cache.delete(pid);
+    }
+    return this.makeSnapshot(takenAt, processes);
+  }
+
+  private entry(p: ProcessInfo): CacheEntry {
+    let e = this.cache.get(p.pid);
+    if (!e || e.startKey !== p.startKey) {
+      e = { startKey: p.startKey };
+      this.cache.set(p.pid, e);
+    }
+    return e;
+  }
+
+  private makeSnapshot(takenAt: number, processes: Map<number, ProcessInfo>): Snapshot {
+    let childMap: Map<number, ProcessInfo[]> | undefined;
+    let tagMap: Map<string, ProcessInfo[]> | undefined;
+    return {
+      takenAt,
+      processes,
+      commandLine: (pid) => {
+        const p = processes.get(pid);
+        if (!p) return '';
+        const e = this.entry(p);
+        if (e.command === undefined) {
+          const buf = readWhole(`${this.procRoot}/${pid}/cmdline`);
+          let cmd = buf ? buf.toString('utf8').replace(/\0+$/, '').split('\0').join(' ') : '';
+          if (!cmd) cmd = `[${p.name}]`; // kernel threads and processes that cleared their argv
+          e.command = cmd;
+        }
+        return e.command;
+      },
+      tagged: () => {
+        if (tagMap) return tagMap;
+        tagMap = new Map();
+        for (const p of processes.values()) {
+          if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
+          const e = this.entry(p);
+          if (e.tag === undefined) {
+            const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
+            e.tag = env ? envValue(env, TREE_ID_VARIABLE) : null;
+          }
+          if (e.tag === null) continue;
+          const list = tagMap.get(e.tag);
+          if (list) list.push(p);
+          else tagMap.set(e.tag, [p]);
+        }
+        return tagMap;
+      },
+      children: () => (childMap ??= childrenOf(processes)),
+    };
+  }
+}
+
+/**
+ * Value of `name` in a NUL-separated environment block (the first entry, as getenv reads it), or null.
+ * Matching is on the whole name: `X_ID=` is never found in `MY_X_ID=`.
+ */
+export function envValue(env: Buffer, name: string): string | null {
+  const prefix = Buffer.from(name + '=');
+  let from = 0;
+  for (;;) {
+    const at = env.indexOf(prefix, from);
+    if (at < 0) return null;
+    if (at === 0 || env[at - 1] === 0) {
+      let end = env.indexOf(0, at);
+      if (end < 0) end = env.length;
+      return env.toString('utf8', at + prefix.length, end);
+    }
+    from = at + 1;
+  }
+}
+
+export function childrenOf(processes: Map<number, ProcessInfo>): Map<number, ProcessInfo[]> {
+  const map = new Map<number, ProcessInfo[]>();
+  for (const p of processes.values()) {
+    const list = map.get(p.ppid);
+    if (list) list.push(p);
+    else map.set(p.ppid, [p]);
+  }
+  return map;
+}
+
+// ---------------------------------------------------------------------------------------------- macOS
+
+export const MAC_PS_ARGS = ['-axww', '-o', 'pid=,ppid=,pgid=,sess=,state=,uid=,rss=,time=,lstart=,command='];
+
+/**
+ * Parses `ps -axww -o pid=,ppid=,pgid=,sess=,state=,uid=,rss=,time=,lstart=,command=` (macOS).
+ * `lstart` is like `Mon Nov 30 10:00:01 2026` (1 s resolution); the command runs to the end of the line.
+ * Exported so it can be tested on recorded output.
+ */
+export function parseMacPs(output: string): Map<number, ProcessInfo> {
+  const processes = new Map<number, ProcessInfo>();
+  const re = /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\w{3} \w{3}\s+\d+ [\d:]{8} \d{4})\s(.*)$/;
+  for (const line of output.split('\n')) {
+    const m = re.exec(line);
+    if (!m) continue;
+    const state = m[5][0];
+    if (state === 'Z' || state === 'X') continue;
+    const start = Date.parse(m[9].replace(/\s+/g, ' '));
+    const pid = Number(m[1]);
+    const command = m[10].trim();
+    processes.set(pid, {
+      pid,
+      ppid: Number(m[2]),
+      pgid: Number(m[3]),
+      sid: Number(m[4]),
+      state,
+      startKey: start / 1000,
+      startTime: start,
+      uid: Number(m[6]),
+      name: command.split(' ')[0].split('/').pop() ?? '',
+      rssBytes: Number(m[7]) * 1024,
+      cpuMs: parseCpuTime(m[8]),
+      command,
+    });
+  }
+  return processes;
+}
+
+/** `ps` TIME: `[[dd-]hh:]mm:ss[.cc]`. */
+export function parseCpuTime(text: string): number {
+  const [days, rest] = text.includes('-') ? text.split('-') : ['0', text];
+  const parts = rest.split(':').map(Number);
+  let seconds = 0;
+  for (const part of parts) seconds = seconds * 60 + part;
+  return (Number(days) * 86400 + seconds) * 1000;
+}
+
+export type ExecFileSync = (file: string, args: string[]) => string;
+const defaultExec: ExecFileSync = (file, args) =>
+  execFileSync(file, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 10_000, windowsHide: true });
+
+export class MacProcessTable implements ProcessTable {
+  constructor(private readonly exec: ExecFileSync = defaultExec) {}
+
+  snapshot(): Snapshot {
+    const takenAt = Date.now();
+    const processes = parseMacPs(this.exec('/bin/ps', MAC_PS_ARGS));
+    let childMap: Map<number, ProcessInfo[]> | undefined;
+    return {
+      takenAt,
+      processes,
+      commandLine: (pid) => processes.get(pid)?.command ?? '',
+      // macOS shows another process's environment only through `ps -E`, and only partly: no tag tier there.
+      tagged: () => new Map(),
+      children: () => (childMap ??= childrenOf(processes)),
+    };
+  }
+
+  read(pid: number): ProcessInfo | undefined {
+    let out: string;
+    try {
+      out = this.exec('/bin/ps', ['-p', String(pid), ...MAC_PS_ARGS.slice(1)]);
+    } catch {
+      return undefined; // ps exits 1 when the pid is gone
+    }
+    return parseMacPs(out).get(pid);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- Windows
+
+export interface PsListEntry {
+  pid: number;
+  ppid: number;
+  name: string;
+  cmd?: string;
+  memory?: number;
+}
+
+/** Turns ps-list output into process entries. Windows has no groups or sessions: each pid is its own. */
+export function fromPsList(list: PsListEntry[]): Map<number, ProcessInfo> {
+  const processes = new Map<number, ProcessInfo>();
+  for (const e of list) {
+    processes.set(e.pid, {
+      pid: e.pid,
+      ppid: e.ppid,
+      pgid: e.pid,
+      sid: e.pid,
+      state: 'R',
+      startKey: 0,
+      startTime: 0,
+      uid: -1,
+      name: e.name,
+      rssBytes: e.memory ?? 0,
+      cpuMs: 0,
+      command: e.cmd || e.name,
+    });
+  }
+  return processes;
+}
+
+/** Windows table: refreshed asynchronously through ps-list (fastlist), served from the last listing. */
+export class WindowsProcessTable implements ProcessTable {
+  private last = new Map<number, ProcessInfo>();
+
+  constructor(private readonly list: () => Promise<PsListEntry[]> = loadPsList) {}
+
+  async refresh(): Promise<void> {
+    const entries = await this.list();
+    this.last = fromPsList(entries);
+  }
+
+  snapshot(): Snapshot {
+    const processes = new Map(this.last);
+    let childMap: Map<number, ProcessInfo[]> | undefined;
+    return {
+      takenAt: Date.now(),
+      processes,
+      commandLine: (pid) => processes.get(pid)?.command ?? '',
+      tagged: () => new Map(),
+      children: () => (childMap ??= childrenOf(processes)),
+    };
+  }
+
+  read(pid: number): ProcessInfo | undefined {
+    return this.last.get(pid);
+  }
+}
+
+async function loadPsList(): Promise<PsListEntry[]> {
+  const { default: psList } = await import('ps-list');
+  return psList({ all: true });
+}
+
+let shared: ProcessTable | undefined;
+
+/** The process table for this platform, shared so its caches serve every caller in the process. */
+export function processTable(): ProcessTable {
+  if (!shared) {
+    if (process.platform === 'linux') shared = new LinuxProcessTable();
+    else if (process.platform === 'darwin') shared = new MacProcessTable();
+    else if (process.platform === 'win32') shared = new WindowsProcessTable();
+    else throw new Error(`Agent Trees does not support ${process.platform}`);
+  }
+  return shared;
+}

@@ -1,0 +1,168 @@
+/**
+ * Spawning an owned tree: the root gets its own session and process group (POSIX) or its own process group
+ * with no console window (Windows), the tag `AGENT_TREES_TREE_ID=<id>` that every descendant inherits, and,
+ * where the Linux cgroup tier is available, its own cgroup, entered before the root can fork.
+ */
+import { ChildProcess, spawn, StdioOptions } from 'child_process';
+import { randomBytes } from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { CgroupMode, cgroupTier, launchInCgroup, removeCgroup, treeCgroupPath } from './cgroup';
+import { latestStart } from './identity';
+import { processTable, TREE_ID_VARIABLE } from './processTable';
+import { TreeRecord } from './records';
+
+export interface SpawnTreeOptions {
+  command: string;
+  args?: string[];
+  /** Defaults to a fresh random id. Letters, digits, '.', '_' and '-' only. */
+  id?: string;
+  label?: string;
+  cwd?: string;
+  /** Variables added to (or, with undefined, removed from) the inherited environment. */
+  env?: Record<string, string | undefined>;
+  /** 'pipe' (default) or 'inherit', or a full stdio array. */
+  stdio?: 'pipe' | 'inherit' | StdioOptions;
+  cgroups?: CgroupMode;
+}
+
+export interface SpawnedTree {
+  child: ChildProcess;
+  record: TreeRecord;
+  /** 'cgroup' when the tree has its own cgroup, else 'group' (process group + session + descendants + tag). */
+  tier: 'cgroup' | 'group';
+  /** Why the tree did not get a cgroup, when it did not. */
+  tierNote?: string;
+}
+
+/** A spawn that could not start: bad arguments or a missing executable. Nothing was started. */
+export class SpawnError extends Error {
+  constructor(message: string, readonly code: 'ENOENT' | 'EACCES' | 'EINVAL' | 'ENOTDIR') {
+    super(message);
+  }
+}
+
+export function newTreeId(): string {
+  return randomBytes(6).toString('hex');
+}
+
+const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * Finds the executable the way the OS will (PATH, and PATHEXT on Windows), so a missing one is reported before
+ * anything is spawned: through a cgroup launcher the OS error would come from inside the tree instead.
+ */
+export function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: string): string {
+  if (!command) throw new SpawnError('no command given', 'EINVAL');
+  const isWindows = process.platform === 'win32';
+  const exts = isWindows ? (env.PATHEXT ?? '.EXE;.CMD;.BAT;.COM').split(';').filter(Boolean) : [''];
+  const candidates = (base: string) => (isWindows && path.extname(base) ? [base, ...exts.map((e) => base + e)] : exts.map((e) => base + e));
+  const executable = (file: string): 'ok' | 'missing' | 'not-executable' => {
+    try {
+      const st = fs.statSync(file);
+      if (!st.isFile()) return 'missing';
+      if (!isWindows) fs.accessSync(file, fs.constants.X_OK);
+      return 'ok';
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'EACCES' ? 'not-executable' : 'missing';
+    }
+  };
+  const hasSeparator = command.includes('/') || (isWindows && command.includes('\\'));
+  if (hasSeparator) {
+    const full = path.resolve(cwd, command);
+    for (const c of candidates(full)) {
+      const r = executable(c);
+      if (r === 'ok') return c;
+      if (r === 'not-executable') throw new SpawnError(`${command}: permission denied (not executable)`, 'EACCES');
+    }
+    throw new SpawnError(`${command}: no such file`, 'ENOENT');
+  }
+  const dirs = (env.PATH ?? env.Path ?? '').split(path.delimiter).filter(Boolean);
+  let denied = false;
+  for (const dir of dirs) {
+    for (const c of candidates(path.resolve(cwd, dir, command))) {
+      const r = executable(c);
+      if (r === 'ok') return c;
+      if (r === 'not-executable') denied = true;
+    }
+  }
+  if (denied) throw new SpawnError(`${command}: permission denied (found on PATH, not executable)`, 'EACCES');
+  throw new SpawnError(`${command}: command not found on PATH`, 'ENOENT');
+}
+
+/** Spawns `command` as the root of a new owned tree and returns its record. Throws SpawnError before spawning. */
+export function spawnTree(options: SpawnTreeOptions): SpawnedTree {
+  const id = options.id ?? newTreeId();
+  if (!ID_PATTERN.test(id)) throw new SpawnError(`tree id "${id}": use letters, digits, '.', '_' and '-' only`, 'EINVAL');
+  const cwd = options.cwd ?? process.cwd();
+  try {
+    if (!fs.statSync(cwd).isDirectory()) throw new Error();
+  } catch {
+    throw new SpawnError(`working folder ${cwd} does not exist`, 'ENOTDIR');
+  }
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [k, v] of Object.entries(options.env ?? {})) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  env[TREE_ID_VARIABLE] = id;
+  const args = options.args ?? [];
+  const executable = resolveExecutable(options.command, env, cwd);
+
+  let file = executable;
+  let argv = args;
+  let cgroup: string | null = null;
+  let tierNote: string | undefined;
+  if (process.platform === 'linux') {
+    const probe = cgroupTier(options.cgroups ?? 'auto');
+    if (probe.tier) {
+      const dir = treeCgroupPath(probe.tier, id);
+      try {
+        ({ file, args: argv } = launchInCgroup(probe.tier, dir, id, executable, args));
+        cgroup = dir;
+      } catch (e) {
+        tierNote = `cannot create cgroup ${dir}: ${(e as Error).message}`;
+      }
+    } else {
+      tierNote = probe.unavailable;
+    }
+  }
+
+  const spawnedAt = Date.now();
+  let child: ChildProcess;
+  try {
+    child = spawn(file, argv, {
+      cwd,
+      env,
+      stdio: options.stdio ?? 'pipe',
+      detached: true, // POSIX: setsid(); Windows: a new process group
+      windowsHide: true,
+    });
+  } catch (e) {
+    if (cgroup) removeCgroup(cgroup);
+    throw new SpawnError(`${options.command}: ${(e as Error).message}`, 'EINVAL');
+  }
+  if (child.pid === undefined) {
+    if (cgroup) removeCgroup(cgroup);
+    // The 'error' event follows; keep it from being an unhandled error.
+    child.on('error', () => {});
+    throw new SpawnError(`${options.command}: could not be started`, 'ENOENT');
+  }
+  const root = processTable().read(child.pid);
+  const rootStartTime = root ? root.startTime : spawnedAt;
+  const record: TreeRecord = {
+    id,
+    label: options.label ?? path.basename(options.command),
+    command: [options.command, ...args],
+    rootPid: child.pid,
+    pgid: process.platform === 'win32' ? child.pid : (root?.pgid ?? child.pid),
+    sid: process.platform === 'win32' ? child.pid : (root?.sid ?? child.pid),
+    rootStartTime,
+    // Never earlier than the latest moment the root can have started, so the sweep's "leader started no later
+    // than trackedAt" holds for the real root whatever the start-time rounding.
+    trackedAt: Math.max(Date.now(), root ? latestStart(root) : spawnedAt),
+    envTag: `${TREE_ID_VARIABLE}=${id}`,
+    cgroup,
+  };
+  return { child, record, tier: cgroup ? 'cgroup' : 'group', tierNote };
+}
