@@ -5,6 +5,13 @@
 import { ProcessInfo, ProcessTable } from './processTable';
 
 export class SignalGuard {
+  /** The guard for this process, rebuilt when our parent changes (we were re-parented). */
+  static current(table: ProcessTable): SignalGuard {
+    if (!current || current.ppid !== process.ppid) current = new SignalGuard(table);
+    return current;
+  }
+
+  private readonly ppid = process.ppid;
   private readonly protectedPids = new Set<number>([0, 1]);
   private readonly ownGroup: number | undefined;
   private readonly uid: number | undefined;
@@ -23,10 +30,20 @@ export class SignalGuard {
     this.uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
   }
 
-  /** Why `p` must not be signalled, or undefined when it may be. */
-  refusal(p: Pick<ProcessInfo, 'pid' | 'pgid' | 'uid'>): string | undefined {
+  /**
+   * This process, an ancestor, PID 0/1, or a member of our own group: never a tree member, and never walked
+   * for descendants (our own other children are not a tree's).
+   */
+  protectedReason(p: Pick<ProcessInfo, 'pid' | 'pgid'>): string | undefined {
     if (this.protectedPids.has(p.pid)) return p.pid <= 1 ? `pid ${p.pid}` : `pid ${p.pid} is this process or its ancestor`;
     if (this.ownGroup !== undefined && p.pgid === this.ownGroup) return `pid ${p.pid} is in our own process group`;
+    return undefined;
+  }
+
+  /** Why `p` must not be signalled, or undefined when it may be. */
+  refusal(p: Pick<ProcessInfo, 'pid' | 'pgid' | 'uid'>): string | undefined {
+    const why = this.protectedReason(p);
+    if (why) return why;
     if (this.uid !== undefined && p.uid >= 0 && p.uid !== this.uid) return `pid ${p.pid} belongs to uid ${p.uid}`;
     return undefined;
   }
@@ -43,3 +60,5 @@ export class SignalGuard {
     return undefined;
   }
 }
+
+let current: SignalGuard | undefined;

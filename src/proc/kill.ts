@@ -52,7 +52,7 @@ type Phase = 'terminate' | 'escalate';
 /** One kill of one tree, from request to report. */
 class TreeKill {
   private readonly table: ProcessTable = processTable();
-  private readonly guard = new SignalGuard(this.table);
+  private readonly guard = SignalGuard.current(this.table);
   private readonly signalled = new Set<string>();
   private readonly refused = new Set<string>();
   private groupDoubt: string | undefined;
@@ -80,6 +80,7 @@ class TreeKill {
   private resolve(): Membership {
     const m = resolveMembers(this.tree, this.table.snapshot(), this.options);
     if (m.groupDoubt) this.groupDoubt = m.groupDoubt;
+    for (const why of m.excluded) this.refused.add(why);
     return m;
   }
 

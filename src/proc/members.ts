@@ -5,7 +5,8 @@
  */
 import { cgroupProcs } from './cgroup';
 import { latestStart } from './identity';
-import { ProcessInfo, Snapshot, START_PRECISION_MS } from './processTable';
+import { SignalGuard } from './guard';
+import { ProcessInfo, processTable, Snapshot, START_PRECISION_MS } from './processTable';
 import { TreeRecord } from './records';
 
 export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup'>;
@@ -18,6 +19,8 @@ export interface Membership {
   groupDoubt?: string;
   /** Pids in the cgroup (when the tree has one). */
   inCgroup: number;
+  /** Processes that looked like members but are protected (ourselves, an ancestor, our group), and why. */
+  excluded: string[];
 }
 
 export interface ResolveOptions {
@@ -28,6 +31,11 @@ export interface ResolveOptions {
   continuouslyOwned: boolean;
   /** Whether the tree's cgroup directory was checked to be ours. Only then are its pids members. */
   cgroupVerified: boolean;
+  /**
+   * Why a process can never be a member; such are not walked either. Defaults to this process's
+   * SignalGuard: ourselves, our ancestors, our own group and PID 1.
+   */
+  protectedReason?: (p: ProcessInfo) => string | undefined;
 }
 
 /**
@@ -40,8 +48,16 @@ export interface ResolveOptions {
 export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions): Membership {
   const procs = snap.processes;
   const seeds = new Map<number, ProcessInfo>();
+  const excluded = new Set<string>();
+  const guard = options.protectedReason ?? defaultProtection();
+  const isProtected = (p: ProcessInfo): boolean => {
+    if (p.pid <= 1) return true;
+    const why = guard(p);
+    if (why) excluded.add(why);
+    return why !== undefined;
+  };
   const add = (p: ProcessInfo | undefined) => {
-    if (p && p.pid > 1) seeds.set(p.pid, p);
+    if (p && !isProtected(p)) seeds.set(p.pid, p);
   };
 
   const tagged = snap.tagged().get(tree.id) ?? [];
@@ -88,11 +104,16 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
   while (queue.length > 0) {
     const p = queue.pop()!;
     for (const child of children.get(p.pid) ?? []) {
-      if (!members.has(child.pid) && child.pid > 1) {
+      if (!members.has(child.pid) && !isProtected(child)) {
         members.set(child.pid, child);
         queue.push(child);
       }
     }
   }
-  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length };
+  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+}
+
+function defaultProtection(): (p: ProcessInfo) => string | undefined {
+  const guard = SignalGuard.current(processTable());
+  return (p) => guard.protectedReason(p);
 }

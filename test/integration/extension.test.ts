@@ -1,0 +1,46 @@
+// The extension, loaded from the development folder into a real extension host.
+import * as assert from 'assert';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { EXTENSION_ID } from './harness';
+
+interface AgentTreesApi {
+  version: number;
+  recordsDir: string;
+}
+
+describe('Agent Trees extension', () => {
+  it('is installed from the development folder', () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
+    assert.ok(ext, `${EXTENSION_ID} is not loaded`);
+    assert.strictEqual(ext.packageJSON.name, 'agent-trees');
+  });
+
+  it('activates and exports its API object', async () => {
+    const ext = vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!;
+    const api = await ext.activate();
+    assert.ok(ext.isActive);
+    assert.strictEqual(api.version, 1);
+    assert.strictEqual(path.basename(api.recordsDir), 'owned-trees');
+    assert.ok(
+      api.recordsDir.includes(path.join('globalStorage', EXTENSION_ID)),
+      `recordsDir ${api.recordsDir} is not in the extension's global storage`,
+    );
+    assert.strictEqual(ext.exports, api);
+  });
+
+  it('registers agentTrees.showLog, and running it succeeds', async () => {
+    await vscode.extensions.getExtension(EXTENSION_ID)!.activate();
+    const commands = await vscode.commands.getCommands(true);
+    assert.ok(commands.includes('agentTrees.showLog'), 'agentTrees.showLog is not registered');
+    await vscode.commands.executeCommand('agentTrees.showLog');
+  });
+
+  it('takes the command title from package.nls.json', () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
+    const cmd = (ext.packageJSON.contributes.commands as { command: string; title: string }[]).find(
+      (c) => c.command === 'agentTrees.showLog',
+    );
+    assert.strictEqual(cmd?.title, 'Show Log');
+  });
+});

@@ -1,0 +1,67 @@
+// Helpers shared by the integration suite (index.ts) and its tests: the test phase this extension host
+// runs in, phase-only test blocks, and the request to SIGKILL this extension host once the result is written.
+import * as fs from 'fs';
+
+/** Environment variable naming the file the suite writes its result to (set by the runner). */
+export const RESULT_FILE_VAR = 'AGENT_TREES_TEST_RESULT';
+/** Environment variable holding the phase number (1, 2, ...) of a phased run; unset in a single run. */
+export const PHASE_VAR = 'AGENT_TREES_PHASE';
+/** Environment variable the host runner (scripts/host/runTests.js) puts in code-server's environment. */
+export const HOST_MARKER_VAR = 'AGENT_TREES_HOST_MARKER';
+/** The extension's identifier (`publisher.name`). */
+export const EXTENSION_ID = 'agent-trees.agent-trees';
+
+/** The phase this extension host runs in, or undefined when the run has no phases. */
+export const currentPhase: number | undefined = process.env[PHASE_VAR] ? Number(process.env[PHASE_VAR]) : undefined;
+
+/**
+ * Declares a describe block that exists only in phase `phase` of a phased run. In a run without phases
+ * (e.g. under @vscode/test-electron) it declares nothing: such tests need the runner's phases.
+ */
+export function inPhase(phase: number, title: string, fn: (this: Mocha.Suite) => void): void {
+  if (currentPhase === phase) describe(`[phase ${phase}] ${title}`, fn);
+}
+
+let killRequested = false;
+
+/**
+ * Asks the suite to SIGKILL this extension host right after it has written the result file. The runner
+ * then ends the phase once the result file exists and this host is gone. Only allowed in a phased run.
+ */
+export function killHostAfterResult(): void {
+  if (currentPhase === undefined) throw new Error('killHostAfterResult() needs a phased run');
+  killRequested = true;
+}
+
+/** Whether a test called killHostAfterResult(). */
+export function isHostKillRequested(): boolean {
+  return killRequested;
+}
+
+/** State field of /proc/<pid>/stat and the process start time (clock ticks), or undefined if gone. */
+export function procStat(pid: number): { state: string; ppid: number; startTicks: string } | undefined {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { state: f[0], ppid: Number(f[1]), startTicks: f[19] };
+  } catch {
+    return undefined;
+  }
+}
+
+/** True while `pid` runs and (if given) still started at `startTicks`; zombies count as dead. */
+export function isProcessAlive(pid: number, startTicks?: string): boolean {
+  const st = procStat(pid);
+  if (!st || st.state === 'Z' || st.state === 'X') return false;
+  return startTicks === undefined || st.startTicks === startTicks;
+}
+
+/** Polls `predicate` every 50 ms until it is true or `timeoutMs` passes; returns its last value. */
+export async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}

@@ -1,0 +1,132 @@
+// Entry of the integration suite, loaded by VS Code as `extensionTestsPath` (by scripts/host/runTests.js
+// in code-server, or by @vscode/test-electron in desktop VS Code). Runs mocha on the compiled
+// `*.test.js` files beside it and writes the result to the file named by AGENT_TREES_TEST_RESULT.
+//
+// Result file protocol (read by scripts/host/runTests.js):
+//   - at start the suite claims the file (exclusive create) with {state: 'running', pid, phase};
+//     if the file already exists, this is an extension host that the workbench restarted after the
+//     phase's host died: it runs nothing and leaves the file alone;
+//   - at the end it replaces it (write + rename) with {state: 'done', pid, phase, passed, failed, pending, failures};
+//   - meanwhile it appends its output (mocha's report and the tests' console output) to `<result file>.log`,
+//     synchronously, so the runner can show it even if the extension host is killed right after;
+//   - if a test asked for it (killHostAfterResult), it then freezes code-server, so the workbench
+//     cannot start a new extension host, and SIGKILLs its own extension host.
+import * as fs from 'fs';
+import * as path from 'path';
+import * as util from 'util';
+import Mocha from 'mocha';
+import { currentPhase, HOST_MARKER_VAR, isHostKillRequested, RESULT_FILE_VAR } from './harness';
+
+interface Failure {
+  title: string;
+  error: string;
+}
+
+/** Compiled test files under `dir`: every `*.test.js`, or in phase 2+ only the `*.phased.test.js` ones. */
+function testFiles(dir: string): string[] {
+  const files: string[] = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) files.push(...testFiles(full));
+    else if (entry.name.endsWith('.test.js')) files.push(full);
+  }
+  const later = currentPhase !== undefined && currentPhase > 1;
+  return files.filter((f) => !later || f.endsWith('.phased.test.js')).sort();
+}
+
+function writeAtomically(file: string, data: unknown): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(data, null, 2));
+  fs.renameSync(tmp, file);
+}
+
+/** Whether `pid`'s environment holds the host runner's marker (so the process belongs to a test run). */
+function carriesHostMarker(pid: number): boolean {
+  const own = process.env[HOST_MARKER_VAR];
+  if (!own) return false;
+  try {
+    return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`${HOST_MARKER_VAR}=${own}`);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Tees mocha's reporter and the console into `logFile` (synchronous appends). Returns a function that
+ * undoes it. The console still goes to the workbench as well.
+ */
+function teeOutput(logFile: string): () => void {
+  const write = (args: unknown[]) => {
+    try {
+      fs.appendFileSync(logFile, util.format(...args) + '\n');
+    } catch {
+      // the log is a convenience; the result file is what counts
+    }
+  };
+  const base = Mocha.reporters.Base as unknown as { consoleLog: (...args: unknown[]) => void };
+  const saved = { consoleLog: base.consoleLog, log: console.log, info: console.info, warn: console.warn, error: console.error };
+  base.consoleLog = (...args) => (write(args), saved.consoleLog.apply(console, args));
+  console.log = (...args: unknown[]) => (write(args), saved.log.apply(console, args));
+  console.info = (...args: unknown[]) => (write(args), saved.info.apply(console, args));
+  console.warn = (...args: unknown[]) => (write(args), saved.warn.apply(console, args));
+  console.error = (...args: unknown[]) => (write(args), saved.error.apply(console, args));
+  return () => {
+    base.consoleLog = saved.consoleLog;
+    Object.assign(console, { log: saved.log, info: saved.info, warn: saved.warn, error: saved.error });
+  };
+}
+
+/** Called by VS Code's test harness in the extension host; rejects when a test failed. */
+export async function run(): Promise<void> {
+  const resultFile = process.env[RESULT_FILE_VAR];
+  const base = { pid: process.pid, phase: currentPhase ?? null };
+  if (resultFile) {
+    try {
+      fs.writeFileSync(resultFile, JSON.stringify({ state: 'running', ...base, startedAt: new Date().toISOString() }), { flag: 'wx' });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
+        throw new Error(`${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`);
+      }
+      throw e;
+    }
+  }
+
+  const untee = resultFile ? teeOutput(`${resultFile}.log`) : () => {};
+  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 30000, reporter: 'spec' });
+  const failures: Failure[] = [];
+  let passed = 0;
+  let failed = 0;
+  let pending = 0;
+  try {
+    for (const file of testFiles(__dirname)) mocha.addFile(file);
+    await new Promise<void>((resolve) => {
+      const runner = mocha.run(() => resolve());
+      runner.on('pass', () => passed++);
+      runner.on('pending', () => pending++);
+      runner.on('fail', (test, err: Error) => {
+        failed++;
+        failures.push({ title: test.fullTitle(), error: String(err && (err.stack || err.message || err)) });
+      });
+    });
+  } catch (e) {
+    failed++;
+    failures.push({ title: 'loading the suite', error: String((e as Error).stack || e) });
+    console.error(e);
+  }
+
+  if (resultFile) {
+    writeAtomically(resultFile, { state: 'done', ...base, passed, failed, pending, failures, endedAt: new Date().toISOString() });
+  }
+
+  if (isHostKillRequested()) {
+    console.log(`[suite] result written; SIGKILLing this extension host (pid ${process.pid}) as a test asked`);
+    untee();
+    await new Promise((r) => setTimeout(r, 500)); // lets the console lines above reach the workbench
+    // Freeze code-server (our parent), so the workbench cannot start a new extension host before the
+    // runner has taken the server down: that host would activate the extension a second time.
+    if (carriesHostMarker(process.ppid)) process.kill(process.ppid, 'SIGSTOP');
+    process.kill(process.pid, 'SIGKILL');
+  }
+  untee();
+  if (failed > 0) throw new Error(`${failed} integration test(s) failed`);
+}

@@ -1,0 +1,59 @@
+// Proves the phased runner works: phase 1 writes a marker into the extension's global storage, starts a
+// detached child and SIGKILLs its own extension host; phase 2 (a new code-server on the same user data
+// folder) sees the marker, a different extension host, the old host dead and the child still alive.
+// The crash-and-sweep tests will follow this pattern.
+import * as assert from 'assert';
+import { spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { EXTENSION_ID, inPhase, isProcessAlive, killHostAfterResult, procStat, waitFor } from './harness';
+
+interface Marker {
+  hostPid: number;
+  hostStartTicks: string;
+  childPid: number;
+  childStartTicks: string;
+}
+
+async function markerFile(): Promise<string> {
+  const api = await vscode.extensions.getExtension<{ recordsDir: string }>(EXTENSION_ID)!.activate();
+  return path.join(path.dirname(api.recordsDir), 'phase-test-marker.json'); // the extension's globalStorage
+}
+
+inPhase(1, 'extension host killed at the end of the phase', () => {
+  it('records the host and a detached child in global storage, then asks for the host to be killed', async () => {
+    const file = await markerFile();
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const child = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
+    child.unref();
+    assert.ok(child.pid && (await waitFor(() => isProcessAlive(child.pid!))));
+    const marker: Marker = {
+      hostPid: process.pid,
+      hostStartTicks: procStat(process.pid)!.startTicks,
+      childPid: child.pid,
+      childStartTicks: procStat(child.pid)!.startTicks,
+    };
+    fs.writeFileSync(file, JSON.stringify(marker));
+    killHostAfterResult();
+  });
+});
+
+inPhase(2, 'after the previous extension host was killed', () => {
+  let marker: Marker;
+
+  before(async () => {
+    marker = JSON.parse(fs.readFileSync(await markerFile(), 'utf8'));
+  });
+
+  it('runs in a new extension host, and the old one is dead', () => {
+    assert.notStrictEqual(process.pid, marker.hostPid);
+    assert.ok(!isProcessAlive(marker.hostPid, marker.hostStartTicks), `old host ${marker.hostPid} still runs`);
+  });
+
+  it("the killed host's detached child survived it (an orphan for a sweep to reap)", async () => {
+    assert.ok(isProcessAlive(marker.childPid, marker.childStartTicks), `child ${marker.childPid} is gone`);
+    process.kill(marker.childPid, 'SIGKILL');
+    assert.ok(await waitFor(() => !isProcessAlive(marker.childPid, marker.childStartTicks)));
+  });
+});
