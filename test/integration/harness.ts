@@ -1,6 +1,7 @@
 // Helpers shared by the integration suite (index.ts) and its tests: the test phase this extension host
 // runs in, phase-only test blocks, and the request to SIGKILL this extension host once the result is written.
 import * as fs from 'fs';
+import * as util from 'util';
 
 /** Environment variable naming the file the suite writes its result to (set by the runner). */
 export const RESULT_FILE_VAR = 'AGENT_TREES_TEST_RESULT';
@@ -20,6 +21,23 @@ export const currentPhase: number | undefined = process.env[PHASE_VAR] ? Number(
  */
 export function inPhase(phase: number, title: string, fn: (this: Mocha.Suite) => void): void {
   if (currentPhase === phase) describe(`[phase ${phase}] ${title}`, fn);
+}
+
+/**
+ * Prints to the run's output: appends to the suite log (`<result file>.log`, which the runner shows)
+ * and writes to the console (which reaches the workbench's log). Use it instead of console.log in
+ * tests: the extension host does not let the console be redirected.
+ */
+export function log(...args: unknown[]): void {
+  const file = process.env[RESULT_FILE_VAR];
+  if (file) {
+    try {
+      fs.appendFileSync(`${file}.log`, util.format(...args) + '\n');
+    } catch {
+      // the log is a convenience; the result file is what counts
+    }
+  }
+  console.log(...args);
 }
 
 let killRequested = false;

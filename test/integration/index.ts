@@ -7,15 +7,14 @@
 //     if the file already exists, this is an extension host that the workbench restarted after the
 //     phase's host died: it runs nothing and leaves the file alone;
 //   - at the end it replaces it (write + rename) with {state: 'done', pid, phase, passed, failed, pending, failures};
-//   - meanwhile it appends its output (mocha's report and the tests' console output) to `<result file>.log`,
-//     synchronously, so the runner can show it even if the extension host is killed right after;
+//   - meanwhile it appends its output (mocha's report, and what tests print with harness.log) to
+//     `<result file>.log`, synchronously, so the runner shows it even if the extension host is killed;
 //   - if a test asked for it (killHostAfterResult), it then freezes code-server, so the workbench
 //     cannot start a new extension host, and SIGKILLs its own extension host.
 import * as fs from 'fs';
 import * as path from 'path';
-import * as util from 'util';
 import Mocha from 'mocha';
-import { currentPhase, HOST_MARKER_VAR, isHostKillRequested, RESULT_FILE_VAR } from './harness';
+import { currentPhase, HOST_MARKER_VAR, isHostKillRequested, log, RESULT_FILE_VAR } from './harness';
 
 interface Failure {
   title: string;
@@ -52,27 +51,16 @@ function carriesHostMarker(pid: number): boolean {
 }
 
 /**
- * Tees mocha's reporter and the console into `logFile` (synchronous appends). Returns a function that
- * undoes it. The console still goes to the workbench as well.
+ * Sends mocha's reporter output through log() as well, so it lands in the suite log the runner prints.
+ * (The console itself cannot be redirected: the extension host makes its methods read-only.)
+ * Returns a function that undoes it.
  */
-function teeOutput(logFile: string): () => void {
-  const write = (args: unknown[]) => {
-    try {
-      fs.appendFileSync(logFile, util.format(...args) + '\n');
-    } catch {
-      // the log is a convenience; the result file is what counts
-    }
-  };
+function teeReporter(): () => void {
   const base = Mocha.reporters.Base as unknown as { consoleLog: (...args: unknown[]) => void };
-  const saved = { consoleLog: base.consoleLog, log: console.log, info: console.info, warn: console.warn, error: console.error };
-  base.consoleLog = (...args) => (write(args), saved.consoleLog.apply(console, args));
-  console.log = (...args: unknown[]) => (write(args), saved.log.apply(console, args));
-  console.info = (...args: unknown[]) => (write(args), saved.info.apply(console, args));
-  console.warn = (...args: unknown[]) => (write(args), saved.warn.apply(console, args));
-  console.error = (...args: unknown[]) => (write(args), saved.error.apply(console, args));
+  const saved = base.consoleLog;
+  base.consoleLog = (...args) => log(...args);
   return () => {
-    base.consoleLog = saved.consoleLog;
-    Object.assign(console, { log: saved.log, info: saved.info, warn: saved.warn, error: saved.error });
+    base.consoleLog = saved;
   };
 }
 
@@ -91,7 +79,7 @@ export async function run(): Promise<void> {
     }
   }
 
-  const untee = resultFile ? teeOutput(`${resultFile}.log`) : () => {};
+  const untee = teeReporter();
   const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 30000, reporter: 'spec' });
   const failures: Failure[] = [];
   let passed = 0;
@@ -111,15 +99,15 @@ export async function run(): Promise<void> {
   } catch (e) {
     failed++;
     failures.push({ title: 'loading the suite', error: String((e as Error).stack || e) });
-    console.error(e);
+    log(e);
   }
 
   if (resultFile) {
-    writeAtomically(resultFile, { state: 'done', ...base, passed, failed, pending, failures, endedAt: new Date().toISOString() });
+    writeAtomically(resultFile, { state: 'done', ...base, passed, failed, pending, failures, hostKillRequested: isHostKillRequested(), endedAt: new Date().toISOString() });
   }
 
   if (isHostKillRequested()) {
-    console.log(`[suite] result written; SIGKILLing this extension host (pid ${process.pid}) as a test asked`);
+    log(`[suite] result written; SIGKILLing this extension host (pid ${process.pid}) as a test asked`);
     untee();
     await new Promise((r) => setTimeout(r, 500)); // lets the console lines above reach the workbench
     // Freeze code-server (our parent), so the workbench cannot start a new extension host before the
