@@ -146,13 +146,18 @@ export class TreeOwner extends EventEmitter {
     this.log.info(`tree ${id}: released; its processes keep running and are no longer owned`);
   }
 
-  /** Kills every tree (grace `graceMs`), then removes this owner's record. */
+  /**
+   * Kills every tree (grace `graceMs`) and stops owning them. Trees that left survivors stay in the record, so a
+   * later sweep retries them; with none, the record is removed.
+   */
   async dispose(graceMs: number): Promise<KillReport[]> {
     this.disposed = true;
     if (this.watchTimer) clearInterval(this.watchTimer);
     this.watchTimer = undefined;
     const reports = await Promise.all([...this.trees.keys()].map((id) => this.kill(id, graceMs)));
-    for (const tree of this.trees.values()) this.checkEnded(tree);
+    for (const report of reports) {
+      if (report.survivors === 0) this.trees.delete(report.treeId);
+    }
     this.writeRecord();
     return reports;
   }
@@ -163,8 +168,8 @@ export class TreeOwner extends EventEmitter {
   }
 
   private checkEnded(tree: OwnedTree, snap?: Snapshot): void {
-    if (!tree.rootExit && tree.child.exitCode === null && tree.child.signalCode === null) return;
-    if (process.platform !== 'win32' && this.members(tree.record.id, snap).length > 0) return;
+    // The root is a member while it runs; on Windows only the root is known.
+    if (process.platform === 'win32' ? tree.child.exitCode === null && tree.child.signalCode === null : this.members(tree.record.id, snap).length > 0) return;
     if (tree.record.cgroup) removeCgroup(tree.record.cgroup);
     tree.state = 'ended';
     this.trees.delete(tree.record.id);

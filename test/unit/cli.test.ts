@@ -1,0 +1,139 @@
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { spawn } from 'child_process';
+import { parseArgs } from '../../src/cli/args';
+import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, aliveOf, CLI } from './helpers';
+import { runCli, startCli } from './cliHelpers';
+
+describe('agent-trees run', () => {
+  it('passes the exit code through, kills what CMD left running, and leaves no record', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const r = await runCli(['run', '--records', records, '--grace', '1', '--', 'sh', '-c', `${FIXTURE} root-exits ${pidfile}; exit 7`]);
+    assert.strictEqual(r.code, 7, r.stderr);
+    const pids = await fixturePids(pidfile);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+
+  it('never loses the last line CMD printed to the kill', async () => {
+    const records = tmpDir();
+    const r = await runCli(['run', '--records', records, '--', 'sh', '-c', 'sleep 60 & printf "first\\nlast line, no newline"']);
+    assert.strictEqual(r.code, 0);
+    assert.strictEqual(r.stdout, 'first\nlast line, no newline');
+    const t = await runCli(['run', '--records', records, '--timeout', '0.5', '--', 'sh', '-c', 'sleep 60 & printf "before the timeout"; sleep 60']);
+    assert.strictEqual(t.code, 124);
+    assert.strictEqual(t.stdout, 'before the timeout');
+  });
+
+  it('exits 124 on timeout with the whole tree dead', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const r = await runCli(['run', '--records', records, '--timeout', '1', '--grace', '0.3', '--no-cgroup', '--', FIXTURE, 'ignore-term', pidfile]);
+    assert.strictEqual(r.code, 124);
+    assert.match(r.stderr, /timed out after 1 s: ended \d+ processes/);
+    const pids = await fixturePids(pidfile);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+    it(`exits ${code} on ${signal} with the whole tree dead`, async () => {
+      const records = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pids');
+      const run = startCli(['run', '--records', records, '--grace', '1', '--', FIXTURE, 'daemon', pidfile]);
+      const pids = await fixturePids(pidfile);
+      run.child.kill(signal);
+      const r = await run.done;
+      assert.strictEqual(r.code, code);
+      assert.deepStrictEqual(await waitAllDead(pids.all), []);
+      assert.deepStrictEqual(fs.readdirSync(records), []);
+    });
+  }
+
+  it('kills the tree when its own parent dies', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    // sh starts the CLI and waits; SIGKILL of sh re-parents the CLI, which must notice and clean up.
+    const sh = spawn('sh', ['-c', `"${process.execPath}" "${CLI}" run --records "${records}" --grace 1 -- "${FIXTURE}" deep "${pidfile}" & echo $!; wait`], { stdio: ['ignore', 'pipe', 'ignore'] });
+    register(sh.pid!);
+    const cliPid = Number(await new Promise<string>((resolve) => sh.stdout!.once('data', (d) => resolve(String(d)))));
+    register(cliPid);
+    const pids = await fixturePids(pidfile);
+    sh.kill('SIGKILL');
+    assert.deepStrictEqual(await waitAllDead([...pids.all, cliPid], 8000), []);
+  });
+
+  it('with --keep-descendants leaves what CMD started running, unowned', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = startCli(['run', '--records', records, '--keep-descendants', '--', FIXTURE, 'root-exits', pidfile]);
+    await run.exited;
+    assert.strictEqual(run.child.exitCode, 0);
+    const pids = await fixturePids(pidfile);
+    const children = pids.roles.get('child')!;
+    try {
+      assert.strictEqual(aliveOf(children).length, 2);
+      assert.deepStrictEqual(fs.readdirSync(records), [], 'no longer owned, no record');
+    } finally {
+      for (const pid of aliveOf(children)) process.kill(pid, 'SIGKILL');
+    }
+  });
+
+  it('exits 2 with a one-line error on bad arguments or a missing executable, spawning nothing', async () => {
+    const records = tmpDir();
+    for (const args of [
+      ['run', '--records', records, '--', 'no-such-command-agent-trees'],
+      ['run', '--records', records, '--', './missing/agent.sh'],
+      ['run', '--records', records, '--timeout', 'soon', '--', 'true'],
+      ['run', '--records', records],
+      ['run', '--bogus', '--', 'true'],
+      ['frobnicate'],
+      ['kill'],
+    ]) {
+      const r = await runCli(args);
+      assert.strictEqual(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr.split('\n')[0], /^agent-trees: \S/);
+      assert.strictEqual(r.stdout, '');
+    }
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+    const missing = await runCli(['run', '--records', records, '--', 'no-such-command-agent-trees']);
+    assert.strictEqual(missing.stderr, 'agent-trees: no-such-command-agent-trees: command not found on PATH\n');
+  });
+
+  it('ps lists owned trees with their owner and members; kill ends one', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = startCli(['run', '--records', records, '--', FIXTURE, 'deep', pidfile]);
+    const pids = await fixturePids(pidfile);
+    const listing = JSON.parse((await runCli(['ps', '--records', records, '--json'])).stdout);
+    assert.strictEqual(listing.owners.length, 1);
+    assert.strictEqual(listing.owners[0].owner.pid, run.child.pid);
+    assert.strictEqual(listing.owners[0].owner.alive, true);
+    const tree = listing.owners[0].trees[0];
+    assert.deepStrictEqual(tree.members.map((m: { pid: number }) => m.pid).sort(), [...pids.all].sort());
+    const human = await runCli(['ps', '--records', records]);
+    assert.match(human.stdout, new RegExp(`tree ${tree.id} .* 3 live member\\(s\\)`));
+    const killed = await runCli(['kill', tree.id, '--records', records, '--grace', '1']);
+    assert.strictEqual(killed.code, 0, killed.stderr);
+    assert.match(killed.stdout, /ended 3 processes/);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+    assert.strictEqual((await run.done).code, 143, 'CMD died of SIGTERM');
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+});
+
+describe('argument parsing', () => {
+  it('takes the command after -- or at the first non-option word', () => {
+    const a = parseArgs(['run', '--timeout', '2.5', '--label', 'x', '--', 'claude', '--print', 'hi']);
+    assert.deepStrictEqual(a.command === 'run' && [a.cmd, a.timeoutMs, a.label], [['claude', '--print', 'hi'], 2500, 'x']);
+    const b = parseArgs(['run', '--grace=0', 'sleep', '--timeout', '1']);
+    assert.deepStrictEqual(b.command === 'run' && [b.cmd, b.graceMs, b.timeoutMs], [['sleep', '--timeout', '1'], 0, 0]);
+  });
+  it('says what is wrong', () => {
+    assert.throws(() => parseArgs(['ps', '--timeout', '1']), /--timeout does not apply to 'ps'/);
+    assert.throws(() => parseArgs(['run', '--grace', '-1', '--', 'x']), /--grace takes a number of seconds/);
+    assert.throws(() => parseArgs(['sweep', 'extra']), /takes no argument "extra"/);
+  });
+});

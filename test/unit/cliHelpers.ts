@@ -1,0 +1,29 @@
+import { ChildProcess, spawn, SpawnOptions } from 'child_process';
+import { CLI, register } from './helpers';
+
+export interface CliRun {
+  child: ChildProcess;
+  /** Resolves when the CLI has exited and every holder of its output pipes closed them. */
+  done: Promise<{ code: number; stdout: string; stderr: string }>;
+  /** Resolves when the CLI process itself has exited (its orphans may still hold the pipes). */
+  exited: Promise<void>;
+}
+
+/** Starts `node dist/cli.js ARGS` (its output collected). */
+export function startCli(args: string[], options: SpawnOptions = {}): CliRun {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  register(child.pid!);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d) => (stdout += d));
+  child.stderr?.on('data', (d) => (stderr += d));
+  const done = new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    child.on('close', (code, signal) => resolve({ code: code ?? 128 + (signal === 'SIGKILL' ? 9 : 15), stdout, stderr }));
+  });
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  return { child, done, exited };
+}
+
+export function runCli(args: string[], options: SpawnOptions = {}) {
+  return startCli(args, options).done;
+}

@@ -1,0 +1,137 @@
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { spawn, spawnSync } from 'child_process';
+import { processTable, RecordStore, sweepOrphans, TreeOwner, TreeRecord } from '../../src/proc';
+import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
+import { runCli, startCli } from './cliHelpers';
+
+/** Starts `agent-trees run` on a fixture as an owner process of its own; resolves once the tree is ready. */
+async function cliOwner(records: string, mode = 'deep', extra: string[] = []) {
+  const pidfile = path.join(tmpDir(), 'pids');
+  const run = startCli(['run', '--records', records, ...extra, '--', FIXTURE, mode, pidfile]);
+  const pids = await fixturePids(pidfile);
+  await waitFor('record', () => fs.existsSync(path.join(records, `${run.child.pid}.json`)));
+  return { run, pids, ownerPid: run.child.pid! };
+}
+
+function self() {
+  return { pid: process.pid, startTime: processTable().read(process.pid)!.startTime };
+}
+
+describe('sweeping orphaned trees', () => {
+  it('reaps the tree of an owner that was SIGKILLed, from another process, and deletes its record', async () => {
+    const records = tmpDir();
+    const { run, pids, ownerPid } = await cliOwner(records, 'daemon', ['--no-cgroup']);
+    run.child.kill('SIGKILL');
+    await run.exited;
+    assert.strictEqual(aliveOf(pids.all).length, pids.all.length, 'the tree outlives its owner');
+    const swept = await runCli(['sweep', '--records', records, '--json', '--grace', '1']);
+    assert.strictEqual(swept.code, 0, swept.stderr);
+    const result = JSON.parse(swept.stdout);
+    assert.strictEqual(result.trees.length, 1);
+    assert.strictEqual(result.trees[0].ownerPid, ownerPid);
+    assert.strictEqual(result.trees[0].outcome, 'killed');
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+    assert.deepStrictEqual(fs.readdirSync(records), [], 'record deleted');
+  });
+
+  it("leaves a live owner's trees alone", async () => {
+    const records = tmpDir();
+    const { run, pids } = await cliOwner(records);
+    const swept = JSON.parse((await runCli(['sweep', '--records', records, '--json'])).stdout);
+    assert.strictEqual(swept.liveOwners, 1);
+    assert.strictEqual(swept.trees.length, 0);
+    assert.strictEqual(aliveOf(pids.all).length, pids.all.length);
+    run.child.kill('SIGTERM');
+    assert.strictEqual((await run.done).code, 143);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+
+  it('never treats its own record as orphaned', async () => {
+    const records = tmpDir();
+    const owner = new TreeOwner({ recordsDir: records, cgroups: 'off' });
+    const tree = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore', killLeftoversOnExit: false });
+    register(tree.child.pid!);
+    const result = await sweepOrphans(owner.store, { self: owner.self, graceMs: 500 });
+    assert.strictEqual(result.trees.length, 0);
+    assert.ok(aliveOf([tree.child.pid!]).length === 1);
+    await owner.dispose(500);
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+
+  it('never signals a recorded group id that now belongs to a newer, unrelated group', async () => {
+    const records = tmpDir();
+    const store = new RecordStore(records);
+    const deadOwner = spawnSync('true').pid!;
+    // An unrelated process that leads its own group, started after the record's trackedAt.
+    const trackedAt = Date.now() - 60_000;
+    const unrelated = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    register(unrelated.pid!);
+    try {
+      await waitFor('unrelated', () => processTable().read(unrelated.pid!));
+      const record: TreeRecord = {
+        id: 'reused-group', label: 'old', command: ['old'], rootPid: unrelated.pid!, pgid: unrelated.pid!, sid: unrelated.pid!,
+        rootStartTime: trackedAt - 10, trackedAt, envTag: 'AGENT_TREES_TREE_ID=reused-group', cgroup: null,
+      };
+      store.write({ pid: deadOwner, startTime: trackedAt - 1000 }, [record]);
+      const result = await sweepOrphans(store, { self: self(), graceMs: 500 });
+      assert.strictEqual(result.trees[0].outcome, 'gone');
+      assert.match(result.trees[0].note ?? '', /started after the tree was tracked/);
+      assert.strictEqual(aliveOf([unrelated.pid!]).length, 1, 'the unrelated process lives');
+      assert.deepStrictEqual(fs.readdirSync(records), []);
+    } finally {
+      unrelated.kill('SIGKILL');
+    }
+  });
+
+  it('reports and skips a corrupt record while sweeping the good ones', async () => {
+    const records = tmpDir();
+    const { run, pids } = await cliOwner(records, 'deep', ['--no-cgroup']);
+    run.child.kill('SIGKILL');
+    await run.exited;
+    fs.writeFileSync(path.join(records, '99999999.json'), '{"version":1,"owner":');
+    const swept = await runCli(['sweep', '--records', records, '--grace', '1']);
+    assert.match(swept.stdout, /problem\t.*99999999\.json\tnot valid JSON/);
+    assert.match(swept.stdout, /killed [1-9]/);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+
+  it('lets two concurrent sweeps kill each tree once', async () => {
+    const records = tmpDir();
+    const owners = await Promise.all([cliOwner(records, 'deep', ['--no-cgroup']), cliOwner(records, 'setsid', ['--no-cgroup']), cliOwner(records, 'daemon', ['--no-cgroup'])]);
+    for (const o of owners) o.run.child.kill('SIGKILL');
+    await Promise.all(owners.map((o) => o.run.exited));
+    const [a, b] = await Promise.all([
+      runCli(['sweep', '--records', records, '--json', '--grace', '1']),
+      runCli(['sweep', '--records', records, '--json', '--grace', '1']),
+    ]);
+    const handled = [...JSON.parse(a.stdout).trees, ...JSON.parse(b.stdout).trees].map((t: { ownerPid: number }) => t.ownerPid).sort();
+    assert.deepStrictEqual(handled, owners.map((o) => o.ownerPid).sort(), 'each owner swept exactly once');
+    assert.deepStrictEqual(await waitAllDead(owners.flatMap((o) => o.pids.all)), []);
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+
+  it('sweeps an owner whose pid now belongs to a newer process', async () => {
+    const records = tmpDir();
+    const { run, pids, ownerPid } = await cliOwner(records, 'deep', ['--no-cgroup']);
+    run.child.kill('SIGKILL');
+    await run.exited;
+    // Pretend the pid was reused: the recorded owner started long before the process now holding the pid.
+    const file = path.join(records, `${ownerPid}.json`);
+    const rec = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const living = spawn('sleep', ['60'], { stdio: 'ignore' });
+    register(living.pid!);
+    try {
+      rec.owner = { pid: living.pid, startTime: rec.owner.startTime - 3_600_000 };
+      fs.rmSync(file);
+      fs.writeFileSync(path.join(records, `${living.pid}.json`), JSON.stringify(rec));
+      const result = await sweepOrphans(new RecordStore(records), { self: self(), graceMs: 500 });
+      assert.strictEqual(result.trees.length, 1);
+      assert.deepStrictEqual(await waitAllDead(pids.all), []);
+      assert.strictEqual(aliveOf([living.pid!]).length, 1, 'the new holder of the pid is not touched');
+    } finally {
+      living.kill('SIGKILL');
+    }
+  });
+});
