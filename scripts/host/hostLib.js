@@ -405,16 +405,21 @@ async function openWorkbench({ server, dirs, folder, marker, browserMarker, exte
   const page = context.pages()[0] || (await context.newPage());
   if (onPageError) {
     page.on('pageerror', (e) => onPageError(`pageerror: ${e.message}`));
-    page.on('console', (m) => m.type() === 'error' && onPageError(`console.error: ${m.text()}`));
   }
   const url = folder ? `${server.url}?folder=${encodeURIComponent(folder)}` : server.url;
   await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60000 });
   return {
     context,
     page,
-    /** Closes the browser; if that hangs, SIGKILLs every process carrying this browser's marker. */
+    /**
+     * Closes the browser, then kills what is left of it: the process groups led by a process carrying
+     * this browser's marker (Chromium's helpers rewrite their environment block for their process
+     * titles, so only the main processes show the marker; they share its group), then marked processes.
+     */
     async close() {
+      const groups = findMarked(BROWSER_MARKER_VAR, browserMarker).filter((pid) => readStat(pid)?.pgrp === pid);
       await Promise.race([context.close().catch(() => {}), sleep(10000)]);
+      for (const pgid of groups) await killGroup(pgid, { graceMs: 0 });
       return sweepMarked(BROWSER_MARKER_VAR, browserMarker);
     },
   };

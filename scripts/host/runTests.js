@@ -224,6 +224,10 @@ async function runPhase(p) {
       error = `the extension host (pid ${result.pid}) died while the suite was running`;
       break;
     }
+    if (active.interrupted) {
+      error = 'interrupted';
+      break;
+    }
     if (!server.isRunning()) {
       error = 'code-server exited during the run';
       break;
@@ -255,6 +259,13 @@ async function runPhase(p) {
     await server.stop(3000);
     active.server = undefined;
   }
+  // The extension host runs in a session of its own, outside code-server's process group: make sure the
+  // phase's host is gone before the next phase starts (two live hosts would share the user data folder).
+  if (result && lib.isAlive(result.pid) && (lib.readEnviron(result.pid) || new Map()).get(lib.MARKER_VAR) === p.marker) {
+    say(`${p.label}: extension host ${result.pid} still running after code-server stopped; killing it`);
+    process.kill(result.pid, 'SIGKILL');
+    for (let i = 0; i < 100 && lib.isAlive(result.pid); i++) await lib.sleep(50);
+  }
   const teardownMs = Date.now() - tornDown;
 
   let passed = 0;
@@ -276,7 +287,7 @@ async function runPhase(p) {
     say(`${p.label}: failures:`);
     for (const f of result.failures) process.stdout.write(`  - ${f.title}\n    ${String(f.error).split('\n').slice(0, 6).join('\n    ')}\n`);
   }
-  if (error) {
+  if (error && !active.interrupted) {
     say(`${p.label}: FAILED: ${error}`);
     say(`---- tail of code-server's log (${logFile}) ----`);
     process.stdout.write(lib.tail(logFile, 60) + '\n');
@@ -372,6 +383,7 @@ async function main() {
   const onSignal = (sig) => {
     if (interrupted) return;
     interrupted = true;
+    active.interrupted = true;
     say(`${sig}: stopping and cleaning up`);
     cleanup().finally(() => {
       process.stdout.write('0 passed, 1 failed\n');
