@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `npm test`: the unit suite (plain mocha), then the integration suite in a real VS Code extension host
+# (code-server + headless Chromium, installed on first use by scripts/host/install.sh), then the totals
+# of both as `N passed, N failed` on a line of its own. Exits non-zero if anything failed, or if no test ran.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+logdir="$(mktemp -d "${TMPDIR:-/tmp}/agent-trees-test-all.XXXXXX")"
+trap 'rm -rf "$logdir"' EXIT
+
+passed=0
+failed=0
+notes=()
+
+# Last "N <word>" count in a mocha spec report ("  12 passing (3s)", "  1 failing"); empty if none.
+mocha_count() { grep -E "^\s*[0-9]+ $2( |\$)" "$1" | tail -1 | grep -oE '[0-9]+' | head -1; }
+
+# ---------------------------------------------------------------- unit
+echo "==> unit tests (npm run test:unit)"
+npm run --silent test:unit 2>&1 | tee "$logdir/unit.log"
+unit_rc=${PIPESTATUS[0]}
+up="$(mocha_count "$logdir/unit.log" passing)"
+uf="$(mocha_count "$logdir/unit.log" failing)"
+up=${up:-0}
+uf=${uf:-0}
+if [[ $unit_rc != 0 && $uf == 0 ]]; then
+  uf=1 # build error, crash, or a failing leak check: counts as one failure
+  notes+=("unit: exited with code $unit_rc without a failing test (see above)")
+fi
+[[ -z "$(mocha_count "$logdir/unit.log" passing)" ]] && notes+=("unit: no mocha report found")
+passed=$((passed + up))
+failed=$((failed + uf))
+
+# ---------------------------------------------------------------- integration
+echo "==> integration tests in a real VS Code extension host"
+integration() {
+  bash scripts/host/install.sh &&
+    node esbuild.js &&
+    node scripts/host/runTests.js --phases 2
+}
+integration 2>&1 | tee "$logdir/integration.log"
+int_rc=${PIPESTATUS[0]}
+line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logdir/integration.log" | tail -1)"
+ip=0
+if_=0
+if [[ -n "$line" ]]; then
+  ip="$(echo "$line" | awk '{print $1}')"
+  if_="$(echo "$line" | awk '{print $3}')"
+fi
+if [[ $int_rc != 0 && $if_ == 0 ]]; then
+  if_=1 # the host could not be installed or started
+  notes+=("integration: exited with code $int_rc without a failing test (see above)")
+fi
+passed=$((passed + ip))
+failed=$((failed + if_))
+
+# ---------------------------------------------------------------- totals
+echo
+echo "unit: $up passed, $uf failed; integration: $ip passed, $if_ failed"
+for n in "${notes[@]}"; do echo "note: $n"; done
+if [[ $passed == 0 && $failed == 0 ]]; then
+  echo "no test ran"
+  failed=1
+fi
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]
