@@ -234,17 +234,41 @@ function makeRunDirs(prefix = 'agent-trees-host-') {
   return dirs;
 }
 
+/** User settings for a fresh host: no welcome page, no network look-ups, no prompts that cover the UI. */
+const DEFAULT_USER_SETTINGS = {
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.enableExperiments': false,
+  'git.openRepositoryInParentFolders': 'never',
+  'git.autofetch': false,
+  'security.workspace.trust.enabled': false,
+  'telemetry.telemetryLevel': 'off',
+  'extensions.autoCheckUpdates': false,
+  'extensions.autoUpdate': false,
+  'extensions.ignoreRecommendations': true,
+  'update.mode': 'none',
+};
+
+/** Writes `<userDataDir>/User/settings.json` unless it exists (a later phase keeps what the first wrote). */
+function writeDefaultUserSettings(userDataDir, extra = {}) {
+  const file = path.join(userDataDir, 'User', 'settings.json');
+  if (fs.existsSync(file)) return;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify({ ...DEFAULT_USER_SETTINGS, ...extra }, null, 2) + '\n');
+}
+
 /**
- * Starts code-server in its own process group on a free 127.0.0.1 port and waits for
+ * Starts code-server in its own process group on 127.0.0.1 (`port`, or a free one) and waits for
  * "HTTP server listening". Its output goes to `logFile` (and to `onOutput` if given).
  * Returns { pid, port, url, exited (promise), logFile, stop(graceMs) }.
  */
-async function startCodeServer({ dirs, userDataDir, extensionsDir, env, marker, logFile, onOutput, extraArgs = [], readyTimeoutMs = 60000 }) {
-  const port = await freePort();
+async function startCodeServer({ dirs, userDataDir, extensionsDir, env, marker, logFile, onOutput, extraArgs = [], readyTimeoutMs = 60000, port }) {
+  port = port || (await freePort());
   const configFile = path.join(dirs.root, 'code-server.yaml');
   fs.writeFileSync(configFile, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
   fs.mkdirSync(userDataDir, { recursive: true });
   fs.mkdirSync(extensionsDir, { recursive: true });
+  writeDefaultUserSettings(userDataDir);
   const args = [
     CODE_SERVER_ENTRY,
     '--config', configFile,
@@ -428,6 +452,6 @@ async function openWorkbench({ server, dirs, folder, marker, browserMarker, exte
 module.exports = {
   ROOT, TOOLS, CODE_SERVER_ENTRY, CHROMIUM, MARKER_VAR, BROWSER_MARKER_VAR,
   sleep, checkInstalled, readStat, isAlive, startTicks, readEnviron, findMarked, groupMembers, describe,
-  killGroup, sweepMarked, sweepStale, newMarker, freePort, cleanEnv, makeRunDirs, startCodeServer, tail,
+  killGroup, sweepMarked, sweepStale, newMarker, freePort, cleanEnv, makeRunDirs, writeDefaultUserSettings, startCodeServer, tail,
   openWorkbench,
 };

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// The demo anyone can open: builds and packages the extension (npm run package), installs the .vsix
+// into a fresh code-server (VS Code 1.100.3 in the browser) bound to 127.0.0.1, opens the demo
+// workspace (demo/workspace, whose settings define `demo-agent`, a fake agent that leaves helpers
+// behind), prints the URL and runs until Ctrl-C. Nothing it started is left running afterwards: the
+// server's process group is killed, then every process carrying the run's marker variable (which
+// includes the agents the extension started and what they left behind).
+//
+// Usage: npm run demo  [-- --port 8080] [-- --vsix agent-trees.vsix (skip packaging)]
+// The host must be installed: bash scripts/host/install.sh (npm run demo does it).
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const { spawn, spawnSync } = require('child_process');
+const lib = require('./hostLib');
+
+const say = (msg) => process.stdout.write(`[demo] ${msg}\n`);
+
+/** Builds the production bundle and packages it; returns the .vsix path. */
+function packageExtension() {
+  say('packaging the extension (npm run package)');
+  const r = spawnSync('npm', ['run', '--silent', 'package'], { cwd: lib.ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  const vsix = path.join(lib.ROOT, 'agent-trees.vsix');
+  if (r.status !== 0 || !fs.existsSync(vsix)) throw new Error(`npm run package failed (exit code ${r.status})`);
+  return vsix;
+}
+
+/**
+ * The folder to open: demo/workspace itself when its settings point at this checkout's demo/agent.sh,
+ * else a copy in `dirs.root` with the path rewritten (the committed settings hold an absolute path).
+ */
+function demoWorkspace(dirs) {
+  const src = path.join(lib.ROOT, 'demo', 'workspace');
+  const settingsFile = path.join(src, '.vscode', 'settings.json');
+  const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8'));
+  const agent = path.join(lib.ROOT, 'demo', 'agent.sh');
+  const agents = settings['agentTrees.agents'] || [];
+  if (agents.every((a) => !a.args || a.args[0] === agent)) return src;
+  const copy = path.join(dirs.root, 'workspace');
+  fs.cpSync(src, copy, { recursive: true });
+  for (const a of agents) if (a.args && a.args[0].endsWith('/demo/agent.sh')) a.args[0] = agent;
+  fs.writeFileSync(path.join(copy, '.vscode', 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
+  return copy;
+}
+
+/** Installs a .vsix into `extensionsDir` with code-server's own installer (offline). */
+async function installVsix({ dirs, userDataDir, extensionsDir, vsix, marker, logFile }) {
+  fs.mkdirSync(userDataDir, { recursive: true });
+  fs.mkdirSync(extensionsDir, { recursive: true });
+  const out = fs.openSync(logFile, 'a');
+  const child = spawn(process.execPath, [lib.CODE_SERVER_ENTRY, '--user-data-dir', userDataDir, '--extensions-dir', extensionsDir,
+    '--install-extension', vsix, '--force'], {
+    cwd: dirs.root,
+    detached: true,
+    stdio: ['ignore', out, out],
+    env: lib.cleanEnv({ TMPDIR: dirs.tmp, XDG_CONFIG_HOME: dirs.config, XDG_DATA_HOME: dirs.data, XDG_CACHE_HOME: dirs.cache, [lib.MARKER_VAR]: marker }),
+  });
+  const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c)));
+  fs.closeSync(out);
+  await lib.killGroup(child.pid, { graceMs: 0 });
+  if (code !== 0) throw new Error(`installing ${vsix} failed (exit code ${code}); see ${logFile}`);
+  const installed = fs.readdirSync(extensionsDir).filter((n) => n.startsWith('agent-trees.agent-trees-'));
+  if (!installed.length) throw new Error(`${vsix} did not land in ${extensionsDir}`);
+  return installed[0];
+}
+
+/**
+ * Prepares a demo host: temp folders, packaged and installed extension, workspace. Shared with
+ * screenshots.js. Returns { dirs, marker, userDataDir, extensionsDir, workspace }.
+ */
+async function prepareDemo({ vsix } = {}) {
+  lib.checkInstalled();
+  await lib.sweepStale(say);
+  const vsixPath = vsix ? path.resolve(vsix) : packageExtension();
+  const dirs = lib.makeRunDirs('agent-trees-demo-');
+  const marker = lib.newMarker();
+  const userDataDir = path.join(dirs.root, 'user-data');
+  const extensionsDir = path.join(dirs.root, 'extensions');
+  const installed = await installVsix({ dirs, userDataDir, extensionsDir, vsix: vsixPath, marker, logFile: path.join(dirs.logs, 'install.log') });
+  say(`installed ${installed} from ${path.relative(lib.ROOT, vsixPath) || vsixPath}`);
+  return { dirs, marker, userDataDir, extensionsDir, workspace: demoWorkspace(dirs) };
+}
+
+/** Stops the server, sweeps every marked process, removes the temp folder. Returns the survivors. */
+async function teardown(demo, server) {
+  if (server) await server.stop(3000).catch(() => {});
+  const { killed, survivors } = await lib.sweepMarked(lib.MARKER_VAR, demo.marker);
+  if (killed.length) say(`killed ${killed.length} process(es) started under the demo`);
+  if (survivors.length) say(`could not kill: ${survivors.join('; ')}`);
+  fs.rmSync(demo.dirs.root, { recursive: true, force: true });
+  return survivors;
+}
+
+function parseArgs(argv) {
+  const opts = {};
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s);
+    const value = () => (inline !== undefined ? inline : argv[++i]);
+    if (flag === '--port') opts.port = Number(value());
+    else if (flag === '--vsix') opts.vsix = value();
+    else throw new Error(`unknown argument ${argv[i]}`);
+  }
+  return opts;
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  let demo;
+  let server;
+  let stopping = false;
+  const stop = async (why, code) => {
+    if (stopping) return;
+    stopping = true;
+    say(`${why}: stopping`);
+    const survivors = demo ? await teardown(demo, server) : [];
+    say(survivors.length ? 'stopped, but some processes survived (listed above)' : 'stopped; nothing left running');
+    process.exit(survivors.length ? 1 : code);
+  };
+  process.on('SIGINT', () => stop('SIGINT', 0));
+  process.on('SIGTERM', () => stop('SIGTERM', 0));
+  process.on('SIGHUP', () => stop('SIGHUP', 0));
+
+  try {
+    demo = await prepareDemo(opts);
+    if (stopping) return;
+    const extraArgs = [];
+    const logFile = path.join(demo.dirs.logs, 'code-server.log');
+    server = await lib.startCodeServer({
+      dirs: demo.dirs,
+      userDataDir: demo.userDataDir,
+      extensionsDir: demo.extensionsDir,
+      env: {},
+      marker: demo.marker,
+      logFile,
+      extraArgs,
+      port: opts.port,
+    });
+    if (stopping) return;
+    server.exited.then(({ code, signal }) => stop(`code-server exited (code ${code}, signal ${signal})`, 1));
+    const url = `${server.url}?folder=${encodeURIComponent(demo.workspace)}`;
+    say(`code-server ${server.pid} is serving VS Code with Agent Trees installed (log: ${logFile})`);
+    say(`workspace: ${demo.workspace} (agent: demo-agent, see demo/agent.sh)`);
+    process.stdout.write(`\n  Open ${url}\n\n  Press Ctrl-C to stop; everything the demo started stops with it.\n\n`);
+  } catch (e) {
+    say(`failed: ${e.message}`);
+    await stop('error', 1);
+  }
+}
+
+module.exports = { prepareDemo, teardown, packageExtension, demoWorkspace };
+
+if (require.main === module) main();
