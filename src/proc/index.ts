@@ -12,3 +12,5 @@ export * from './owner';
 export * from './sweep';
 export * from './log';
 export { CgroupMode, CgroupTier, cgroupTier, probeCgroupTier } from './cgroup';
+export * from './treeMembers';
+export * from './treeMembersSource';

@@ -12,8 +12,8 @@ import { killCgroup, removeCgroup } from './cgroup';
 import { SignalGuard } from './guard';
 import { latestStart } from './identity';
 import { Logger, silentLogger } from './log';
-import { Membership, resolveMembers, TreeIdentity } from './members';
-import { ProcessInfo, processTable, ProcessTable } from './processTable';
+import { Membership, resolveMembers, subtreeMembers, TreeIdentity } from './members';
+import { ProcessInfo, processTable, ProcessTable, Snapshot } from './processTable';
 
 export interface KillOptions {
   /** How long members get after SIGTERM before SIGKILL. 0 kills at once. */
@@ -61,6 +61,8 @@ class TreeKill {
     private readonly tree: TreeIdentity,
     private readonly options: KillOptions,
     private readonly onPhase: (phase: Phase) => void,
+    /** Membership other than a whole tree's (a subtree); default: resolveMembers. */
+    private readonly resolver?: (snap: Snapshot) => Membership,
   ) {}
 
   async run(): Promise<KillReport> {
@@ -78,7 +80,8 @@ class TreeKill {
   }
 
   private resolve(): Membership {
-    const m = resolveMembers(this.tree, this.table.snapshot(), this.options);
+    const snap = this.table.snapshot();
+    const m = this.resolver ? this.resolver(snap) : resolveMembers(this.tree, snap, this.options);
     if (m.groupDoubt) this.groupDoubt = m.groupDoubt;
     for (const why of m.excluded) this.refused.add(why);
     return m;
@@ -259,6 +262,19 @@ function sendPid(pid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
+/**
+ * SIGINT to a tree's process group, as Ctrl-C in a terminal sends it: only for a group that provably is the
+ * tree's (its leader started no later than tracking, or the caller owned it throughout).
+ */
+export function interruptGroup(tree: TreeIdentity, continuouslyOwned: boolean): boolean {
+  if (process.platform === 'win32') return false;
+  const table = processTable();
+  const leader = table.read(tree.pgid);
+  if (leader ? latestStart(leader) > tree.trackedAt : !continuouslyOwned) return false;
+  if (SignalGuard.current(table).groupRefusal(tree.pgid, leader ? [leader] : [])) return false;
+  return sendGroup(tree.pgid, 'SIGINT');
+}
+
 // ---------------------------------------------------------------------------------------------- Windows
 
 export type ExecAsync = (file: string, args: string[], timeoutMs: number) => Promise<{ code: number; stdout: string }>;
@@ -337,6 +353,21 @@ export class TreeKiller extends EventEmitter {
       },
     ).finally(() => this.running.delete(tree.id));
     this.running.set(tree.id, promise);
+    return promise;
+  }
+
+  /**
+   * Kills one process and its descendants (SIGTERM, grace, SIGKILL), if it still is the process that started
+   * at `startKey`. For "Kill Process and Its Children" on a member of an owned tree.
+   */
+  killSubtree(pid: number, startKey: number, graceMs: number, log?: Logger): Promise<KillReport> {
+    const pseudo: TreeIdentity = { id: `process-${pid}-${startKey}`, rootPid: pid, pgid: 0, sid: 0, rootStartTime: 0, trackedAt: 0, cgroup: null };
+    const existing = this.running.get(pseudo.id);
+    if (existing) return existing;
+    const kill = new TreeKill(pseudo, { graceMs, continuouslyOwned: false, cgroupVerified: false, log }, (phase) => this.emit(phase, pseudo.id),
+      (snap) => subtreeMembers(snap, pid, startKey));
+    const promise = kill.run().finally(() => this.running.delete(pseudo.id));
+    this.running.set(pseudo.id, promise);
     return promise;
   }
 

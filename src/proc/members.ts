@@ -97,7 +97,12 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
   const root = procs.get(tree.rootPid);
   if (root && root.pid !== tree.pgid && Math.abs(root.startTime - tree.rootStartTime) <= 2 * START_PRECISION_MS) add(root);
 
-  // Every descendant of a member, whatever its pid order (pids wrap around).
+  const members = withDescendants(seeds, snap, isProtected);
+  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+}
+
+/** The seeds and every descendant of theirs, whatever the pid order (pids wrap around). */
+function withDescendants(seeds: Map<number, ProcessInfo>, snap: Snapshot, isProtected: (p: ProcessInfo) => boolean): Map<number, ProcessInfo> {
   const children = snap.children();
   const members = new Map(seeds);
   const queue = [...seeds.values()];
@@ -110,7 +115,22 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
       }
     }
   }
-  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+  return members;
+}
+
+/** One process (if it still is the one that started at `startKey`) and all its descendants. */
+export function subtreeMembers(snap: Snapshot, pid: number, startKey: number): Membership {
+  const guard = defaultProtection();
+  const excluded: string[] = [];
+  const isProtected = (p: ProcessInfo) => {
+    const why = p.pid <= 1 ? `pid ${p.pid}` : guard(p);
+    if (why) excluded.push(why);
+    return why !== undefined;
+  };
+  const root = snap.processes.get(pid);
+  const seeds = new Map<number, ProcessInfo>();
+  if (root && root.startKey === startKey && !isProtected(root)) seeds.set(pid, root);
+  return { members: [...withDescendants(seeds, snap, isProtected).values()], groupProven: false, inCgroup: 0, excluded };
 }
 
 function defaultProtection(): (p: ProcessInfo) => string | undefined {

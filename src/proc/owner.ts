@@ -6,7 +6,7 @@ import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
 import { CgroupMode, cgroupTier, isOurCgroup, removeCgroup } from './cgroup';
 import { OWNER_CLOCK_SLACK_MS } from './identity';
-import { killWindowsTree, KillReport, treeKiller } from './kill';
+import { interruptGroup, killWindowsTree, KillReport, treeKiller } from './kill';
 import { Logger, silentLogger } from './log';
 import { resolveMembers } from './members';
 import { ProcessInfo, processTable, Snapshot } from './processTable';
@@ -133,6 +133,12 @@ export class TreeOwner extends EventEmitter {
     this.checkEnded(tree);
     if (tree.state !== 'ended') this.scheduleWatch();
     return report;
+  }
+
+  /** Ctrl-C for a tree: SIGINT to its process group. */
+  interrupt(id: string): boolean {
+    const tree = this.trees.get(id);
+    return tree ? interruptGroup(tree.record, true) : false;
   }
 
   /**

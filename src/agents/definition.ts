@@ -1,0 +1,94 @@
+/**
+ * Agent definitions (the `agentTrees.agents` setting, or an argument to Launch Agent): validated field by field
+ * so a bad entry gets a message naming the entry and the field, and the good entries still work.
+ */
+
+export type AgentKind = 'agent' | 'mcp';
+
+export interface AgentDefinition {
+  name: string;
+  command: string;
+  args?: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Seconds until the whole tree is killed; 0 = never. Defaults to `agentTrees.defaultTimeoutSeconds`. */
+  timeoutSeconds?: number;
+  kind?: AgentKind;
+}
+
+export class DefinitionError extends Error {
+  constructor(readonly entry: string, readonly field: string, readonly problem: string) {
+    super(`${entry}: "${field}" ${problem}`);
+  }
+}
+
+const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind']);
+
+/**
+ * Checks one entry. `where` names it in messages (e.g. `agentTrees.agents[2] ("codex")`).
+ * Returns a clean copy, or throws a DefinitionError.
+ */
+export function validateDefinition(value: unknown, where: string): AgentDefinition {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new DefinitionError(where, '(entry)', 'must be an object with at least "name" and "command"');
+  }
+  const v = value as Record<string, unknown>;
+  const name = typeof v.name === 'string' && v.name.trim() ? v.name.trim() : undefined;
+  const entry = name ? `${where} ("${name}")` : where;
+  if (!name) throw new DefinitionError(entry, 'name', 'must be a non-empty string');
+  if (typeof v.command !== 'string' || !v.command.trim()) throw new DefinitionError(entry, 'command', 'must be a non-empty string');
+  for (const key of Object.keys(v)) {
+    if (!FIELDS.has(key)) throw new DefinitionError(entry, key, `is not a known field (known: ${[...FIELDS].join(', ')})`);
+  }
+  const def: AgentDefinition = { name, command: v.command.trim() };
+  if (v.args !== undefined) {
+    if (!Array.isArray(v.args) || !v.args.every((a) => typeof a === 'string')) throw new DefinitionError(entry, 'args', 'must be an array of strings');
+    def.args = [...v.args];
+  }
+  if (v.cwd !== undefined) {
+    if (typeof v.cwd !== 'string' || !v.cwd) throw new DefinitionError(entry, 'cwd', 'must be a folder path');
+    def.cwd = v.cwd;
+  }
+  if (v.env !== undefined) {
+    if (typeof v.env !== 'object' || v.env === null || Array.isArray(v.env)) throw new DefinitionError(entry, 'env', 'must be an object of strings');
+    for (const [k, val] of Object.entries(v.env)) {
+      if (typeof val !== 'string') throw new DefinitionError(entry, `env.${k}`, 'must be a string');
+    }
+    def.env = { ...(v.env as Record<string, string>) };
+  }
+  if (v.timeoutSeconds !== undefined) {
+    if (typeof v.timeoutSeconds !== 'number' || !Number.isFinite(v.timeoutSeconds) || v.timeoutSeconds < 0) {
+      throw new DefinitionError(entry, 'timeoutSeconds', 'must be a number of seconds, 0 or more (0 = no timeout)');
+    }
+    def.timeoutSeconds = v.timeoutSeconds;
+  }
+  if (v.kind !== undefined) {
+    if (v.kind !== 'agent' && v.kind !== 'mcp') throw new DefinitionError(entry, 'kind', 'must be "agent" or "mcp"');
+    def.kind = v.kind;
+  }
+  return def;
+}
+
+/** Validates a whole `agentTrees.agents` value: the good entries, and one message per bad one. */
+export function validateDefinitions(value: unknown, setting = 'agentTrees.agents'): { agents: AgentDefinition[]; errors: DefinitionError[] } {
+  const agents: AgentDefinition[] = [];
+  const errors: DefinitionError[] = [];
+  if (value === undefined || value === null) return { agents, errors };
+  if (!Array.isArray(value)) {
+    errors.push(new DefinitionError(setting, '(setting)', 'must be an array of agent definitions'));
+    return { agents, errors };
+  }
+  const seen = new Set<string>();
+  value.forEach((item, i) => {
+    try {
+      const def = validateDefinition(item, `${setting}[${i}]`);
+      if (seen.has(def.name)) throw new DefinitionError(`${setting}[${i}] ("${def.name}")`, 'name', 'is used by an earlier entry');
+      seen.add(def.name);
+      agents.push(def);
+    } catch (e) {
+      if (e instanceof DefinitionError) errors.push(e);
+      else throw e;
+    }
+  });
+  return { agents, errors };
+}

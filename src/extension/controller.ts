@@ -1,0 +1,350 @@
+/**
+ * Wires the extension together: the tree owner for this extension host, agent runs, terminals, the view, the
+ * status bar, sweeps and the commands. Everything that touches processes goes through the core (src/proc).
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { AgentDefinition, validateDefinition } from '../agents/definition';
+import { AgentRun, AgentRuns } from '../agents/runs';
+import { KillReport, processTable, RecordStore, SpawnError, SweepResult, treeKiller, TreeOwner } from '../proc';
+import { readSettings, Settings } from './settings';
+import { DeadlineStatusBar } from './statusBar';
+import { Sweeper } from './sweeper';
+import { AgentTerminals } from './terminal';
+import { formatDuration, Node, ProcessTreeProvider } from './treeView';
+
+/** What `vscode.extensions.getExtension('agent-trees.agent-trees').exports` holds. */
+export interface AgentTreesApi {
+  /** Launches a definition (the `agentTrees.agents` entry shape) or a configured agent by name; returns the tree id. */
+  launch(definition: AgentDefinition | string): Promise<string>;
+  list(): ApiTree[];
+  kill(treeId: string): Promise<{ signalled: number; survivors: number }>;
+  sweep(): Promise<{ trees: number; killed: number }>;
+  /** Folder of the owned-tree records (one file per extension host). */
+  readonly recordsDir: string;
+}
+
+export interface ApiTree {
+  id: string;
+  name: string;
+  rootPid: number;
+  pgid: number;
+  state: AgentRun['state'];
+  /** ms since the epoch, or null without a deadline. */
+  deadline: number | null;
+  members: { pid: number; ppid: number; command: string }[];
+}
+
+/** Grace at shutdown: short enough to fit in the ~5 s VS Code gives `deactivate()`. */
+export const SHUTDOWN_GRACE_MS = 1500;
+
+export class AgentTreesController implements vscode.Disposable {
+  readonly log: vscode.LogOutputChannel;
+  readonly owner: TreeOwner;
+  readonly runs: AgentRuns;
+  readonly store: RecordStore;
+  private settings: Settings;
+  private readonly provider: ProcessTreeProvider;
+  private readonly view: vscode.TreeView<Node>;
+  private readonly statusBar: DeadlineStatusBar;
+  private readonly terminals: AgentTerminals;
+  private readonly sweeper: Sweeper;
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+  private shownAgentErrors = '';
+
+  constructor(context: vscode.ExtensionContext, log: vscode.LogOutputChannel) {
+    this.log = log;
+    this.settings = readSettings();
+    const recordsDir = path.join(context.globalStorageUri.fsPath, 'owned-trees');
+    fs.mkdirSync(recordsDir, { recursive: true });
+    this.owner = new TreeOwner({ recordsDir, log, cgroups: this.settings.cgroups });
+    this.store = this.owner.store;
+    this.runs = new AgentRuns(this.owner, () => this.settings, log);
+    this.terminals = new AgentTerminals(this.runs);
+    this.provider = new ProcessTreeProvider(this.runs, this.store, () => !this.settings.sweepOnActivation,
+      path.join(context.extensionPath, 'dist', 'snapshotWorker.js'), (m) => log.warn(m));
+    this.view = vscode.window.createTreeView('agentTrees.processTrees', { treeDataProvider: this.provider, showCollapseAll: true });
+    this.statusBar = new DeadlineStatusBar(this.runs, () => this.settings.timeoutWarningSeconds);
+    this.sweeper = new Sweeper(this.store, this.owner.self, () => this.settings.killGraceSeconds * 1000, log);
+    this.disposables.push(this.terminals, this.provider, this.view, this.statusBar, this.sweeper);
+
+    this.runs.on('changed', () => {
+      void vscode.commands.executeCommand('setContext', 'agentTrees.hasRuns', this.runs.list().length > 0);
+      if (this.view.visible) void this.provider.refresh();
+    });
+    this.runs.on('ended', () => this.runs.prune());
+    this.disposables.push(this.view.onDidChangeVisibility(() => this.scheduleRefresh()));
+    this.disposables.push(vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration('agentTrees')) return;
+      this.settings = readSettings();
+      this.reportSettingProblems();
+      this.sweeper.schedule(this.settings.sweepIntervalMinutes);
+      this.scheduleRefresh();
+    }));
+    this.registerCommands();
+    this.reportSettingProblems();
+    this.scheduleRefresh();
+
+    if (this.settings.sweepOnActivation) this.sweeper.startup();
+    this.sweeper.schedule(this.settings.sweepIntervalMinutes);
+    log.info(`Agent Trees activated in extension host ${process.pid}; records in ${recordsDir}`);
+  }
+
+  // ------------------------------------------------------------------------------------------ view refresh
+
+  /** The view refreshes only while visible, every `refreshIntervalMs`. */
+  private scheduleRefresh(): void {
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    this.refreshTimer = undefined;
+    if (!this.view.visible) return;
+    void this.provider.refresh();
+    this.refreshTimer = setInterval(() => void this.provider.refresh(), this.settings.refreshIntervalMs);
+  }
+
+  // ------------------------------------------------------------------------------------------ API
+
+  api(): AgentTreesApi {
+    return {
+      recordsDir: this.store.dir,
+      launch: async (definition) => this.launch(definition, { interactive: false }).then((run) => run.id),
+      list: () => this.listTrees(),
+      kill: async (treeId) => {
+        const r = await this.runs.kill(treeId, 'killed');
+        return { signalled: r.signalled, survivors: r.survivors };
+      },
+      sweep: async () => {
+        const r = await this.sweeper.sweep('API');
+        return { trees: r.trees.length, killed: r.killed };
+      },
+    };
+  }
+
+  private listTrees(): ApiTree[] {
+    const snap = processTable().snapshot();
+    return this.runs.list().map((run) => ({
+      id: run.id,
+      name: run.name,
+      rootPid: run.tree.record.rootPid,
+      pgid: run.tree.record.pgid,
+      state: run.state,
+      deadline: run.deadline ?? null,
+      members: run.live ? this.owner.members(run.id, snap).map((p) => ({ pid: p.pid, ppid: p.ppid, command: snap.commandLine(p.pid) })) : [],
+    }));
+  }
+
+  // ------------------------------------------------------------------------------------------ launching
+
+  /** Resolves a definition or an agent name and launches it. Throws with a message that names what is wrong. */
+  async launch(arg: AgentDefinition | string, options: { interactive: boolean }): Promise<AgentRun> {
+    let definition: AgentDefinition;
+    if (typeof arg === 'string') {
+      const found = this.settings.agents.find((a) => a.name === arg);
+      if (!found) {
+        const bad = this.settings.agentErrors.find((e) => e.entry.includes(`("${arg}")`));
+        throw new Error(bad ? bad.message : vscode.l10n.t('No agent named "{0}" in agentTrees.agents', arg));
+      }
+      definition = found;
+    } else {
+      definition = validateDefinition(arg, vscode.l10n.t('agent definition'));
+    }
+    const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const cwd = definition.cwd && workspaceFolder && !path.isAbsolute(definition.cwd) ? path.join(workspaceFolder, definition.cwd) : definition.cwd;
+    let run: AgentRun;
+    try {
+      run = this.runs.launch({ ...definition, cwd }, { defaultCwd: workspaceFolder });
+    } catch (e) {
+      if (e instanceof SpawnError) throw new Error(vscode.l10n.t('Cannot launch {0}: {1}', definition.name, e.message));
+      throw e;
+    }
+    if (run.kind === 'agent') this.terminals.show(run, !options.interactive);
+    return run;
+  }
+
+  private async pickAndLaunch(): Promise<string | undefined> {
+    this.reportSettingProblems(true);
+    type Item = vscode.QuickPickItem & { definition?: AgentDefinition; commandLine?: true };
+    const items: Item[] = this.settings.agents.map((a) => ({
+      label: `$(${a.kind === 'mcp' ? 'server-process' : 'hubot'}) ${a.name}`,
+      description: [a.command, ...(a.args ?? [])].join(' '),
+      detail: a.timeoutSeconds === 0 ? vscode.l10n.t('no timeout') : vscode.l10n.t('timeout {0}', formatDuration((a.timeoutSeconds ?? this.settings.defaultTimeoutSeconds) * 1000)),
+      definition: a,
+    }));
+    items.push({ label: `$(terminal) ${vscode.l10n.t('Run a command line...')}`, commandLine: true });
+    const picked = await vscode.window.showQuickPick(items, { title: vscode.l10n.t('Launch Agent'), placeHolder: vscode.l10n.t('Choose an agent from agentTrees.agents, or run a command line') });
+    if (!picked) return undefined;
+    let definition = picked.definition;
+    if (picked.commandLine) {
+      const line = await vscode.window.showInputBox({ title: vscode.l10n.t('Run a command line as an owned tree'), prompt: vscode.l10n.t('Runs in a shell; everything it starts is owned'), placeHolder: 'claude --print "fix the tests"' });
+      if (!line?.trim()) return undefined;
+      definition = commandLineDefinition(line.trim());
+    }
+    const run = await this.launch(definition!, { interactive: true });
+    return run.id;
+  }
+
+  // ------------------------------------------------------------------------------------------ commands
+
+  private registerCommands(): void {
+    const register = (id: string, fn: (...args: any[]) => unknown) => this.disposables.push(vscode.commands.registerCommand(id, fn));
+    register('agentTrees.showLog', () => this.log.show(true));
+    register('agentTrees.refresh', () => this.provider.refresh());
+    register('agentTrees.launchAgent', async (arg?: AgentDefinition | string) => {
+      try {
+        if (arg === undefined) return await this.pickAndLaunch();
+        return (await this.launch(arg, { interactive: false })).id;
+      } catch (e) {
+        const message = (e as Error).message;
+        this.log.error(message);
+        void vscode.window.showErrorMessage(message);
+        return undefined;
+      }
+    });
+    register('agentTrees.killTree', async (arg?: string | Node) => {
+      const run = await this.runFrom(arg, vscode.l10n.t('Kill which agent tree?'));
+      if (!run) return undefined;
+      const report = await this.runs.kill(run.id, 'killed');
+      this.announceKill(run.name, report);
+      return { signalled: report.signalled, survivors: report.survivors };
+    });
+    register('agentTrees.killProcess', async (node?: Node) => {
+      if (node?.kind !== 'process') return undefined;
+      const p = node.proc;
+      const report = await treeKiller.killSubtree(p.pid, p.startKey, this.settings.killGraceSeconds * 1000, this.log);
+      this.log.info(`process ${p.pid} and its children: ended ${report.signalled}`);
+      this.announceKill(`${p.pid}`, report);
+      void this.provider.refresh();
+      return { signalled: report.signalled, survivors: report.survivors };
+    });
+    register('agentTrees.extendTimeout', async (arg?: string | Node, seconds?: number) => {
+      const run = await this.runFrom(arg, vscode.l10n.t('Extend the timeout of which agent?'));
+      if (!run) return;
+      const extra = seconds ?? (await this.pickExtension());
+      if (extra) this.runs.extend(run.id, extra);
+    });
+    register('agentTrees.sweepOrphans', async () => {
+      const result: SweepResult = await this.sweeper.sweep('command');
+      if (result.killed === 0) void vscode.window.showInformationMessage(vscode.l10n.t('Agent Trees found no orphaned processes'));
+      void this.provider.refresh();
+      return { trees: result.trees.length, killed: result.killed };
+    });
+    register('agentTrees.showTerminal', async (arg?: string | Node) => {
+      const run = await this.runFrom(arg, vscode.l10n.t('Show the terminal of which agent?'), true);
+      if (run) this.terminals.show(run);
+    });
+    register('agentTrees.deadlineActions', async () => {
+      const runs = this.statusBar.withDeadlines();
+      if (runs.length === 0) return;
+      const run = runs.length === 1 ? runs[0] : await this.runFrom(undefined, vscode.l10n.t('Which agent?'), false, runs);
+      if (!run) return;
+      type Item = vscode.QuickPickItem & { seconds?: number; kill?: true; custom?: true };
+      const items: Item[] = [
+        { label: `$(add) ${vscode.l10n.t('Extend by 5 minutes')}`, seconds: 300 },
+        { label: `$(add) ${vscode.l10n.t('Extend by 15 minutes')}`, seconds: 900 },
+        { label: `$(add) ${vscode.l10n.t('Extend by 60 minutes')}`, seconds: 3600 },
+        { label: `$(edit) ${vscode.l10n.t('Extend by...')}`, custom: true },
+        { label: `$(trash) ${vscode.l10n.t('Kill Agent Tree')}`, kill: true },
+      ];
+      const picked = await vscode.window.showQuickPick(items, { title: vscode.l10n.t('{0}: killed in {1}', run.name, formatDuration((run.deadline ?? Date.now()) - Date.now())) });
+      if (!picked) return;
+      if (picked.kill) {
+        this.announceKill(run.name, await this.runs.kill(run.id, 'killed'));
+      } else {
+        const seconds = picked.custom ? await this.askMinutes() : picked.seconds;
+        if (seconds) this.runs.extend(run.id, seconds);
+      }
+    });
+  }
+
+  private async pickExtension(): Promise<number | undefined> {
+    const items = [
+      { label: vscode.l10n.t('5 minutes'), seconds: 300 },
+      { label: vscode.l10n.t('15 minutes'), seconds: 900 },
+      { label: vscode.l10n.t('60 minutes'), seconds: 3600 },
+      { label: vscode.l10n.t('Other...'), seconds: 0 },
+    ];
+    const picked = await vscode.window.showQuickPick(items, { title: vscode.l10n.t('Extend the timeout by') });
+    if (!picked) return undefined;
+    return picked.seconds || this.askMinutes();
+  }
+
+  private async askMinutes(): Promise<number | undefined> {
+    const text = await vscode.window.showInputBox({
+      title: vscode.l10n.t('Extend the timeout by how many minutes?'),
+      validateInput: (v) => (/^\d+(\.\d+)?$/.test(v.trim()) && Number(v) > 0 ? undefined : vscode.l10n.t('Enter a number of minutes, more than 0')),
+    });
+    return text ? Math.round(Number(text) * 60) : undefined;
+  }
+
+  /** The run an argument names (tree id or view item), or one the user picks. */
+  private async runFrom(arg: string | Node | undefined, title: string, includeEnded = false, among?: AgentRun[]): Promise<AgentRun | undefined> {
+    if (typeof arg === 'string') {
+      const run = this.runs.get(arg);
+      if (!run) void vscode.window.showErrorMessage(vscode.l10n.t('No agent tree has the id {0}', arg));
+      return run;
+    }
+    if (arg?.kind === 'run') return arg.run;
+    if (arg?.kind === 'process') return this.runs.get(arg.runId);
+    const candidates = among ?? this.runs.list().filter((r) => includeEnded || r.live);
+    if (candidates.length === 0) {
+      void vscode.window.showInformationMessage(vscode.l10n.t('No agent is running'));
+      return undefined;
+    }
+    const items = candidates.map((run) => ({
+      label: run.name,
+      description: vscode.l10n.t('pid {0} · {1} processes', run.tree.record.rootPid, this.provider.membersOf(run.id).length || this.owner.members(run.id).length),
+      detail: run.deadline ? vscode.l10n.t('{0} left', formatDuration(run.deadline - Date.now())) : run.live ? vscode.l10n.t('no timeout') : run.endingText(),
+      run,
+    }));
+    return (await vscode.window.showQuickPick(items, { title }))?.run;
+  }
+
+  private announceKill(name: string, report: KillReport): void {
+    const message = report.survivors > 0
+      ? vscode.l10n.t('{0}: ended {1} processes; {2} could not be ended (see the log)', name, report.signalled, report.survivors)
+      : vscode.l10n.t('{0}: ended {1} processes', name, report.signalled);
+    if (report.survivors > 0) void vscode.window.showWarningMessage(message);
+    else void vscode.window.showInformationMessage(message);
+  }
+
+  /** Bad settings get a message naming the entry and the field (once per distinct problem set). */
+  private reportSettingProblems(force = false): void {
+    const messages = [...this.settings.agentErrors.map((e) => e.message), ...this.settings.problems];
+    const key = messages.join('\n');
+    for (const m of messages) this.log.warn(m);
+    if (messages.length === 0 || (!force && key === this.shownAgentErrors)) return;
+    this.shownAgentErrors = key;
+    for (const m of messages) {
+      void vscode.window.showWarningMessage(m, vscode.l10n.t('Open Settings')).then((choice) => {
+        if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', 'agentTrees');
+      });
+    }
+  }
+
+  /**
+   * Shutdown (reload or close): plain Node only, since the vscode API is unreliable here. Every owned tree gets
+   * a short grace, then SIGKILL; the record is removed.
+   */
+  async shutdown(): Promise<void> {
+    this.runs.dispose();
+    const reports = await this.owner.dispose(SHUTDOWN_GRACE_MS);
+    const ended = reports.reduce((n, r) => n + r.signalled, 0);
+    if (ended > 0) this.log.info(`shutdown: ended ${ended} processes of ${reports.length} tree(s)`);
+  }
+
+  dispose(): void {
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+/** A command line typed by the user, run by the platform's shell. */
+export function commandLineDefinition(line: string): AgentDefinition {
+  const name = line.split(/\s+/)[0].split(/[\\/]/).pop() || line;
+  return process.platform === 'win32'
+    ? { name, command: process.env.ComSpec ?? 'cmd.exe', args: ['/d', '/s', '/c', line] }
+    : { name, command: '/bin/sh', args: ['-c', line] };
+}
+
+

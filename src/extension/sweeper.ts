@@ -1,0 +1,74 @@
+/**
+ * Orphan sweeps from the extension: once in the background after activation (an owner still alive is looked
+ * at again once a few seconds later, since during a reload the old and new hosts run side by side), then every
+ * `sweepIntervalMinutes`. A failing sweep is logged and the next one still runs.
+ */
+import * as vscode from 'vscode';
+import { Logger, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
+
+export const RECHECK_LIVE_OWNERS_MS = 6000;
+
+export class Sweeper implements vscode.Disposable {
+  private interval: NodeJS.Timeout | undefined;
+  private recheck: NodeJS.Timeout | undefined;
+  private running: Promise<SweepResult> | undefined;
+  private disposed = false;
+
+  constructor(
+    private readonly store: RecordStore,
+    private readonly self: OwnerInfo,
+    private readonly graceMs: () => number,
+    private readonly log: Logger,
+  ) {}
+
+  /** One sweep now (joins one already running). Notifies only when it ended something. */
+  sweep(reason: string): Promise<SweepResult> {
+    this.running ??= (async () => {
+      try {
+        const result = await sweepOrphans(this.store, { self: this.self, graceMs: this.graceMs(), log: this.log });
+        this.log.info(`sweep (${reason}): ${result.trees.length} orphaned tree(s), ${result.killed} process(es) ended, ` +
+          `${result.liveOwners} live owner(s) skipped${result.problems.length ? `, ${result.problems.length} bad record file(s)` : ''}`);
+        if (result.killed > 0 && !this.disposed) {
+          void vscode.window.showInformationMessage(vscode.l10n.t('Agent Trees ended {0} orphaned processes left by a previous window', result.killed));
+        }
+        for (const p of result.problems) {
+          void vscode.window.showWarningMessage(vscode.l10n.t('Agent Trees: record {0} could not be read ({1})', p.file, p.problem));
+        }
+        return result;
+      } finally {
+        this.running = undefined;
+      }
+    })();
+    return this.running;
+  }
+
+  /** The activation sweep: in the background, never delaying activation. */
+  startup(): void {
+    setTimeout(() => {
+      this.sweep('activation').then((r) => {
+        if (r.liveOwners > 0 && !this.disposed) {
+          this.recheck = setTimeout(() => void this.sweep('activation, second look').catch((e) => this.fail(e)), RECHECK_LIVE_OWNERS_MS);
+        }
+      }, (e) => this.fail(e));
+    }, 0);
+  }
+
+  /** Periodic sweeps every `minutes` (0 = off); call again when the setting changes. */
+  schedule(minutes: number): void {
+    if (this.interval) clearInterval(this.interval);
+    this.interval = undefined;
+    if (minutes > 0 && !this.disposed) {
+      this.interval = setInterval(() => void this.sweep('periodic').catch((e) => this.fail(e)), minutes * 60_000);
+    }
+  }
+
+  private fail(e: unknown): void {
+    this.log.error(`sweep failed: ${(e as Error).message ?? e}`);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.interval) clearInterval(this.interval);
+    if (this.recheck) clearTimeout(this.recheck);
+  }
+}

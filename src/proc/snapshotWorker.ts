@@ -1,0 +1,15 @@
+/**
+ * Worker thread entry: answers `membersOfTrees` requests with its own long-lived process table, so a large
+ * scan never blocks the extension host's event loop and the table's caches stay warm between requests.
+ */
+import { parentPort } from 'worker_threads';
+import { processTable } from './processTable';
+import { membersOfTrees, TreeQuery } from './treeMembers';
+
+parentPort?.on('message', (message: { seq: number; trees: TreeQuery[] }) => {
+  try {
+    parentPort!.postMessage({ seq: message.seq, result: membersOfTrees(processTable(), message.trees) });
+  } catch (e) {
+    parentPort!.postMessage({ seq: message.seq, error: (e as Error).message });
+  }
+});
