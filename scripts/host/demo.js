@@ -73,8 +73,8 @@ async function prepareDemo({ vsix } = {}) {
   lib.checkInstalled();
   await lib.sweepStale(say);
   const vsixPath = vsix ? path.resolve(vsix) : packageExtension();
-  const dirs = lib.makeRunDirs('agent-trees-demo-');
   const marker = lib.newMarker();
+  const dirs = lib.makeRunDirs(marker, 'agent-trees-demo-');
   const userDataDir = path.join(dirs.root, 'user-data');
   const extensionsDir = path.join(dirs.root, 'extensions');
   const installed = await installVsix({ dirs, userDataDir, extensionsDir, vsix: vsixPath, marker, logFile: path.join(dirs.logs, 'install.log') });

@@ -12,7 +12,9 @@ const { spawn } = require('child_process');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const TOOLS = path.join(ROOT, '.tools');
-const CODE_SERVER_ENTRY = path.join(TOOLS, 'code-server', 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+/** Where code-server is installed; every one of its processes runs a file under it. */
+const CODE_SERVER_DIR = path.join(TOOLS, 'code-server', 'node_modules', 'code-server') + path.sep;
+const CODE_SERVER_ENTRY = path.join(CODE_SERVER_DIR, 'out', 'node', 'entry.js');
 const CHROMIUM = process.env.AGENT_TREES_CHROMIUM || '/usr/bin/chromium';
 /** Every process the host tools start carries this variable; its value names the run and its owner. */
 const MARKER_VAR = 'AGENT_TREES_HOST_MARKER';
@@ -105,12 +107,13 @@ function groupMembers(pgid) {
   });
 }
 
-function describe(pid) {
+/** `<pid> <command line>` (the command line cut to `max` characters). */
+function describe(pid, max = 400) {
   let cmd = '';
   try {
     cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
   } catch {}
-  return `${pid} ${cmd.slice(0, 120)}`;
+  return `${pid} ${cmd.slice(0, max)}`;
 }
 
 function signal(target, sig) {
@@ -171,7 +174,26 @@ function newMarker() {
   return `${process.pid}.${startTicks(process.pid)}.${crypto.randomBytes(6).toString('hex')}`;
 }
 
-/** Kills the processes left behind by earlier runs whose owner died without cleaning up. */
+/** Whether the owner named in a marker value is gone (dead, or its pid reused by a later process). */
+function markerOwnerGone(value) {
+  const m = /^(\d+)\.(\d+)\.[0-9a-f]+$/.exec(value);
+  if (!m) return false; // not ours: never guess
+  const ownerPid = Number(m[1]);
+  if (ownerPid === process.pid) return false;
+  return !(isAlive(ownerPid) && startTicks(ownerPid) === m[2]);
+}
+
+/** Marks a run's temp folder as kept on purpose (for its logs), so sweepStale leaves it alone. */
+function keepRunDir(root) {
+  try {
+    fs.writeFileSync(path.join(root, '.kept'), '');
+  } catch {}
+}
+
+/**
+ * Cleans up after earlier runs whose owner died without cleaning up (SIGKILL, a closed terminal):
+ * kills the processes carrying their marker and removes their temp folders (unless kept on purpose).
+ */
 async function sweepStale(log = () => {}) {
   const stale = new Map(); // marker value -> pids
   for (const pid of allPids()) {
@@ -179,11 +201,7 @@ async function sweepStale(log = () => {}) {
     const env = readEnviron(pid);
     const value = env && env.get(MARKER_VAR);
     if (!value || !isAlive(pid)) continue;
-    const m = /^(\d+)\.(\d+)\.[0-9a-f]+$/.exec(value);
-    if (!m) continue;
-    const ownerPid = Number(m[1]);
-    if (ownerPid === process.pid) continue;
-    if (isAlive(ownerPid) && startTicks(ownerPid) === m[2]) continue; // owner still running
+    if (!markerOwnerGone(value)) continue;
     if (!stale.has(value)) stale.set(value, []);
     stale.get(value).push(pid);
   }
@@ -191,6 +209,21 @@ async function sweepStale(log = () => {}) {
     log(`removing ${pids.length} process(es) left behind by a dead host run (${MARKER_VAR}=${value})`);
     const { survivors } = await sweepMarked(MARKER_VAR, value);
     if (survivors.length) log(`could not kill: ${survivors.join('; ')}`);
+  }
+  const tmp = os.tmpdir();
+  for (const name of fs.readdirSync(tmp)) {
+    if (!RUN_DIR_PREFIXES.some((p) => name.startsWith(p))) continue;
+    const root = path.join(tmp, name);
+    let owner;
+    try {
+      if (fs.existsSync(path.join(root, '.kept'))) continue;
+      owner = fs.readFileSync(path.join(root, '.owner'), 'utf8').trim();
+    } catch {
+      continue; // not one of ours, or not readable
+    }
+    if (!markerOwnerGone(owner)) continue;
+    log(`removing ${root}, left behind by a dead host run`);
+    fs.rmSync(root, { recursive: true, force: true });
   }
 }
 
@@ -218,9 +251,15 @@ function cleanEnv(extra) {
   return Object.assign(env, extra);
 }
 
-/** Makes the temp folder layout of one run. */
-function makeRunDirs(prefix = 'agent-trees-host-') {
+const RUN_DIR_PREFIXES = ['agent-trees-host-', 'agent-trees-demo-'];
+
+/**
+ * Makes the temp folder layout of one run. Its `.owner` file holds the run's marker, so a later run
+ * can remove the folder of a run that was killed before it could clean up (see sweepStale).
+ */
+function makeRunDirs(marker, prefix = RUN_DIR_PREFIXES[0]) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.writeFileSync(path.join(root, '.owner'), marker);
   const dirs = {
     root,
     tmp: path.join(root, 'tmp'),
@@ -450,8 +489,8 @@ async function openWorkbench({ server, dirs, folder, marker, browserMarker, exte
 }
 
 module.exports = {
-  ROOT, TOOLS, CODE_SERVER_ENTRY, CHROMIUM, MARKER_VAR, BROWSER_MARKER_VAR,
+  ROOT, TOOLS, CODE_SERVER_DIR, CODE_SERVER_ENTRY, CHROMIUM, MARKER_VAR, BROWSER_MARKER_VAR,
   sleep, checkInstalled, readStat, isAlive, startTicks, readEnviron, findMarked, groupMembers, describe,
-  killGroup, sweepMarked, sweepStale, newMarker, freePort, cleanEnv, makeRunDirs, writeDefaultUserSettings, startCodeServer, tail,
+  killGroup, sweepMarked, sweepStale, keepRunDir, newMarker, freePort, cleanEnv, makeRunDirs, writeDefaultUserSettings, startCodeServer, tail,
   openWorkbench,
 };

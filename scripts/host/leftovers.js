@@ -15,7 +15,7 @@ for (const name of fs.readdirSync('/proc')) {
   const marker = env && env.get(lib.MARKER_VAR);
   let cmd = '';
   try { cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch {}
-  if (marker || cmd.includes(lib.CODE_SERVER_ENTRY)) found.push(`${lib.describe(pid)}${marker ? `  [${marker}]` : ''}`);
+  if (marker || cmd.includes(lib.CODE_SERVER_ENTRY)) found.push(`${lib.describe(pid, 150)}${marker ? `  [${marker}]` : ''}`);
 }
 for (const line of found) console.log(line);
 console.log(`${found.length} host process(es) running`);

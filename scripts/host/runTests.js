@@ -39,8 +39,8 @@ const lib = require('./hostLib');
 const RESULT_FILE_VAR = 'AGENT_TREES_TEST_RESULT';
 const PHASE_VAR = 'AGENT_TREES_PHASE';
 
-/** Things to undo when the run ends or is interrupted, newest first. */
-const active = { server: undefined, browser: undefined, marker: undefined };
+/** What cleanup() must undo when the run ends or is interrupted. */
+const active = { server: undefined, browser: undefined, marker: undefined, dirs: undefined, interrupted: false };
 
 function say(msg) {
   process.stdout.write(`[host] ${msg}\n`);
@@ -67,8 +67,8 @@ async function runTests(options) {
   const phases = options.phases && options.phases.length ? options.phases : [{}];
   await lib.sweepStale(say);
 
-  const dirs = lib.makeRunDirs();
   const marker = lib.newMarker();
+  const dirs = lib.makeRunDirs(marker);
   active.marker = marker;
   active.dirs = dirs;
   const userDataDir = options.userDataDir ? path.resolve(options.userDataDir) : path.join(dirs.root, 'user-data');
@@ -118,11 +118,15 @@ async function runTests(options) {
   }
   if (error) {
     error.summary = summary;
+    lib.keepRunDir(dirs.root);
     say(`temp folder kept: ${dirs.root}`);
     throw error;
   }
   if (!options.keep) fs.rmSync(dirs.root, { recursive: true, force: true });
-  else say(`temp folder kept: ${dirs.root}`);
+  else {
+    lib.keepRunDir(dirs.root);
+    say(`temp folder kept: ${dirs.root}`);
+  }
   return summary;
 }
 
@@ -259,12 +263,15 @@ async function runPhase(p) {
     await server.stop(3000);
     active.server = undefined;
   }
-  // The extension host runs in a session of its own, outside code-server's process group: make sure the
-  // phase's host is gone before the next phase starts (two live hosts would share the user data folder).
-  if (result && lib.isAlive(result.pid) && (lib.readEnviron(result.pid) || new Map()).get(lib.MARKER_VAR) === p.marker) {
-    say(`${p.label}: extension host ${result.pid} still running after code-server stopped; killing it`);
-    process.kill(result.pid, 'SIGKILL');
-    for (let i = 0; i < 100 && lib.isAlive(result.pid); i++) await lib.sleep(50);
+  // The extension host runs in a session of its own, outside code-server's process group: make sure
+  // every code-server process of this phase (the host among them) is gone before the next phase starts;
+  // two live hosts would share the user data folder. What the extension started is left alone: it is
+  // what the next phase's activation must find (the final sweep kills it).
+  const serverLeft = lib.findMarked(lib.MARKER_VAR, p.marker).filter((pid) => lib.describe(pid).includes(lib.CODE_SERVER_DIR));
+  if (serverLeft.length) {
+    say(`${p.label}: ${serverLeft.length} code-server process(es) outside its process group still ran; killing them`);
+    for (const pid of serverLeft) process.kill(pid, 'SIGKILL');
+    for (let i = 0; i < 100 && serverLeft.some(lib.isAlive); i++) await lib.sleep(50);
   }
   const teardownMs = Date.now() - tornDown;
 
@@ -386,6 +393,7 @@ async function main() {
     active.interrupted = true;
     say(`${sig}: stopping and cleaning up`);
     cleanup().finally(() => {
+      if (active.dirs) fs.rmSync(active.dirs.root, { recursive: true, force: true });
       process.stdout.write('0 passed, 1 failed\n');
       process.exit(sig === 'SIGINT' ? 130 : 143);
     });
