@@ -115,8 +115,7 @@ export class AgentRuns extends EventEmitter {
       cwd: definition.cwd ?? options.defaultCwd,
       env: definition.env,
       stdio: 'pipe',
-      killLeftoversOnExit: s.killDescendantsOnExit,
-      graceMs: s.killGraceSeconds * 1000,
+      killLeftoversOnExit: false, // done below, so the run counts what it ended
     });
     const timeout = definition.timeoutSeconds ?? s.defaultTimeoutSeconds;
     const run = new AgentRun(definition, tree, timeout);
@@ -132,9 +131,10 @@ export class AgentRuns extends EventEmitter {
       run.exitCode = code;
       run.exitSignal = signal;
       if (run.state === 'running') run.state = 'exited';
-      // The deadline stays while helpers it left behind still run.
       this.log.info(`${run.name} (tree ${run.id}): ${run.endingText()}`);
       this.emit('changed', run);
+      // What it left running goes too (setting), else the deadline stays while those helpers run.
+      if (run.state === 'exited' && this.settings().killDescendantsOnExit) void this.endLeftovers(run);
     });
     if (timeout > 0) this.setDeadline(run, Date.now() + timeout * 1000);
     this.log.info(`launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}` +
@@ -174,6 +174,13 @@ export class AgentRuns extends EventEmitter {
     this.log.info(`${run.name} (tree ${id}): ${why}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived` : ''));
     this.emit('changed', run);
     return report;
+  }
+
+  private async endLeftovers(run: AgentRun): Promise<void> {
+    const report = await this.owner.kill(run.id, this.settings().killGraceSeconds * 1000);
+    run.ended += report.signalled;
+    if (report.signalled > 0) this.log.info(`${run.name} (tree ${run.id}): ended ${report.signalled} processes it left running`);
+    this.emit('changed', run);
   }
 
   /** Moves a run's deadline `seconds` later (from now, when it had none). */

@@ -217,14 +217,29 @@ export function killCgroup(cgroupDir: string, signalOne: (pid: number) => void):
   return pids;
 }
 
-/** Removes a tree cgroup once empty. Returns false when it still has members or could not be removed. */
-export function removeCgroup(cgroupDir: string): boolean {
-  try {
-    fs.rmdirSync(cgroupDir);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT';
-  }
+/**
+ * Removes a tree cgroup once empty. Killed members can linger as zombies until their new parent reaps them,
+ * and the kernel refuses the rmdir (EBUSY) until then: so it is retried in the background for a while.
+ * Returns whether it is gone now.
+ */
+export function removeCgroup(cgroupDir: string, retryMs = 10_000): boolean {
+  const attempt = (): 'gone' | 'busy' | 'failed' => {
+    try {
+      fs.rmdirSync(cgroupDir);
+      return 'gone';
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      return code === 'ENOENT' ? 'gone' : code === 'EBUSY' ? 'busy' : 'failed';
+    }
+  };
+  const first = attempt();
+  if (first !== 'busy' || retryMs <= 0) return first === 'gone';
+  const deadline = Date.now() + retryMs;
+  const retry = () => {
+    if (attempt() === 'busy' && Date.now() < deadline) setTimeout(retry, 100).unref();
+  };
+  setTimeout(retry, 100).unref();
+  return false;
 }
 
 /** Our tree cgroups that no record names and that are empty and older than a minute: left by a killed owner. */
@@ -246,7 +261,7 @@ export function removeUnnamedEmptyCgroups(tier: CgroupTier, named: Set<string>, 
     } catch {
       continue;
     }
-    if (cgroupProcs(dir).length === 0 && removeCgroup(dir)) removed.push(dir);
+    if (cgroupProcs(dir).length === 0 && removeCgroup(dir, 0)) removed.push(dir);
   }
   return removed;
 }

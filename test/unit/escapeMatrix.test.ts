@@ -8,7 +8,7 @@ import * as path from 'path';
 import { spawn } from 'child_process';
 import { cgroupTier, processTable, RecordStore, sweepOrphans, TreeOwner } from '../../src/proc';
 import { isOurCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
-import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, sleep, tmpDir, waitAllDead } from './helpers';
+import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, sleep, tmpDir, waitAllDead, waitFor } from './helpers';
 
 export const SCENARIOS: { mode: string; title: string }[] = [
   { mode: 'deep', title: '1. plain tree, 3 levels deep' },
@@ -75,7 +75,7 @@ for (const tier of ['cgroup', 'group'] as const) {
         await waitAllDead(pids.all, 3000);
         expectSurvivors(mode, tier, survivors(pids, tree.record.id), pids);
         await owner.dispose(200);
-        if (tree.record.cgroup) assert.ok(!fs.existsSync(tree.record.cgroup), 'the empty cgroup is removed');
+        if (tree.record.cgroup) await waitFor('the empty cgroup to be removed', () => !fs.existsSync(tree.record.cgroup!));
       });
 
       it(`${title}: sweep after the owner was SIGKILLed`, async function () {
@@ -100,7 +100,7 @@ for (const tier of ['cgroup', 'group'] as const) {
         assert.strictEqual(result.trees.length, 1);
         await waitAllDead(pids.all, 3000);
         expectSurvivors(mode, tier, survivors(pids, treeId), pids);
-        if (tier === 'cgroup') assert.ok(!fs.existsSync(treeCgroupPath(cgroupProbe.tier!, treeId)), 'the swept cgroup is removed');
+        if (tier === 'cgroup') await waitFor('the swept cgroup to be removed', () => !fs.existsSync(treeCgroupPath(cgroupProbe.tier!, treeId)));
         assert.deepStrictEqual(fs.readdirSync(records), [], 'the record is deleted');
       });
     }

@@ -1,0 +1,141 @@
+import * as assert from 'assert';
+import * as path from 'path';
+import { validateDefinition, validateDefinitions } from '../../src/agents/definition';
+import { AgentRuns } from '../../src/agents/runs';
+import { processTable, treeKiller, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
+
+describe('agent definitions', () => {
+  it('names the entry and the field that is wrong, and keeps the good entries', () => {
+    const { agents, errors } = validateDefinitions([
+      { name: 'good', command: 'claude', args: ['--print'], timeoutSeconds: 60, kind: 'agent' },
+      { name: 'bad-timeout', command: 'x', timeoutSeconds: -1 },
+      { command: 'no-name' },
+      { name: 'bad-args', command: 'x', args: 'not an array' },
+      { name: 'bad-kind', command: 'x', kind: 'daemon' },
+      { name: 'typo', command: 'x', timeout: 5 },
+      { name: 'good', command: 'duplicate' },
+      'not an object',
+    ]);
+    assert.deepStrictEqual(agents.map((a) => a.name), ['good']);
+    assert.deepStrictEqual(errors.map((e) => e.message), [
+      'agentTrees.agents[1] ("bad-timeout"): "timeoutSeconds" must be a number of seconds, 0 or more (0 = no timeout)',
+      'agentTrees.agents[2]: "name" must be a non-empty string',
+      'agentTrees.agents[3] ("bad-args"): "args" must be an array of strings',
+      'agentTrees.agents[4] ("bad-kind"): "kind" must be "agent" or "mcp"',
+      'agentTrees.agents[5] ("typo"): "timeout" is not a known field (known: name, command, args, cwd, env, timeoutSeconds, kind)',
+      'agentTrees.agents[6] ("good"): "name" is used by an earlier entry',
+      'agentTrees.agents[7]: "(entry)" must be an object with at least "name" and "command"',
+    ]);
+    assert.throws(() => validateDefinition({ name: 'e', command: 'x', env: { A: 1 } }, 'arg'), /"env.A" must be a string/);
+    assert.match(validateDefinitions({}).errors[0].message, /must be an array/);
+  });
+});
+
+describe('agent runs (real processes)', () => {
+  const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
+  const newRuns = (s = settings) => new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => s);
+
+  it('kills the whole tree at the deadline and says so', async () => {
+    const runs = newRuns();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = runs.launch({ name: 'slow', command: FIXTURE, args: ['daemon', pidfile], timeoutSeconds: 0.5 });
+    register(run.tree.child.pid!);
+    const pids = await fixturePids(pidfile);
+    assert.ok(run.deadline && run.deadline > Date.now());
+    await waitFor('timeout', () => !run.live, 8000);
+    assert.strictEqual(run.state, 'timed out');
+    assert.match(run.endingText(), /^timed out after 0.5 s: ended [1-9]\d* processes$/);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+    assert.strictEqual(run.deadline, undefined);
+  });
+
+  it('extends a deadline', async () => {
+    const runs = newRuns();
+    const run = runs.launch({ name: 'sleeper', command: 'sleep', args: ['30'], timeoutSeconds: 0.4 });
+    register(run.tree.child.pid!);
+    const before = run.deadline!;
+    runs.extend(run.id, 60);
+    assert.ok(run.deadline! >= before + 59_000);
+    await new Promise((r) => setTimeout(r, 700));
+    assert.strictEqual(run.state, 'running', 'not killed at the old deadline');
+    await runs.kill(run.id);
+    assert.strictEqual(run.state, 'killed');
+    await waitFor('ended', () => !run.live);
+  });
+
+  it('on exit, ends what the agent left running, keeps its output and says how it ended', async () => {
+    const runs = newRuns();
+    const run = runs.launch({ name: 'leaver', command: 'sh', args: ['-c', 'sleep 30 & echo hello; echo bye >&2; exit 3'] });
+    register(run.tree.child.pid!);
+    await waitFor('ended', () => !run.live, 8000);
+    assert.strictEqual(run.state, 'exited');
+    assert.strictEqual(run.exitCode, 3);
+    assert.match(run.output.text(), /hello\n/);
+    assert.match(run.output.text(), /bye\n/);
+    assert.strictEqual(run.endingText(), 'exited with code 3; ended 1 processes it left running');
+  });
+
+  it('sends typed input to the agent and interrupts its group on Ctrl-C', async () => {
+    const runs = newRuns();
+    const run = runs.launch({ name: 'cat', command: 'sh', args: ['-c', 'trap "echo got-INT; exit 130" INT; while read line; do echo "you said $line"; done'] });
+    register(run.tree.child.pid!);
+    run.tree.child.stdin!.write('hi\n');
+    await waitFor('echo', () => run.output.text().includes('you said hi'));
+    assert.strictEqual(runs.interrupt(run.id), true);
+    await waitFor('interrupted', () => !run.live, 8000);
+    assert.match(run.output.text(), /got-INT/);
+  });
+});
+
+describe('memberships off the main thread', () => {
+  it('gives the same members in the worker as on this thread', async () => {
+    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const pidfile = path.join(tmpDir(), 'pids');
+    const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore', killLeftoversOnExit: false });
+    register(tree.child.pid!);
+    const pids = await fixturePids(pidfile);
+    const query = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: false }];
+    const local = new TreeMembersSource(undefined);
+    const worker = new TreeMembersSource(path.join(REPO, 'out', 'src', 'proc', 'snapshotWorker.js'), 0);
+    try {
+      await worker.query(query); // the first call measures the machine, the second goes to the worker
+      const [a, b] = [await local.query(query), await worker.query(query)];
+      assert.strictEqual(worker.lastInWorker, true);
+      assert.strictEqual(local.lastInWorker, false);
+      const pidsOf = (r: typeof a) => r.trees[0].members.map((m) => m.pid).sort();
+      assert.deepStrictEqual(pidsOf(a), [...pids.all].sort());
+      assert.deepStrictEqual(pidsOf(b), pidsOf(a));
+      assert.ok(b.trees[0].members.every((m) => m.command.length > 0));
+    } finally {
+      worker.dispose();
+      await owner.dispose(300);
+    }
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+});
+
+describe('killing one process and its children', () => {
+  it('ends the subtree and leaves the rest of the tree running', async () => {
+    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    // root (sleep, after exec) -> middle sh -> two sleeps
+    const tree = owner.spawn({ command: 'sh', args: ['-c', 'sh -c "sleep 30 & sleep 30" & exec sleep 30'], stdio: 'ignore', killLeftoversOnExit: false });
+    register(tree.child.pid!);
+    const root = tree.record.rootPid;
+    const members = await waitFor('four members', () => {
+      const m = owner.members(tree.record.id);
+      return m.length === 4 && m.filter((p) => p.ppid !== root && p.pid !== root).length === 2 ? m : undefined;
+    });
+    for (const m of members) register(m.pid);
+    const middle = members.find((p) => p.ppid === root)!;
+    const report = await treeKiller.killSubtree(middle.pid, middle.startKey, 300);
+    assert.strictEqual(report.signalled, 3, 'the middle shell and its two children');
+    assert.deepStrictEqual(await waitAllDead(members.filter((p) => p.pid !== root).map((p) => p.pid)), []);
+    assert.strictEqual(aliveOf([root]).length, 1, 'the root lives on');
+    const stale = await treeKiller.killSubtree(root, processTable().read(root)!.startKey + 99999, 300);
+    assert.strictEqual(stale.signalled, 0, 'a pid whose start time does not match is not touched');
+    assert.strictEqual(aliveOf([root]).length, 1);
+    await owner.dispose(300);
+    assert.deepStrictEqual(await waitAllDead([root]), []);
+  });
+});
