@@ -16,6 +16,8 @@ import { formatDuration, Node, ProcessTreeProvider } from './treeView';
 
 /** What `vscode.extensions.getExtension('agent-trees.agent-trees').exports` holds. */
 export interface AgentTreesApi {
+  /** Version of this API object; bumped when its shape changes. */
+  readonly version: 1;
   /** Launches a definition (the `agentTrees.agents` entry shape) or a configured agent by name; returns the tree id. */
   launch(definition: AgentDefinition | string): Promise<string>;
   list(): ApiTree[];
@@ -107,6 +109,7 @@ export class AgentTreesController implements vscode.Disposable {
 
   api(): AgentTreesApi {
     return {
+      version: 1,
       recordsDir: this.store.dir,
       launch: async (definition) => this.launch(definition, { interactive: false }).then((run) => run.id),
       list: () => this.listTrees(),

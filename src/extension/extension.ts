@@ -1,27 +1,26 @@
-// Entry point of the Agent Trees extension: wires things up and returns the extension's API.
-// Minimal for now: a log output channel, the Show Log command and the API object.
-import * as path from 'path';
+/**
+ * Entry point of the Agent Trees extension: activation wires the controller up; deactivation tears down every
+ * owned tree with plain Node calls within the ~5 s VS Code allows.
+ */
 import * as vscode from 'vscode';
+import { AgentTreesApi, AgentTreesController } from './controller';
 
-/** What `vscode.extensions.getExtension('agent-trees.agent-trees').exports` holds. */
-export interface AgentTreesApi {
-  /** Version of this API object; bumped when its shape changes. */
-  readonly version: 1;
-  /** Folder where the extension keeps one record file per owning extension host. */
-  readonly recordsDir: string;
-}
+export type { AgentTreesApi } from './controller';
 
-/** Called by VS Code on activation (`onStartupFinished`). */
+let controller: AgentTreesController | undefined;
+
+/** Called by VS Code on activation (`onStartupFinished`, or a command or the view). */
 export function activate(context: vscode.ExtensionContext): AgentTreesApi {
   const log = vscode.window.createOutputChannel('Agent Trees', { log: true });
   context.subscriptions.push(log);
-  context.subscriptions.push(
-    vscode.commands.registerCommand('agentTrees.showLog', () => log.show(true)),
-  );
-  const recordsDir = path.join(context.globalStorageUri.fsPath, 'owned-trees');
-  log.info(`Agent Trees activated (extension host pid ${process.pid}); records in ${recordsDir}`);
-  return { version: 1, recordsDir };
+  controller = new AgentTreesController(context, log);
+  context.subscriptions.push(controller);
+  return controller.api();
 }
 
-/** Called by VS Code on shutdown; everything registered is disposed through `context.subscriptions`. */
-export function deactivate(): void {}
+/** Called by VS Code on reload or close: every owned tree ends (short grace, then SIGKILL), the record goes. */
+export async function deactivate(): Promise<void> {
+  const c = controller;
+  controller = undefined;
+  await c?.shutdown();
+}
