@@ -25,6 +25,8 @@ export interface AgentTreesApi {
   sweep(): Promise<{ trees: number; killed: number }>;
   /** Folder of the owned-tree records (one file per extension host). */
   readonly recordsDir: string;
+  /** What the deadline status bar item shows now (for tests and tooling). */
+  statusBar(): { visible: boolean; text: string; warning: boolean };
 }
 
 export interface ApiTree {
@@ -121,6 +123,7 @@ export class AgentTreesController implements vscode.Disposable {
         const r = await this.sweeper.sweep('API');
         return { trees: r.trees.length, killed: r.killed };
       },
+      statusBar: () => this.statusBar.state(),
     };
   }
 

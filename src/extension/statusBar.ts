@@ -11,6 +11,7 @@ export const STATUS_BAR_ID = 'agentTrees.deadline';
 export class DeadlineStatusBar implements vscode.Disposable {
   readonly item: vscode.StatusBarItem;
   private timer: NodeJS.Timeout | undefined;
+  private visible = false;
   private readonly onChanged = () => this.update();
 
   constructor(private readonly runs: AgentRuns, private readonly warningSeconds: () => number) {
@@ -30,6 +31,7 @@ export class DeadlineStatusBar implements vscode.Disposable {
     const runs = this.withDeadlines();
     if (runs.length === 0) {
       this.item.hide();
+      this.visible = false;
       if (this.timer) clearInterval(this.timer);
       this.timer = undefined;
       return;
@@ -43,7 +45,12 @@ export class DeadlineStatusBar implements vscode.Disposable {
     tooltip.appendMarkdown(`\n${vscode.l10n.t('Click to extend or kill.')}`);
     this.item.tooltip = tooltip;
     this.item.show();
+    this.visible = true;
     this.timer ??= setInterval(() => this.update(), 1000);
+  }
+
+  state(): { visible: boolean; text: string; warning: boolean } {
+    return { visible: this.visible, text: this.visible ? this.item.text : '', warning: this.visible && this.item.backgroundColor !== undefined };
   }
 
   dispose(): void {

@@ -1,0 +1,155 @@
+// The product in a real extension host: launching agents from settings and by argument, the view's data,
+// Kill Agent Tree, timeouts with the status-bar countdown, agent terminals, and bad settings.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { AgentTreesApi } from '../../src/extension/controller';
+import { EXTENSION_ID, isProcessAlive, waitFor } from './harness';
+
+export const REPO = path.resolve(__dirname, '..', '..', '..');
+export const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');
+
+export function pidFile(): string {
+  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-it-')), 'pids');
+}
+
+/** "role pid" lines of a fixture, once it wrote `ready`. */
+export async function fixturePids(file: string): Promise<Map<string, number[]>> {
+  assert.ok(await waitFor(() => fs.existsSync(file) && /^ready /m.test(fs.readFileSync(file, 'utf8')), 10_000), `fixture ${file} not ready`);
+  const roles = new Map<string, number[]>();
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const [role, pid] = line.split(' ');
+    if (role && pid && role !== 'ready') roles.set(role, [...(roles.get(role) ?? []), Number(pid)]);
+  }
+  return roles;
+}
+
+export const allPids = (roles: Map<string, number[]>) => [...roles.values()].flat();
+export const anyAlive = (pids: number[]) => pids.filter((p) => isProcessAlive(p));
+
+export async function api(): Promise<AgentTreesApi> {
+  return vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!.activate();
+}
+
+const config = () => vscode.workspace.getConfiguration('agentTrees');
+
+describe('Agent Trees: agents in a real extension host', function () {
+  this.timeout(60_000);
+  let trees: AgentTreesApi;
+  const setsidPids = pidFile();
+
+  before(async () => {
+    trees = await api();
+    await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
+    await config().update('agents', [
+      { name: 'setsid-agent', command: FIXTURE, args: ['setsid', setsidPids], timeoutSeconds: 0 },
+      { name: 'broken', command: 'x', timeoutSeconds: 'soon' },
+      { name: 'good-after-broken', command: 'sleep', args: ['60'], timeoutSeconds: 0 },
+    ], vscode.ConfigurationTarget.Global);
+  });
+
+  after(async () => {
+    await config().update('agents', undefined, vscode.ConfigurationTarget.Global);
+    await config().update('killGraceSeconds', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  it('launches an agent from settings; the view data lists its members; Kill Agent Tree ends all, the setsid child too', async () => {
+    const id = await vscode.commands.executeCommand<string>('agentTrees.launchAgent', 'setsid-agent');
+    assert.ok(id, 'launchAgent returned a tree id');
+    const roles = await fixturePids(setsidPids);
+    const setsidChild = roles.get('setsid')![0];
+    const listed = await waitFor(() => {
+      const t = trees.list().find((x) => x.id === id);
+      return !!t && t.members.some((m) => m.pid === setsidChild);
+    });
+    assert.ok(listed, 'the setsid child is listed among the members');
+    const tree = trees.list().find((x) => x.id === id)!;
+    assert.strictEqual(tree.name, 'setsid-agent');
+    assert.strictEqual(tree.state, 'running');
+    assert.deepStrictEqual(tree.members.map((m) => m.pid).sort(), allPids(roles).sort());
+    assert.ok(tree.members.every((m) => m.command.length > 0));
+
+    const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
+    assert.strictEqual(result?.survivors, 0);
+    assert.ok(result!.signalled >= 2);
+    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0), `alive: ${anyAlive(allPids(roles))}`);
+    assert.ok(await waitFor(() => trees.list().find((x) => x.id === id)?.state === 'killed'));
+  });
+
+  it('launches by a definition argument, through the API too', async () => {
+    const file = pidFile();
+    const id = await vscode.commands.executeCommand<string>('agentTrees.launchAgent', { name: 'by-argument', command: FIXTURE, args: ['daemon', file], timeoutSeconds: 0 });
+    const roles = await fixturePids(file);
+    const viaApi = await trees.launch({ name: 'via-api', command: 'sleep', args: ['60'], timeoutSeconds: 0 });
+    assert.ok(trees.list().some((t) => t.id === viaApi && t.state === 'running'));
+    const a = await trees.kill(id);
+    const b = await trees.kill(viaApi);
+    assert.strictEqual(a.survivors + b.survivors, 0);
+    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0), 'the daemon died with its tree');
+  });
+
+  it('a timeout ends the tree, and the status bar shows the countdown, then hides it', async () => {
+    const file = pidFile();
+    assert.strictEqual(trees.statusBar().visible, false);
+    await config().update('timeoutWarningSeconds', 60, vscode.ConfigurationTarget.Global);
+    const id = await trees.launch({ name: 'short-lived', command: FIXTURE, args: ['ignore-term', file], timeoutSeconds: 3 });
+    const roles = await fixturePids(file);
+    const bar = trees.statusBar();
+    assert.strictEqual(bar.visible, true);
+    assert.match(bar.text, /^\$\(watch\) short-lived 0:0[0-3]$/);
+    assert.strictEqual(bar.warning, true, 'under timeoutWarningSeconds: warning background');
+    assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'timed out', 10_000), 'state shows timed out');
+    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000), 'SIGTERM-ignoring members die after the grace');
+    assert.ok(await waitFor(() => !trees.statusBar().visible, 5000), 'the countdown is hidden again');
+    await config().update('timeoutWarningSeconds', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  it('closing the agent terminal ends the tree', async () => {
+    const file = pidFile();
+    const id = await trees.launch({ name: 'terminal-agent', command: FIXTURE, args: ['deep', file], timeoutSeconds: 0 });
+    const roles = await fixturePids(file);
+    const terminal = await waitForValue(() => vscode.window.terminals.find((t) => t.name === 'Agent: terminal-agent'));
+    terminal.dispose();
+    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000), `alive: ${anyAlive(allPids(roles))}`);
+    assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'killed'));
+  });
+
+  it('names the bad agents entry and its field, and still launches the good one', async () => {
+    await assert.rejects(trees.launch('broken'), /agentTrees\.agents\[1\] \("broken"\): "timeoutSeconds" must be a number/);
+    await assert.rejects(trees.launch({ name: 'no-command' } as never), /"command" must be a non-empty string/);
+    await assert.rejects(trees.launch({ name: 'missing', command: 'no-such-agent-cli-here' }), /Cannot launch missing: no-such-agent-cli-here: command not found on PATH/);
+    const id = await trees.launch('good-after-broken');
+    assert.strictEqual(trees.list().find((t) => t.id === id)?.state, 'running');
+    await trees.kill(id);
+  });
+
+  it('keeps a record of its trees while they run, in the documented format, and none once they end', async () => {
+    const id = await trees.launch({ name: 'recorded', command: 'sleep', args: ['60'], timeoutSeconds: 0 });
+    const file = path.join(trees.recordsDir, `${process.pid}.json`);
+    const record = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.strictEqual(record.version, 1);
+    assert.strictEqual(record.owner.pid, process.pid);
+    const t = record.trees.find((x: { id: string }) => x.id === id);
+    assert.strictEqual(t.envTag, `AGENT_TREES_TREE_ID=${id}`);
+    await trees.kill(id);
+    assert.ok(await waitFor(() => !fs.existsSync(file) || !JSON.parse(fs.readFileSync(file, 'utf8')).trees.some((x: { id: string }) => x.id === id)));
+  });
+
+  it('contributes every command of the contract', async () => {
+    const all = await vscode.commands.getCommands(true);
+    for (const c of ['launchAgent', 'killTree', 'killProcess', 'extendTimeout', 'sweepOrphans', 'showTerminal', 'showLog', 'refresh']) {
+      assert.ok(all.includes(`agentTrees.${c}`), `agentTrees.${c}`);
+    }
+    const manifest = vscode.extensions.getExtension(EXTENSION_ID)!.packageJSON;
+    assert.deepStrictEqual(manifest.extensionKind, ['workspace']);
+    assert.ok(manifest.activationEvents.includes('onStartupFinished'));
+  });
+});
+
+async function waitForValue<T>(fn: () => T | undefined, timeoutMs = 5000): Promise<T> {
+  let value: T | undefined;
+  assert.ok(await waitFor(() => (value = fn()) !== undefined, timeoutMs), 'timed out');
+  return value!;
+}
