@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm test`: the unit suite (plain mocha), then the integration suite in a real VS Code extension host
+# `npm test`: the bundles (esbuild), the unit suite (plain mocha), then the integration suite in a real VS Code extension host
 # (code-server + headless Chromium, installed on first use by scripts/host/install.sh), then the totals
 # of both as `N passed, N failed` on a line of its own. Exits non-zero if anything failed, or if no test ran.
 set -uo pipefail
@@ -15,6 +15,14 @@ notes=()
 
 # Last "N <word>" count in a mocha spec report ("  12 passing (3s)", "  1 failing"); empty if none.
 mocha_count() { grep -E "^\s*[0-9]+ $2( |\$)" "$1" | tail -1 | grep -oE '[0-9]+' | head -1; }
+
+# ---------------------------------------------------------------- build
+# The bundles first: unit tests run dist/cli.js, and the integration suite loads dist/extension.js.
+echo "==> build (node esbuild.js)"
+if ! node esbuild.js; then
+  failed=$((failed + 1))
+  notes+=("build: node esbuild.js failed (see above)")
+fi
 
 # ---------------------------------------------------------------- unit
 echo "==> unit tests (npm run test:unit)"
@@ -36,7 +44,6 @@ failed=$((failed + uf))
 echo "==> integration tests in a real VS Code extension host"
 integration() {
   bash scripts/host/install.sh &&
-    node esbuild.js &&
     node scripts/host/runTests.js --phases 2
 }
 integration 2>&1 | tee "$logdir/integration.log"
