@@ -89,6 +89,7 @@ async function main() {
     const viewItem = page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first();
     if (await viewItem.count()) {
       await viewItem.click();
+      await page.mouse.move(800, 600); // no hover tooltip in the picture
       await lib.sleep(1500);
       const file = path.join(outDir, 'agent-trees-view.png');
       await page.screenshot({ path: file });
