@@ -44,7 +44,7 @@ failed=$((failed + uf))
 echo "==> integration tests in a real VS Code extension host"
 integration() {
   bash scripts/host/install.sh &&
-    node scripts/host/runTests.js --phases 2
+    node scripts/host/runTests.js --phases 3
 }
 integration 2>&1 | tee "$logdir/integration.log"
 int_rc=${PIPESTATUS[0]}

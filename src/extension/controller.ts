@@ -63,7 +63,8 @@ export class AgentTreesController implements vscode.Disposable {
     this.settings = readSettings();
     const recordsDir = path.join(context.globalStorageUri.fsPath, 'owned-trees');
     fs.mkdirSync(recordsDir, { recursive: true });
-    this.owner = new TreeOwner({ recordsDir, log, cgroups: this.settings.cgroups });
+    // The host may cut deactivate() short (code-server gives it ~0.3 s): what is left is SIGKILLed on exit.
+    this.owner = new TreeOwner({ recordsDir, log, cgroups: this.settings.cgroups, killTreesOnExit: true });
     this.store = this.owner.store;
     this.runs = new AgentRuns(this.owner, () => this.settings, log);
     this.terminals = new AgentTerminals(this.runs);

@@ -56,6 +56,7 @@ class TreeKill {
   private readonly signalled = new Set<string>();
   private readonly refused = new Set<string>();
   private groupDoubt: string | undefined;
+  private graceDeadline = Infinity;
 
   constructor(
     private readonly tree: TreeIdentity,
@@ -73,7 +74,8 @@ class TreeKill {
       this.onPhase('terminate');
       this.signalAll(stopped, 'SIGTERM');
       this.signalAll(stopped, 'SIGCONT', { quiet: true });
-      if (await this.waitForEmpty(stopped, this.options.graceMs)) return this.finish(false);
+      this.hurry(this.options.graceMs);
+      if (await this.waitForEmpty(stopped)) return this.finish(false);
     }
     escalated = await this.escalate();
     return this.finish(escalated);
@@ -140,13 +142,12 @@ class TreeKill {
     return true;
   }
 
-  /** Polls until every listed member is dead and a fresh resolution finds no one; false at the deadline. */
-  private async waitForEmpty(members: ProcessInfo[], ms: number): Promise<boolean> {
-    const deadline = Date.now() + ms;
+  /** Polls until every listed member is dead and a fresh resolution finds no one; false at the grace deadline. */
+  private async waitForEmpty(members: ProcessInfo[]): Promise<boolean> {
     let known = members;
     let interval = 5;
-    while (Date.now() < deadline) {
-      await sleep(Math.min(interval, Math.max(1, deadline - Date.now())));
+    while (Date.now() < this.graceDeadline) {
+      await sleep(Math.min(interval, Math.max(1, this.graceDeadline - Date.now())));
       interval = Math.min(interval * 2, 100);
       known = known.filter((p) => this.isAlive(p));
       if (known.length > 0) continue;
@@ -164,31 +165,10 @@ class TreeKill {
     return this.table.read(p.pid)?.startKey === p.startKey;
   }
 
-  /** SIGKILL for everything left: cgroup and group first (atomic), then every other member, frozen first. */
+  /** SIGKILL for everything left, round after round until a resolution finds no one. */
   private async escalate(): Promise<boolean> {
-    let escalated = false;
-    const tree = this.tree;
-    if (tree.cgroup && this.options.cgroupVerified) {
-      const pids = killCgroup(tree.cgroup, (pid) => {
-        const p = this.table.read(pid);
-        if (p) this.signalOne(p, 'SIGKILL', {});
-      });
-      if (pids.length > 0) {
-        escalated = true;
-        this.onPhase('escalate');
-        for (const pid of pids) this.signalled.add(`${pid}:cgroup`);
-      }
-    }
-    if (this.groupIsProvenCheaply()) {
-      // Before the full resolution: the group dies at once, atomically, with no chance to fork.
-      const leader = this.table.read(tree.pgid);
-      if (!leader || !this.guard.refusal(leader)) {
-        if (sendGroup(tree.pgid, 'SIGKILL') && !escalated) {
-          escalated = true;
-          this.onPhase('escalate');
-        }
-      }
-    }
+    let escalated = this.killNow();
+    if (escalated) this.onPhase('escalate');
     for (let round = 0; round < KILL_ROUNDS; round++) {
       const stopped = this.freeze();
       if (stopped.length === 0) break;
@@ -200,6 +180,38 @@ class TreeKill {
       await this.waitDead(stopped, 500);
     }
     return escalated;
+  }
+
+  /**
+   * One synchronous SIGKILL round, no waiting: the cgroup and the proven group first (atomic, no chance to
+   * fork), then every other member, frozen first. Returns whether anything was signalled.
+   */
+  killNow(): boolean {
+    let any = false;
+    const tree = this.tree;
+    if (tree.cgroup && this.options.cgroupVerified) {
+      const pids = killCgroup(tree.cgroup, (pid) => {
+        const p = this.table.read(pid);
+        if (p) this.signalOne(p, 'SIGKILL', {});
+      });
+      for (const pid of pids) this.signalled.add(`${pid}:cgroup`);
+      any ||= pids.length > 0;
+    }
+    if (this.groupIsProvenCheaply()) {
+      const leader = this.table.read(tree.pgid);
+      if (!leader || !this.guard.refusal(leader)) any = sendGroup(tree.pgid, 'SIGKILL') || any;
+    }
+    const stopped = this.freeze();
+    if (stopped.length > 0) {
+      this.signalAll(stopped, 'SIGKILL');
+      any = true;
+    }
+    return any;
+  }
+
+  /** A later request with a shorter grace period wins: SIGKILL comes no later than it asks. */
+  hurry(graceMs: number): void {
+    this.graceDeadline = Math.min(this.graceDeadline, Date.now() + graceMs);
   }
 
   /** The group is ours without a full snapshot: its leader started before tracking, or we owned it throughout. */
@@ -334,10 +346,14 @@ export async function killWindowsTree(
  */
 export class TreeKiller extends EventEmitter {
   private readonly running = new Map<string, Promise<KillReport>>();
+  private readonly kills = new Map<string, TreeKill>();
 
   kill(tree: TreeIdentity, options: KillOptions): Promise<KillReport> {
     const existing = this.running.get(tree.id);
-    if (existing) return existing;
+    if (existing) {
+      this.kills.get(tree.id)?.hurry(options.graceMs);
+      return existing;
+    }
     const log = options.log ?? silentLogger;
     const started = Date.now();
     const kill = new TreeKill(tree, options, (phase) => {
@@ -351,9 +367,21 @@ export class TreeKiller extends EventEmitter {
         for (const why of report.refused) log.warn(`tree ${tree.id}: not signalled: ${why}`);
         return report;
       },
-    ).finally(() => this.running.delete(tree.id));
+    ).finally(() => {
+      this.running.delete(tree.id);
+      this.kills.delete(tree.id);
+    });
     this.running.set(tree.id, promise);
+    this.kills.set(tree.id, kill);
     return promise;
+  }
+
+  /**
+   * SIGKILL for a whole tree, synchronously, with no grace and no waiting: for a process that is exiting
+   * right now (the 'exit' event), where nothing asynchronous will run again. Returns whether it signalled.
+   */
+  killNowSync(tree: TreeIdentity, options: Omit<KillOptions, 'graceMs'>): boolean {
+    return new TreeKill(tree, { ...options, graceMs: 0 }, () => {}).killNow();
   }
 
   /**

@@ -32,6 +32,11 @@ export interface TreeOwnerOptions {
   cgroups?: CgroupMode;
   /** How often to look whether an exited root's tree has emptied (ms). */
   watchIntervalMs?: number;
+  /**
+   * When this process exits with trees still owned (its host cut `dispose()` short, say), SIGKILL them
+   * synchronously in the 'exit' event. Their record stays, so a sweep confirms and removes it.
+   */
+  killTreesOnExit?: boolean;
 }
 
 export interface OwnerSpawnOptions extends SpawnTreeOptions {
@@ -60,6 +65,23 @@ export class TreeOwner extends EventEmitter {
     const me = processTable().read(process.pid);
     this.self = { pid: process.pid, startTime: me?.startTime ?? Date.now() };
     this.setAsidePreviousRecord();
+    if (options.killTreesOnExit) {
+      this.onExit = () => this.killAllNowSync();
+      process.on('exit', this.onExit);
+    }
+  }
+
+  private onExit: (() => void) | undefined;
+
+  /** SIGKILL every owned tree now, synchronously (see `killTreesOnExit`). */
+  killAllNowSync(): void {
+    for (const tree of this.trees.values()) {
+      try {
+        if (process.platform !== 'win32') treeKiller.killNowSync(tree.record, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null });
+      } catch {
+        /* exiting: nothing more can be done here; the next sweep has the record */
+      }
+    }
   }
 
   /**
@@ -165,6 +187,7 @@ export class TreeOwner extends EventEmitter {
       if (report.survivors === 0) this.trees.delete(report.treeId);
     }
     this.writeRecord();
+    if (this.onExit && this.trees.size === 0) process.off('exit', this.onExit);
     return reports;
   }
 

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupMode, cgroupTier, launchInCgroup, removeCgroup, treeCgroupPath } from './cgroup';
 import { latestStart } from './identity';
-import { processTable, TREE_ID_VARIABLE } from './processTable';
+import { processTable, START_PRECISION_MS, TREE_ID_VARIABLE } from './processTable';
 import { TreeRecord } from './records';
 
 export interface SpawnTreeOptions {
@@ -158,9 +158,10 @@ export function spawnTree(options: SpawnTreeOptions): SpawnedTree {
     pgid: process.platform === 'win32' ? child.pid : (root?.pgid ?? child.pid),
     sid: process.platform === 'win32' ? child.pid : (root?.sid ?? child.pid),
     rootStartTime,
-    // Never earlier than the latest moment the root can have started, so the sweep's "leader started no later
-    // than trackedAt" holds for the real root whatever the start-time rounding.
-    trackedAt: Math.max(Date.now(), root ? latestStart(root) : spawnedAt),
+    // Never earlier than the latest moment the root can have started, with one more precision step for the
+    // boot-time estimate of another process (the sweeper's), so the sweep's "leader started no later than
+    // trackedAt" holds for the real root whatever the start-time rounding.
+    trackedAt: Math.max(Date.now(), root ? latestStart(root) + START_PRECISION_MS : spawnedAt),
     envTag: `${TREE_ID_VARIABLE}=${id}`,
     cgroup,
   };

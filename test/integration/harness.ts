@@ -51,6 +51,23 @@ export function killHostAfterResult(): void {
   killRequested = true;
 }
 
+let reloadRequested = false;
+
+/**
+ * Asks the suite to reload the window right after it has written the result file, so the extension host
+ * shuts down the way a user's reload shuts it down. The phase ends once that host is gone; the next phase
+ * checks what the shutdown did. Only allowed in a phased run.
+ */
+export function reloadWindowAfterResult(): void {
+  if (currentPhase === undefined) throw new Error('reloadWindowAfterResult() needs a phased run');
+  reloadRequested = true;
+}
+
+/** Whether a test called reloadWindowAfterResult(). */
+export function isReloadRequested(): boolean {
+  return reloadRequested;
+}
+
 /** Whether a test called killHostAfterResult(). */
 export function isHostKillRequested(): boolean {
   return killRequested;

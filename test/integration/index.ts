@@ -10,11 +10,15 @@
 //   - meanwhile it appends its output (mocha's report, and what tests print with harness.log) to
 //     `<result file>.log`, synchronously, so the runner shows it even if the extension host is killed;
 //   - if a test asked for it (killHostAfterResult), it then freezes code-server, so the workbench
-//     cannot start a new extension host, and SIGKILLs its own extension host.
+//     cannot start a new extension host, and SIGKILLs its own extension host;
+//   - if a test asked for a reload (reloadWindowAfterResult), it reloads the window and never settles: the
+//     runner ends the phase once this host is gone; the host the reload starts finds the result file
+//     written with reloadRequested and waits, running nothing.
 import * as fs from 'fs';
 import * as path from 'path';
 import Mocha from 'mocha';
-import { currentPhase, HOST_MARKER_VAR, isHostKillRequested, log, RESULT_FILE_VAR } from './harness';
+import * as vscode from 'vscode';
+import { currentPhase, HOST_MARKER_VAR, isHostKillRequested, isReloadRequested, log, RESULT_FILE_VAR } from './harness';
 
 interface Failure {
   title: string;
@@ -64,6 +68,16 @@ function teeReporter(): () => void {
   };
 }
 
+/** Whether the result file was written by a suite that then asked for a window reload. */
+function reloadedFrom(resultFile: string): boolean {
+  try {
+    const r = JSON.parse(fs.readFileSync(resultFile, 'utf8'));
+    return r.state === 'done' && r.reloadRequested === true;
+  } catch {
+    return false;
+  }
+}
+
 /** Called by VS Code's test harness in the extension host; rejects when a test failed. */
 export async function run(): Promise<void> {
   const resultFile = process.env[RESULT_FILE_VAR];
@@ -73,6 +87,10 @@ export async function run(): Promise<void> {
       fs.writeFileSync(resultFile, JSON.stringify({ state: 'running', ...base, startedAt: new Date().toISOString() }), { flag: 'wx' });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
+        if (reloadedFrom(resultFile)) {
+          log(`[suite] extension host ${process.pid} started by the reload; the phase ends when the old host is gone`);
+          return new Promise<void>(() => {});
+        }
         throw new Error(`${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`);
       }
       throw e;
@@ -103,7 +121,17 @@ export async function run(): Promise<void> {
   }
 
   if (resultFile) {
-    writeAtomically(resultFile, { state: 'done', ...base, passed, failed, pending, failures, hostKillRequested: isHostKillRequested(), endedAt: new Date().toISOString() });
+    writeAtomically(resultFile, {
+      state: 'done', ...base, passed, failed, pending, failures,
+      hostKillRequested: isHostKillRequested(), reloadRequested: isReloadRequested() && failed === 0, endedAt: new Date().toISOString(),
+    });
+  }
+
+  if (isReloadRequested() && failed === 0) {
+    log(`[suite] result written; reloading the window (extension host ${process.pid} shuts down)`);
+    untee();
+    await vscode.commands.executeCommand('workbench.action.reloadWindow');
+    return new Promise<void>(() => {}); // the phase ends when this host is gone, not when run() settles
   }
 
   if (isHostKillRequested()) {

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn, spawnSync } from 'child_process';
 import { processTable, RecordStore, sweepOrphans, TreeOwner, TreeRecord } from '../../src/proc';
-import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
+import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
 import { runCli, startCli } from './cliHelpers';
 
 /** Starts `agent-trees run` on a fixture as an owner process of its own; resolves once the tree is ready. */
@@ -109,6 +109,23 @@ describe('sweeping orphaned trees', () => {
     const handled = [...JSON.parse(a.stdout).trees, ...JSON.parse(b.stdout).trees].map((t: { ownerPid: number }) => t.ownerPid).sort();
     assert.deepStrictEqual(handled, owners.map((o) => o.ownerPid).sort(), 'each owner swept exactly once');
     assert.deepStrictEqual(await waitAllDead(owners.flatMap((o) => o.pids.all)), []);
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+
+  it('an owner that exits without disposing SIGKILLs its trees on the way out; the sweep then drops the record', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), records, 'ignore-term', pidfile, 'off'], {
+      stdio: 'ignore',
+      env: { ...process.env, KILL_TREES_ON_EXIT: '1', EXIT_WHEN_READY: '1' },
+    });
+    register(owner.pid!);
+    const pids = await fixturePids(pidfile);
+    await new Promise((resolve) => owner.once('exit', resolve));
+    assert.deepStrictEqual(await waitAllDead(pids.all), [], 'SIGKILLed in the exit event, though SIGTERM is ignored');
+    assert.strictEqual(fs.readdirSync(records).length, 1, 'the exit path does not write: the record stays');
+    const result = await sweepOrphans(new RecordStore(records), { self: self(), graceMs: 100 });
+    assert.strictEqual(result.trees[0].outcome, 'gone');
     assert.deepStrictEqual(fs.readdirSync(records), []);
   });
 

@@ -1,0 +1,34 @@
+// Shared by the integration tests: fixture trees (test/fixtures/tree.sh), their pids, and the extension's API.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { AgentTreesApi } from '../../src/extension/controller';
+import { EXTENSION_ID, isProcessAlive, waitFor } from './harness';
+
+export const REPO = path.resolve(__dirname, '..', '..', '..');
+export const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');
+
+export function pidFile(): string {
+  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-it-')), 'pids');
+}
+
+/** "role pid" lines of a fixture, once it wrote `ready`. */
+export async function fixturePids(file: string): Promise<Map<string, number[]>> {
+  assert.ok(await waitFor(() => fs.existsSync(file) && /^ready /m.test(fs.readFileSync(file, 'utf8')), 10_000), `fixture ${file} not ready`);
+  const roles = new Map<string, number[]>();
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const [role, pid] = line.split(' ');
+    if (role && pid && role !== 'ready') roles.set(role, [...(roles.get(role) ?? []), Number(pid)]);
+  }
+  return roles;
+}
+
+export const allPids = (roles: Map<string, number[]>) => [...roles.values()].flat();
+export const anyAlive = (pids: number[]) => pids.filter((p) => isProcessAlive(p));
+
+export async function api(): Promise<AgentTreesApi> {
+  return vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!.activate();
+}
+
