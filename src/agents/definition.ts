@@ -92,3 +92,23 @@ export function validateDefinitions(value: unknown, setting = 'agentTrees.agents
   });
   return { agents, errors };
 }
+
+/**
+ * Expands `${workspaceFolder}`, `${userHome}` and `${env:NAME}` in command, args, cwd and env values, as VS Code
+ * settings users expect. An unknown variable is left as it is.
+ */
+export function expandVariables(def: AgentDefinition, vars: { workspaceFolder?: string; userHome: string; env: NodeJS.ProcessEnv }): AgentDefinition {
+  const expand = (text: string) =>
+    text.replace(/\$\{(workspaceFolder|userHome|env:([A-Za-z_][A-Za-z0-9_]*))\}/g, (whole, name: string, envName?: string) => {
+      if (envName) return vars.env[envName] ?? '';
+      if (name === 'userHome') return vars.userHome;
+      return vars.workspaceFolder ?? whole;
+    });
+  return {
+    ...def,
+    command: expand(def.command),
+    args: def.args?.map(expand),
+    cwd: def.cwd === undefined ? undefined : expand(def.cwd),
+    env: def.env === undefined ? undefined : Object.fromEntries(Object.entries(def.env).map(([k, v]) => [k, expand(v)])),
+  };
+}

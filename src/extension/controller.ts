@@ -3,9 +3,10 @@
  * status bar, sweeps and the commands. Everything that touches processes goes through the core (src/proc).
  */
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { AgentDefinition, validateDefinition } from '../agents/definition';
+import { AgentDefinition, expandVariables, validateDefinition } from '../agents/definition';
 import { AgentRun, AgentRuns } from '../agents/runs';
 import { KillReport, processTable, RecordStore, SpawnError, SweepResult, treeKiller, TreeOwner } from '../proc';
 import { readSettings, Settings } from './settings';
@@ -157,6 +158,7 @@ export class AgentTreesController implements vscode.Disposable {
       definition = validateDefinition(arg, vscode.l10n.t('agent definition'));
     }
     const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    definition = expandVariables(definition, { workspaceFolder, userHome: os.homedir(), env: process.env });
     const cwd = definition.cwd && workspaceFolder && !path.isAbsolute(definition.cwd) ? path.join(workspaceFolder, definition.cwd) : definition.cwd;
     let run: AgentRun;
     try {

@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 import * as path from 'path';
-import { validateDefinition, validateDefinitions } from '../../src/agents/definition';
+import { expandVariables, validateDefinition, validateDefinitions } from '../../src/agents/definition';
 import { AgentRuns } from '../../src/agents/runs';
 import { processTable, treeKiller, TreeMembersSource, TreeOwner } from '../../src/proc';
 import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
@@ -29,6 +29,17 @@ describe('agent definitions', () => {
     ]);
     assert.throws(() => validateDefinition({ name: 'e', command: 'x', env: { A: 1 } }, 'arg'), /"env.A" must be a string/);
     assert.match(validateDefinitions({}).errors[0].message, /must be an array/);
+  });
+});
+
+describe('variables in agent definitions', () => {
+  it('expands ${workspaceFolder}, ${userHome} and ${env:NAME}, and leaves unknown ones', () => {
+    const def = expandVariables(
+      { name: 'a', command: '${userHome}/bin/agent', args: ['${workspaceFolder}/x', '${env:TOKEN}', '${unknown}'], cwd: '${workspaceFolder}', env: { P: '${env:TOKEN}-1' } },
+      { workspaceFolder: '/ws', userHome: '/home/me', env: { TOKEN: 't' } },
+    );
+    assert.deepStrictEqual(def, { name: 'a', command: '/home/me/bin/agent', args: ['/ws/x', 't', '${unknown}'], cwd: '/ws', env: { P: 't-1' } });
+    assert.strictEqual(expandVariables({ name: 'b', command: '${workspaceFolder}/a' }, { userHome: '/h', env: {} }).command, '${workspaceFolder}/a');
   });
 });
 
