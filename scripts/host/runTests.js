@@ -110,6 +110,17 @@ async function runTests(options) {
         break;
       }
     }
+    // Leak check: once the last host has shut down, no process of an owned agent tree may be left.
+    if (!error) {
+      const leaked = lib.findMarked(lib.MARKER_VAR, marker).filter((pid) => {
+        const env = lib.readEnviron(pid);
+        return env && env.has('AGENT_TREES_TREE_ID');
+      });
+      if (leaked.length) {
+        summary.failed += 1;
+        error = new Error(`leak check: ${leaked.length} process(es) of agent trees outlived the run: ${leaked.map((pid) => lib.describe(pid, 120)).join('; ')}`);
+      }
+    }
   } catch (e) {
     error = e;
   } finally {
