@@ -40,6 +40,11 @@ export class SignalGuard {
     return undefined;
   }
 
+  /** This process, an ancestor, or PID 0/1. */
+  isProtectedPid(pid: number): boolean {
+    return this.protectedPids.has(pid);
+  }
+
   /** Why `p` must not be signalled, or undefined when it may be. */
   refusal(p: Pick<ProcessInfo, 'pid' | 'pgid' | 'uid'>): string | undefined {
     const why = this.protectedReason(p);

@@ -199,7 +199,7 @@ class TreeKill {
     }
     if (this.groupIsProvenCheaply()) {
       const leader = this.table.read(tree.pgid);
-      if (!leader || !this.guard.refusal(leader)) any = sendGroup(tree.pgid, 'SIGKILL') || any;
+      if (!this.guard.groupRefusal(tree.pgid, leader ? [leader] : [])) any = sendGroup(tree.pgid, 'SIGKILL') || any;
     }
     const stopped = this.freeze();
     if (stopped.length > 0) {
@@ -254,8 +254,12 @@ class TreeKill {
   }
 }
 
+/**
+ * The two places a signal leaves this module. Each checks the guard once more, whatever the caller proved:
+ * our own group may be leaderless (its leader gone), and nothing else would stop kill(-ourGroup).
+ */
 function sendGroup(pgid: number, signal: NodeJS.Signals): boolean {
-  if (pgid <= 1) return false;
+  if (pgid <= 1 || SignalGuard.current(processTable()).groupRefusal(pgid, [])) return false;
   try {
     process.kill(-pgid, signal);
     return true;
@@ -265,7 +269,7 @@ function sendGroup(pgid: number, signal: NodeJS.Signals): boolean {
 }
 
 function sendPid(pid: number, signal: NodeJS.Signals): boolean {
-  if (pid <= 1) return false;
+  if (pid <= 1 || SignalGuard.current(processTable()).isProtectedPid(pid)) return false;
   try {
     process.kill(pid, signal);
     return true;

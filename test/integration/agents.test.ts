@@ -91,6 +91,17 @@ describe('Agent Trees: agents in a real extension host', function () {
     assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'killed'));
   });
 
+  it('runs an MCP server without a terminal until one is asked for', async () => {
+    const id = await trees.launch({ name: 'mcp-server', command: 'sh', args: ['-c', 'echo "starting" >&2; exec sleep 60'], kind: 'mcp', timeoutSeconds: 0 });
+    assert.strictEqual(trees.list().find((t) => t.id === id)?.state, 'running');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(!vscode.window.terminals.some((t) => t.name === 'Agent: mcp-server'), 'no terminal of its own');
+    await vscode.commands.executeCommand('agentTrees.showTerminal', id);
+    await waitForValue(() => vscode.window.terminals.find((t) => t.name === 'Agent: mcp-server'));
+    const r = await trees.kill(id);
+    assert.strictEqual(r.survivors, 0);
+  });
+
   it('names the bad agents entry and its field, and still launches the good one', async () => {
     await assert.rejects(trees.launch('broken'), /agentTrees\.agents\[1\] \("broken"\): "timeoutSeconds" must be a number/);
     await assert.rejects(trees.launch({ name: 'no-command' } as never), /"command" must be a non-empty string/);

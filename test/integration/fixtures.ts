@@ -5,7 +5,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/controller';
-import { EXTENSION_ID, isProcessAlive, waitFor } from './harness';
+import { EXTENSION_ID, isProcessAlive, procStat, waitFor } from './harness';
 
 export const REPO = path.resolve(__dirname, '..', '..', '..');
 export const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');
@@ -32,3 +32,33 @@ export async function api(): Promise<AgentTreesApi> {
   return vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!.activate();
 }
 
+
+/** What a phase leaves for the next one to check: this host, its record file, and its processes. */
+export interface HostHandover {
+  hostPid: number;
+  recordFile: string;
+  helpers: { pid: number; startTicks: string }[];
+}
+
+function handoverFile(trees: AgentTreesApi, name: string): string {
+  return path.join(path.dirname(trees.recordsDir), `${name}-handover.json`);
+}
+
+/** Writes the handover for `pids` (processes of this host's trees) into the extension's global storage. */
+export async function writeHandover(name: string, pids: number[]): Promise<HostHandover> {
+  const trees = await api();
+  const handover: HostHandover = {
+    hostPid: process.pid,
+    recordFile: path.join(trees.recordsDir, `${process.pid}.json`),
+    helpers: pids.map((pid) => ({ pid, startTicks: procStat(pid)!.startTicks })),
+  };
+  assert.ok(fs.existsSync(handover.recordFile), 'this host records its trees');
+  fs.writeFileSync(handoverFile(trees, name), JSON.stringify(handover));
+  return handover;
+}
+
+export async function readHandover(name: string): Promise<HostHandover & { alive(): number[] }> {
+  const handover: HostHandover = JSON.parse(fs.readFileSync(handoverFile(await api(), name), 'utf8'));
+  assert.notStrictEqual(process.pid, handover.hostPid, 'a new extension host');
+  return { ...handover, alive: () => handover.helpers.filter((h) => isProcessAlive(h.pid, h.startTicks)).map((h) => h.pid) };
+}

@@ -1,8 +1,9 @@
 import * as assert from 'assert';
+import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { TreeOwner, treeKiller, spawnTree, resolveMembers, processTable } from '../../src/proc';
-import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor, aliveOf, sleep } from './helpers';
+import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, aliveOf, sleep } from './helpers';
 
 /** Starts a fixture tree through a TreeOwner in the group tier (process group, session, descendants, tag). */
 async function ownedFixture(mode: string, options: { cgroups?: 'auto' | 'off'; owner?: TreeOwner } = {}) {
@@ -152,6 +153,18 @@ describe('killing a whole tree (real processes)', () => {
     assert.ok(viaRoot.includes(low), 'the low-pid child is a member');
     await owner.kill(id, 1000);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+
+  it('never signals its own process group, even when that group has lost its leader', async () => {
+    const out = path.join(tmpDir(), 'out.json');
+    const sh = spawn('sh', ['-c', `"${process.execPath}" "${path.join(REPO, 'test', 'fixtures', 'own-group.js')}" "${out}" & echo $!; exit 0`], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    register(sh.pid!);
+    const nodePid = Number(await new Promise<string>((resolve) => sh.stdout!.once('data', (d) => resolve(String(d)))));
+    register(nodePid);
+    const result = JSON.parse(await waitFor('the fixture to report', () => fs.existsSync(out) && fs.readFileSync(out, 'utf8'), 15_000));
+    assert.strictEqual(result.leaderAlive, false, 'the group really was leaderless');
+    assert.strictEqual(result.survived, true);
+    assert.strictEqual(result.report.signalled, 0);
   });
 
   it('reports who it signalled and who survived, and never signals itself', async () => {
