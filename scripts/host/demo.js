@@ -2,9 +2,9 @@
 // The demo anyone can open: builds and packages the extension (npm run package), installs the .vsix
 // into a fresh code-server (VS Code 1.100.3 in the browser) bound to 127.0.0.1, opens the demo
 // workspace (demo/workspace, whose settings define `demo-agent`, a fake agent that leaves helpers
-// behind), prints the URL and runs until Ctrl-C. Nothing it started is left running afterwards: the
-// server's process group is killed, then every process carrying the run's marker variable (which
-// includes the agents the extension started and what they left behind).
+// behind, and `demo-mcp`, a fake MCP server), prints the URL and runs until Ctrl-C. Nothing it started
+// is left running afterwards: the server's process group is killed, then every process carrying the
+// run's marker variable (which includes the agents the extension started and what they left behind).
 //
 // Usage: npm run demo  [-- --port 8080] [-- --vsix agent-trees.vsix (skip packaging)]
 // The host must be installed: bash scripts/host/install.sh (npm run demo does it).
@@ -17,32 +17,21 @@ const lib = require('./hostLib');
 
 const say = (msg) => process.stdout.write(`[demo] ${msg}\n`);
 
-/** Builds the production bundle and packages it; returns the .vsix path. */
+/**
+ * Builds the production bundle and packages it; returns the .vsix path. `--no-rewrite-relative-links`
+ * (appended to the script's vsce command): the README's relative image links would otherwise need a
+ * repository URL vsce can recognise, and package.json has none.
+ */
 function packageExtension() {
   say('packaging the extension (npm run package)');
-  const r = spawnSync('npm', ['run', '--silent', 'package'], { cwd: lib.ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  const r = spawnSync('npm', ['run', '--silent', 'package', '--', '--no-rewrite-relative-links'], { cwd: lib.ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
   const vsix = path.join(lib.ROOT, 'agent-trees.vsix');
   if (r.status !== 0 || !fs.existsSync(vsix)) throw new Error(`npm run package failed (exit code ${r.status})`);
   return vsix;
 }
 
-/**
- * The folder to open: demo/workspace itself when its settings point at this checkout's demo/agent.sh,
- * else a copy in `dirs.root` with the path rewritten (the committed settings hold an absolute path).
- */
-function demoWorkspace(dirs) {
-  const src = path.join(lib.ROOT, 'demo', 'workspace');
-  const settingsFile = path.join(src, '.vscode', 'settings.json');
-  const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8'));
-  const agent = path.join(lib.ROOT, 'demo', 'agent.sh');
-  const agents = settings['agentTrees.agents'] || [];
-  if (agents.every((a) => !a.args || a.args[0] === agent)) return src;
-  const copy = path.join(dirs.root, 'workspace');
-  fs.cpSync(src, copy, { recursive: true });
-  for (const a of agents) if (a.args && a.args[0].endsWith('/demo/agent.sh')) a.args[0] = agent;
-  fs.writeFileSync(path.join(copy, '.vscode', 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
-  return copy;
-}
+/** The folder to open: demo/workspace, whose settings find demo/agent.sh through ${workspaceFolder}. */
+const DEMO_WORKSPACE = path.join(lib.ROOT, 'demo', 'workspace');
 
 /** Installs a .vsix into `extensionsDir` with code-server's own installer (offline). */
 async function installVsix({ dirs, userDataDir, extensionsDir, vsix, marker, logFile }) {
@@ -79,7 +68,7 @@ async function prepareDemo({ vsix } = {}) {
   const extensionsDir = path.join(dirs.root, 'extensions');
   const installed = await installVsix({ dirs, userDataDir, extensionsDir, vsix: vsixPath, marker, logFile: path.join(dirs.logs, 'install.log') });
   say(`installed ${installed} from ${path.relative(lib.ROOT, vsixPath) || vsixPath}`);
-  return { dirs, marker, userDataDir, extensionsDir, workspace: demoWorkspace(dirs) };
+  return { dirs, marker, userDataDir, extensionsDir, workspace: DEMO_WORKSPACE };
 }
 
 /** Stops the server, sweeps every marked process, removes the temp folder. Returns the survivors. */
@@ -140,7 +129,7 @@ async function main() {
     server.exited.then(({ code, signal }) => stop(`code-server exited (code ${code}, signal ${signal})`, 1));
     const url = `${server.url}?folder=${encodeURIComponent(demo.workspace)}`;
     say(`code-server ${server.pid} is serving VS Code with Agent Trees installed (log: ${logFile})`);
-    say(`workspace: ${demo.workspace} (agent: demo-agent, see demo/agent.sh)`);
+    say(`workspace: ${demo.workspace} (demo-agent: demo/agent.sh; demo-mcp: demo/fake-mcp-server.js)`);
     process.stdout.write(`\n  Open ${url}\n\n  Press Ctrl-C to stop; everything the demo started stops with it.\n\n`);
   } catch (e) {
     say(`failed: ${e.message}`);
@@ -148,6 +137,6 @@ async function main() {
   }
 }
 
-module.exports = { prepareDemo, teardown, packageExtension, demoWorkspace };
+module.exports = { prepareDemo, teardown, packageExtension, DEMO_WORKSPACE };
 
 if (require.main === module) main();
