@@ -1,29 +1,127 @@
 #!/usr/bin/env node
-// Takes screenshots of the extension in a real workbench: packages and installs the extension like the
-// demo (scripts/host/demo.js), opens the demo workspace in headless Chromium, opens the "Agent Trees"
-// view container from the activity bar (when the extension contributes one) and the extension's log
-// (Agent Trees: Show Log), and saves PNGs under media/screenshots/. Leaves nothing running.
+// Takes the README's screenshots in a real workbench: packages and installs the extension like the demo
+// (scripts/host/demo.js), opens demo/workspace (its settings define demo-agent and demo-mcp) in headless
+// Chromium at 1280x800 and drives the UI as a user would:
+//   agent-trees-welcome.png  the Agent Trees view with no agent (welcome view, Launch Agent button)
+//   agent-trees-launch.png   F1 > "Agent Trees: Launch Agent...": the quick pick of agents
+//   agent-trees-view.png     demo-agent picked and running: its process tree expanded in the view, the
+//                            status bar countdown, the agent's terminal in the panel
+//   agent-trees-log.png      after "Agent Trees: Kill Agent Tree" and "Sweep Orphaned Trees": the log
+// Then it closes the browser, stops code-server and kills every process carrying the run's marker
+// (the agent's tree was already killed through the UI). Leaves nothing running.
 //
 // Usage: npm run screenshots  [-- --vsix agent-trees.vsix (skip packaging)] [-- --out DIR]
 'use strict';
 
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const lib = require('./hostLib');
 const { prepareDemo, teardown } = require('./demo');
 
 const say = (msg) => process.stdout.write(`[screenshots] ${msg}\n`);
+const SHOTS = ['agent-trees-welcome.png', 'agent-trees-launch.png', 'agent-trees-view.png', 'agent-trees-log.png'];
+const VIEWPORT = { width: 1280, height: 800 };
+const SIDEBAR_WIDTH = 560;
+const LOG_SIDEBAR_WIDTH = 360;
 
-/** Runs a command through the command palette by its label ("Category: Title"). */
-async function runCommand(page, label) {
+/** Polls `fn` until it returns a truthy value; throws `what` after `timeoutMs`. */
+async function waitUntil(what, fn, timeoutMs = 20000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn().catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await lib.sleep(200);
+  }
+}
+
+const quickInput = (page) => page.locator('.quick-input-widget');
+const quickRows = (page) => page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+
+/** Opens the command palette (F1) and types `label` ("Category: Title"); leaves the palette open on it. */
+async function typeCommand(page, label) {
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input.input');
   await input.waitFor({ state: 'visible', timeout: 10000 });
   await input.fill(`>${label}`);
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first();
-  await row.waitFor({ state: 'visible', timeout: 10000 });
+  await quickRows(page).filter({ hasText: label }).first().waitFor({ state: 'visible', timeout: 10000 });
+}
+
+/** Runs a command through the command palette by its label. */
+async function runCommand(page, label) {
+  await typeCommand(page, label);
   await page.keyboard.press('Enter');
-  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10000 }).catch(() => {});
+}
+
+/** Waits for the quick pick a command opened (by its title), e.g. "Launch Agent". */
+async function waitForQuickPick(page, title) {
+  await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ state: 'visible', timeout: 10000 });
+  await quickRows(page).first().waitFor({ state: 'visible', timeout: 10000 });
+}
+
+/** Picks the row of the open quick pick that shows `text`. */
+async function pick(page, text) {
+  await quickRows(page).filter({ hasText: text }).first().click();
+  await quickInput(page).waitFor({ state: 'hidden', timeout: 10000 });
+}
+
+/** Opens a workspace file with Quick Open (Ctrl+P), e.g. ".vscode/settings.json". */
+async function openFile(page, relPath) {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input.input');
+  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.fill(relPath);
+  await quickRows(page).filter({ hasText: path.basename(relPath) }).first().waitFor({ state: 'visible', timeout: 10000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.part.editor .tabs-container .tab', { hasText: path.basename(relPath) }).waitFor({ state: 'visible', timeout: 10000 });
+}
+
+/** Dismisses every notification toast, if any shows. */
+async function clearNotifications(page) {
+  if (!(await page.locator('.notifications-toasts .notification-toast').count())) return;
+  await runCommand(page, 'Notifications: Clear All Notifications');
+  await page.locator('.notifications-toasts .notification-toast').first().waitFor({ state: 'detached', timeout: 5000 }).catch(() => {});
+}
+
+/** Drags the sash between the side bar and the editor until the side bar is `width` px wide. */
+async function setSidebarWidth(page, width) {
+  const sidebar = page.locator('.part.sidebar');
+  const box = await sidebar.boundingBox();
+  if (!box) return;
+  const x = box.x + box.width;
+  const y = box.y + box.height / 2;
+  await page.mouse.move(x - 1, y);
+  await page.mouse.down();
+  await page.mouse.move(x - 1 + (width - box.width), y, { steps: 10 });
+  await page.mouse.up();
+  await lib.sleep(300);
+}
+
+/** Moves the pointer to an empty spot of the activity bar: no hover, no tooltip in the picture. */
+async function parkMouse(page) {
+  await page.mouse.move(24, 560);
+  await lib.sleep(300);
+}
+
+/** Text of the rows of the Agent Trees view. */
+async function viewRows(page) {
+  return page.locator('.part.sidebar .pane-body .monaco-list-row').allTextContents();
+}
+
+/**
+ * Expands the collapsed items of the Agent Trees view by clicking their twisties (an item first shown
+ * without children stays collapsed in VS Code when children appear). Returns how many it expanded.
+ */
+async function expandView(page) {
+  const collapsed = page.locator('.part.sidebar .pane-body .monaco-list-row .monaco-tl-twistie.collapsible.collapsed');
+  let n = 0;
+  while (n < 10 && (await collapsed.count())) {
+    await collapsed.first().click();
+    n++;
+    await lib.sleep(200);
+  }
+  return n;
 }
 
 /** Waits until the extension host has been launched and the extension activated (or the timeout passes). */
@@ -40,6 +138,13 @@ async function waitForExtensionHost(userDataDir, timeoutMs = 60000) {
   return false;
 }
 
+async function shoot(page, outDir, name, saved) {
+  const file = path.join(outDir, name);
+  await page.screenshot({ path: file });
+  saved.push(file);
+  say(`saved ${path.relative(lib.ROOT, file)}`);
+}
+
 async function main() {
   const argv = process.argv.slice(2);
   const opt = (name) => {
@@ -48,6 +153,7 @@ async function main() {
   };
   const outDir = path.resolve(opt('--out') || path.join(lib.ROOT, 'media', 'screenshots'));
   fs.mkdirSync(outDir, { recursive: true });
+  const started = Date.now();
 
   let demo;
   let server;
@@ -55,12 +161,15 @@ async function main() {
   let failed = false;
   const cleanup = async () => {
     if (browser) await browser.close().catch(() => {});
+    browser = undefined;
     if (demo) await teardown(demo, server);
+    demo = undefined;
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(sig, () => cleanup().finally(() => process.exit(130)));
   }
 
+  const saved = [];
   try {
     demo = await prepareDemo({ vsix: opt('--vsix') });
     server = await lib.startCodeServer({
@@ -77,44 +186,101 @@ async function main() {
       folder: demo.workspace,
       marker: demo.marker,
       browserMarker: `${demo.marker}.browser`,
-      viewport: { width: 1280, height: 800 },
+      viewport: VIEWPORT,
     });
     const { page } = browser;
     await page.locator('.monaco-workbench .part.activitybar').waitFor({ state: 'visible', timeout: 60000 });
     if (!(await waitForExtensionHost(demo.userDataDir))) throw new Error('the extension was not activated within 60 s');
     await lib.sleep(2000); // let the views settle
-    await runCommand(page, 'Notifications: Clear All Notifications').catch(() => {});
 
-    const shots = [];
-    const viewItem = page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first();
-    if (await viewItem.count()) {
-      await viewItem.click();
-      await page.mouse.move(800, 600); // no hover tooltip in the picture
-      await lib.sleep(1500);
-      const file = path.join(outDir, 'agent-trees-view.png');
-      await page.screenshot({ path: file });
-      shots.push(file);
-    } else {
-      say('no "Agent Trees" view container in the activity bar (yet): skipping that screenshot');
+    // The demo's agent definitions in the editor, for the pictures' sake.
+    await openFile(page, '.vscode/settings.json');
+
+    // 1. The view container, no agent yet: the welcome view.
+    await page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first().click();
+    await page.locator('.part.sidebar .welcome-view-content', { hasText: 'Launch Agent' }).waitFor({ state: 'visible', timeout: 10000 });
+    await setSidebarWidth(page, SIDEBAR_WIDTH);
+    await clearNotifications(page);
+    await page.keyboard.press('Control+1'); // focus the editor: no focus outline around the view
+    await parkMouse(page);
+    await lib.sleep(1000);
+    await shoot(page, outDir, 'agent-trees-welcome.png', saved);
+
+    // 2. Command palette > Agent Trees: Launch Agent...: the quick pick of the configured agents.
+    await runCommand(page, 'Agent Trees: Launch Agent');
+    await waitForQuickPick(page, 'Launch Agent');
+    await quickRows(page).filter({ hasText: 'demo-mcp' }).first().waitFor({ state: 'visible', timeout: 10000 });
+    await parkMouse(page);
+    await lib.sleep(500);
+    await shoot(page, outDir, 'agent-trees-launch.png', saved);
+
+    // 3. Pick demo-agent: its terminal opens, its tree fills the view, the status bar counts down.
+    await pick(page, 'demo-agent');
+    let expanded = 0;
+    await waitUntil('the demo agent\'s tree in the view (agent, loop, daemon, MCP server)', async () => {
+      expanded += await expandView(page);
+      const text = (await viewRows(page)).join('\n');
+      return /agent\.sh/.test(text) && /demo-agent-daemon/.test(text) && /fake-mcp-server/.test(text) && /sleep 5/.test(text);
+    }, 30000);
+    if (expanded) {
+      say(`expanded ${expanded} collapsed item(s) of the view`);
+      // Clicking a twistie selected its row and focused the view: clear that, back to the terminal.
+      await page.keyboard.press('Escape');
+      await runCommand(page, 'Terminal: Focus Terminal');
     }
+    await page.locator('.part.statusbar', { hasText: 'demo-agent' }).waitFor({ state: 'visible', timeout: 10000 });
+    await lib.sleep(2500); // two more refreshes (1 s apart): CPU percentages need two samples
+    await clearNotifications(page);
+    await parkMouse(page);
+    await shoot(page, outDir, 'agent-trees-view.png', saved);
 
+    // 4. Kill it through the command palette, sweep, and show the log.
+    await runCommand(page, 'Agent Trees: Kill Agent Tree');
+    await waitForQuickPick(page, 'Kill which agent tree?');
+    await pick(page, 'demo-agent');
+    // The MCP server ignores SIGTERM: the kill takes the grace period (5 s), then SIGKILL.
+    await page.locator('.notifications-toasts .notification-toast', { hasText: 'demo-agent: ended' }).waitFor({ state: 'visible', timeout: 30000 });
+    await waitUntil('the view to show demo-agent killed', async () => (await viewRows(page)).some((r) => /demo-agent.*killed/.test(r)), 15000);
+    await clearNotifications(page);
+    await runCommand(page, 'Agent Trees: Sweep Orphaned Trees');
+    await page.locator('.notifications-toasts .notification-toast', { hasText: 'orphaned' }).waitFor({ state: 'visible', timeout: 15000 }).catch(() => {});
+    await clearNotifications(page);
     await runCommand(page, 'Agent Trees: Show Log');
-    await page.locator('.part.panel .output-view, .part.panel [id="workbench.panel.output"]').first()
-      .waitFor({ state: 'visible', timeout: 10000 }).catch(() => say('the Output panel did not show up'));
-    await lib.sleep(1500);
-    const logShot = path.join(outDir, 'agent-trees-log.png');
-    await page.screenshot({ path: logShot });
-    shots.push(logShot);
+    const output = page.locator('.part.panel .monaco-editor .view-lines').first();
+    await output.waitFor({ state: 'visible', timeout: 10000 });
+    // A narrower side bar and the maximized panel: the whole log, with few wrapped lines.
+    await setSidebarWidth(page, LOG_SIDEBAR_WIDTH);
+    await runCommand(page, 'View: Toggle Maximized Panel');
+    await waitUntil('the launch, kill and sweep lines in the log', async () => {
+      const text = (await output.innerText()).replace(/\s+/g, ' '); // the editor renders spaces as U+00A0
+      return /launched demo-agent/.test(text) && /killed: ended [1-9]/.test(text) && /sweep \(command\)/.test(text);
+    }, 10000);
+    await parkMouse(page);
+    await lib.sleep(1000);
+    await shoot(page, outDir, 'agent-trees-log.png', saved);
 
-    for (const f of shots) say(`saved ${path.relative(lib.ROOT, f)}`);
+    // Screenshots this script took once but no longer takes.
+    for (const name of fs.readdirSync(outDir)) {
+      if (/^agent-trees-.*\.png$/.test(name) && !SHOTS.includes(name)) {
+        fs.rmSync(path.join(outDir, name));
+        say(`removed ${path.relative(lib.ROOT, path.join(outDir, name))} (no longer taken)`);
+      }
+    }
   } catch (e) {
     failed = true;
     say(`failed: ${e.message}`);
+    if (browser) {
+      const file = path.join(os.tmpdir(), 'agent-trees-screenshots-failure.png');
+      if (await browser.page.screenshot({ path: file }).then(() => true, () => false)) say(`the workbench at the failure: ${file}`);
+    }
     if (server) process.stdout.write(lib.tail(server.logFile, 30) + '\n');
   } finally {
     await cleanup();
   }
+  say(`${failed ? 'failed' : `${saved.length} screenshots`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   process.exit(failed ? 1 : 0);
 }
 
-main();
+module.exports = { expandView, runCommand, waitForQuickPick, pick, viewRows, waitUntil, waitForExtensionHost, clearNotifications };
+
+if (require.main === module) main();
