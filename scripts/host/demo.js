@@ -17,14 +17,10 @@ const lib = require('./hostLib');
 
 const say = (msg) => process.stdout.write(`[demo] ${msg}\n`);
 
-/**
- * Builds the production bundle and packages it; returns the .vsix path. `--no-rewrite-relative-links`
- * (appended to the script's vsce command): the README's relative image links would otherwise need a
- * repository URL vsce can recognise, and package.json has none.
- */
+/** Builds the production bundle and packages it (`npm run package`); returns the .vsix path. */
 function packageExtension() {
   say('packaging the extension (npm run package)');
-  const r = spawnSync('npm', ['run', '--silent', 'package', '--', '--no-rewrite-relative-links'], { cwd: lib.ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  const r = spawnSync('npm', ['run', '--silent', 'package'], { cwd: lib.ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
   const vsix = path.join(lib.ROOT, 'agent-trees.vsix');
   if (r.status !== 0 || !fs.existsSync(vsix)) throw new Error(`npm run package failed (exit code ${r.status})`);
   return vsix;

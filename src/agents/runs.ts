@@ -130,8 +130,10 @@ export class AgentRuns extends EventEmitter {
     child.on('exit', (code, signal) => {
       run.exitCode = code;
       run.exitSignal = signal;
-      if (run.state === 'running') run.state = 'exited';
-      this.log.info(`${run.name} (tree ${run.id}): ${run.endingText()}`);
+      if (run.state === 'running') {
+        run.state = 'exited';
+        this.log.info(`${run.name} (tree ${run.id}): ${run.endingText()}`);
+      }
       this.emit('changed', run);
       // What it left running goes too (setting), else the deadline stays while those helpers run.
       if (run.state === 'exited' && this.settings().killDescendantsOnExit) void this.endLeftovers(run);

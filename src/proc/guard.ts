@@ -28,7 +28,10 @@ export class SignalGuard {
     }
     this.ownGroup = table.read(process.pid)?.pgid;
     this.uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
+    this.table = table;
   }
+
+  private readonly table: ProcessTable;
 
   /**
    * This process, an ancestor, PID 0/1, or a member of our own group: never a tree member, and never walked
@@ -49,7 +52,11 @@ export class SignalGuard {
   refusal(p: Pick<ProcessInfo, 'pid' | 'pgid' | 'uid'>): string | undefined {
     const why = this.protectedReason(p);
     if (why) return why;
-    if (this.uid !== undefined && p.uid >= 0 && p.uid !== this.uid) return `pid ${p.pid} belongs to uid ${p.uid}`;
+    if (this.uid !== undefined) {
+      // A snapshot leaves uid unread (-1): read it now, for the few processes about to be signalled.
+      const uid = p.uid >= 0 ? p.uid : this.table.read(p.pid)?.uid ?? -1;
+      if (uid >= 0 && uid !== this.uid) return `pid ${p.pid} belongs to uid ${uid}`;
+    }
     return undefined;
   }
 

@@ -53,7 +53,8 @@ type Phase = 'terminate' | 'escalate';
 class TreeKill {
   private readonly table: ProcessTable = processTable();
   private readonly guard = SignalGuard.current(this.table);
-  private readonly signalled = new Set<string>();
+  /** Pids signalled (a pid is not reused within one kill: its holder is frozen or dead). */
+  private readonly signalled = new Set<number>();
   private readonly refused = new Set<string>();
   private groupDoubt: string | undefined;
   private graceDeadline = Infinity;
@@ -116,7 +117,7 @@ class TreeKill {
     for (const p of m.members) {
       if (groupDone && p.pgid === this.tree.pgid) {
         got.push(p);
-        if (!opts.quiet) this.signalled.add(`${p.pid}:${p.startKey}`);
+        if (!opts.quiet) this.signalled.add(p.pid);
         continue;
       }
       if (this.signalOne(p, signal, opts)) got.push(p);
@@ -138,7 +139,7 @@ class TreeKill {
     const now = this.table.read(p.pid);
     if (!now || now.startKey !== p.startKey) return false; // gone, or the pid is someone else's now
     if (!sendPid(p.pid, signal)) return false;
-    if (!opts.quiet) this.signalled.add(`${p.pid}:${p.startKey}`);
+    if (!opts.quiet) this.signalled.add(p.pid);
     return true;
   }
 
@@ -194,7 +195,7 @@ class TreeKill {
         const p = this.table.read(pid);
         if (p) this.signalOne(p, 'SIGKILL', {});
       });
-      for (const pid of pids) this.signalled.add(`${pid}:cgroup`);
+      for (const pid of pids) this.signalled.add(pid);
       any ||= pids.length > 0;
     }
     if (this.groupIsProvenCheaply()) {

@@ -19,6 +19,7 @@ export interface ProcessInfo {
   startKey: number;
   /** Start time in ms since the epoch, within `startPrecisionMs` of the truth. */
   startTime: number;
+  /** Owner's uid; -1 where the listing does not read it (a Linux snapshot: see ProcessTable.read). */
   uid: number;
   /** Short executable name (Linux: `comm`, at most 15 chars). */
   name: string;
@@ -55,6 +56,11 @@ export const TREE_ID_VARIABLE = 'AGENT_TREES_TREE_ID';
 
 export interface ProcessTable {
   snapshot(): Snapshot;
+  /**
+   * A snapshot of just these pids (those still alive), where the platform can read processes one by one
+   * (Linux): for callers that know every process they care about, such as the members of a cgroup.
+   */
+  snapshotOf?(pids: Iterable<number>): Snapshot;
   /** Reads one process, or undefined when it is gone, a zombie, or unreadable. Cheap: no full scan. */
   read(pid: number): ProcessInfo | undefined;
 }
@@ -63,27 +69,36 @@ export interface ProcessTable {
 
 /** Parses the text of `/proc/<pid>/stat`. Exported for tests. */
 export function parseProcStat(text: string, bootTimeMs: number, pageSize: number): ProcessInfo | undefined {
-  // comm may contain spaces and parentheses: it ends at the LAST ')'.
+  // comm may contain spaces and parentheses: it ends at the LAST ')'. The fields after it are walked in place
+  // (no split): this runs for every process on every snapshot.
   const open = text.indexOf('(');
   const close = text.lastIndexOf(')');
   if (open < 0 || close < open) return undefined;
   const pid = parseInt(text.slice(0, open), 10);
-  const f = text.slice(close + 2).split(' ');
-  if (f.length < 22 || !Number.isFinite(pid)) return undefined;
-  const state = f[0];
-  const startKey = Number(f[19]);
+  const fields: number[] = [];
+  let state = '';
+  let pos = close + 2;
+  for (let i = 0; i <= 21 && pos < text.length; i++) {
+    let end = text.indexOf(' ', pos);
+    if (end < 0) end = text.length;
+    if (i === 0) state = text.slice(pos, end);
+    else if (i <= 3 || i === 11 || i === 12 || i === 19 || i === 21) fields[i] = parseInt(text.slice(pos, end), 10);
+    pos = end + 1;
+  }
+  if (fields[21] === undefined || !Number.isFinite(pid)) return undefined;
+  const startKey = fields[19];
   return {
     pid,
-    ppid: Number(f[1]),
-    pgid: Number(f[2]),
-    sid: Number(f[3]),
+    ppid: fields[1],
+    pgid: fields[2],
+    sid: fields[3],
     state,
     startKey,
     startTime: Math.round(bootTimeMs + startKey * TICK_MS),
     uid: -1,
     name: text.slice(open + 1, close),
-    rssBytes: Number(f[21]) * pageSize,
-    cpuMs: (Number(f[11]) + Number(f[12])) * TICK_MS,
+    rssBytes: fields[21] * pageSize,
+    cpuMs: (fields[11] + fields[12]) * TICK_MS,
   };
 }
 
@@ -107,8 +122,11 @@ export function readBootTimeMs(): number {
 const PAGE_SIZE = 4096;
 const readBuffer = Buffer.allocUnsafe(4096);
 
-/** Reads a small /proc file with one open/read/close and no stat (readFileSync also fstat()s). */
-function readSmall(path: string): { text: string; uid: number } | undefined {
+/**
+ * Reads a small /proc file with one open/read/close (readFileSync also fstat()s); with `withUid`, one fstat
+ * for the owner's uid as well (a single read needs it; a full snapshot leaves it for the few that need it).
+ */
+function readSmall(path: string, withUid: boolean): { text: string; uid: number } | undefined {
   let fd: number;
   try {
     fd = fs.openSync(path, 'r');
@@ -117,8 +135,7 @@ function readSmall(path: string): { text: string; uid: number } | undefined {
   }
   try {
     const n = fs.readSync(fd, readBuffer, 0, readBuffer.length, 0);
-    const uid = fs.fstatSync(fd).uid;
-    return { text: readBuffer.toString('latin1', 0, n), uid };
+    return { text: readBuffer.toString('latin1', 0, n), uid: withUid ? fs.fstatSync(fd).uid : -1 };
   } catch {
     return undefined;
   } finally {
@@ -162,7 +179,7 @@ export class LinuxProcessTable implements ProcessTable {
   }
 
   read(pid: number): ProcessInfo | undefined {
-    const r = readSmall(`${this.procRoot}/${pid}/stat`);
+    const r = readSmall(`${this.procRoot}/${pid}/stat`, true);
     if (!r) return undefined;
     const p = parseProcStat(r.text, this.bootTime(), PAGE_SIZE);
     if (!p || p.state === 'Z' || p.state === 'X') return undefined;
@@ -183,17 +200,28 @@ export class LinuxProcessTable implements ProcessTable {
     for (const name of names) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
-      const r = readSmall(`${this.procRoot}/${name}/stat`);
+      const r = readSmall(`${this.procRoot}/${name}/stat`, false);
       if (!r) continue; // exited between readdir and read, or unreadable: not a live process we can see
       const p = parseProcStat(r.text, boot, PAGE_SIZE);
       if (!p || p.state === 'Z' || p.state === 'X') continue;
-      p.uid = r.uid;
       processes.set(p.pid, p);
     }
     // Drop cache entries of processes that are gone or replaced.
     for (const [pid, entry] of this.cache) {
       const p = processes.get(pid);
       if (!p || p.startKey !== entry.startKey) this.cache.delete(pid);
+    }
+    return this.makeSnapshot(takenAt, processes);
+  }
+
+  snapshotOf(pids: Iterable<number>): Snapshot {
+    const takenAt = Date.now();
+    const boot = this.bootTime();
+    const processes = new Map<number, ProcessInfo>();
+    for (const pid of pids) {
+      const r = readSmall(`${this.procRoot}/${pid}/stat`, false);
+      const p = r && parseProcStat(r.text, boot, PAGE_SIZE);
+      if (p && p.state !== 'Z' && p.state !== 'X') processes.set(p.pid, p);
     }
     return this.makeSnapshot(takenAt, processes);
   }

@@ -9,7 +9,7 @@ import { KillReport, treeKiller } from './kill';
 import { Logger, silentLogger } from './log';
 import { resolveMembers } from './members';
 import { cgroupVerified } from './owner';
-import { processTable } from './processTable';
+import { processTable, Snapshot } from './processTable';
 import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface SweptTree {
@@ -92,9 +92,11 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     else if (ownerState(table, c.claimant.pid, c.claimant.startTime) !== 'alive') take(store.reclaim(c.file, c.ownerPid, options.self));
   }
 
+  // One snapshot proves every tree's membership; only trees with live members get a kill (and its snapshots).
+  const snap = claimed.length > 0 ? table.snapshot() : undefined;
   await Promise.all(claimed.map(async ({ file, record }) => {
     const remaining: TreeRecord[] = [];
-    const swept = await Promise.all(record.trees.map((tree) => sweepTree(record, tree, options, log)));
+    const swept = await Promise.all(record.trees.map((tree) => sweepTree(record, tree, snap!, options, log)));
     swept.forEach((s, i) => {
       result.trees.push(s);
       result.killed += s.killed;
@@ -117,11 +119,11 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   return result;
 }
 
-async function sweepTree(record: OwnerRecord, tree: TreeRecord, options: SweepOptions, log: Logger): Promise<SweptTree> {
+async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, options: SweepOptions, log: Logger): Promise<SweptTree> {
   const base = { ownerPid: record.owner.pid, treeId: tree.id, label: tree.label, rootPid: tree.rootPid };
   const verified = cgroupVerified(tree);
   if (tree.cgroup && !verified) log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
-  const membership = resolveMembers(tree, processTable().snapshot(), { continuouslyOwned: false, cgroupVerified: verified });
+  const membership = resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified });
   if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
   if (membership.members.length === 0) {
     if (verified && tree.cgroup) removeCgroup(tree.cgroup);

@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import * as path from 'path';
 import { expandVariables, validateDefinition, validateDefinitions } from '../../src/agents/definition';
 import { AgentRuns } from '../../src/agents/runs';
-import { processTable, treeKiller, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { cgroupTier, membersOfTrees, processTable, treeKiller, TreeMembersSource, TreeOwner } from '../../src/proc';
 import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
 
 describe('agent definitions', () => {
@@ -120,6 +120,28 @@ describe('memberships off the main thread', () => {
       assert.ok(b.trees[0].members.every((m) => m.command.length > 0));
     } finally {
       worker.dispose();
+      await owner.dispose(300);
+    }
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+});
+
+describe('memberships of cgroup trees', () => {
+  it('reads only the cgroup, and finds what a full resolution finds', async function () {
+    if (!cgroupTier('auto').tier) this.skip();
+    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' });
+    const pidfile = path.join(tmpDir(), 'pids');
+    const tree = owner.spawn({ command: FIXTURE, args: ['daemon-scrubbed', pidfile], stdio: 'ignore', killLeftoversOnExit: false, cgroups: 'auto' });
+    register(tree.child.pid!);
+    const pids = await fixturePids(pidfile);
+    try {
+      assert.strictEqual(tree.tier, 'cgroup');
+      const fast = membersOfTrees(processTable(), [{ ...tree.record, continuouslyOwned: true, cgroupVerified: true }]);
+      assert.ok(fast.processCount < 10, 'no full scan');
+      const full = owner.members(tree.record.id).map((p) => p.pid).sort();
+      assert.deepStrictEqual(fast.trees[0].members.map((m) => m.pid).sort(), full);
+      assert.deepStrictEqual(full, [...pids.all].sort(), 'the scrubbed daemon too');
+    } finally {
       await owner.dispose(300);
     }
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
