@@ -38,7 +38,13 @@ const common = {
 };
 
 const entries = [
-  { entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
+  {
+    entryPoints: ['src/extension/extension.ts'],
+    outfile: 'dist/extension.js',
+    external: ['vscode'],
+    // When the bundle started loading, for the activation time the extension reports (API `timings`).
+    banner: { js: common.banner.js + 'globalThis.__agentTreesLoadStart = performance.now();' },
+  },
   { entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node\n' + common.banner.js } },
   { entryPoints: ['src/proc/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
 ];

@@ -26,6 +26,8 @@ export interface AgentTreesApi {
   sweep(): Promise<{ trees: number; killed: number }>;
   /** Folder of the owned-tree records (one file per extension host). */
   readonly recordsDir: string;
+  /** How long loading the bundle and `activate()` took, in ms (set by `activate()`). */
+  timings?: { loadMs?: number; activateMs: number };
   /** What the deadline status bar item shows now (for tests and tooling). */
   statusBar(): { visible: boolean; text: string; warning: boolean };
 }

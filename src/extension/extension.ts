@@ -11,11 +11,15 @@ let controller: AgentTreesController | undefined;
 
 /** Called by VS Code on activation (`onStartupFinished`, or a command or the view). */
 export function activate(context: vscode.ExtensionContext): AgentTreesApi {
+  const started = performance.now();
   const log = vscode.window.createOutputChannel('Agent Trees', { log: true });
   context.subscriptions.push(log);
   controller = new AgentTreesController(context, log);
   context.subscriptions.push(controller);
-  return controller.api();
+  const loadStart = (globalThis as { __agentTreesLoadStart?: number }).__agentTreesLoadStart;
+  const timings = { loadMs: loadStart === undefined ? undefined : started - loadStart, activateMs: performance.now() - started };
+  log.info(`activated in ${timings.activateMs.toFixed(1)} ms` + (timings.loadMs === undefined ? '' : ` (bundle loaded in ${timings.loadMs.toFixed(1)} ms)`));
+  return { ...controller.api(), timings };
 }
 
 /** Called by VS Code on reload or close: every owned tree ends (short grace, then SIGKILL), the record goes. */

@@ -7,6 +7,7 @@ import { EXTENSION_ID } from './harness';
 interface AgentTreesApi {
   version: number;
   recordsDir: string;
+  timings?: { loadMs?: number; activateMs: number };
 }
 
 describe('Agent Trees extension', () => {
@@ -27,6 +28,9 @@ describe('Agent Trees extension', () => {
       `recordsDir ${api.recordsDir} is not in the extension's global storage`,
     );
     assert.strictEqual(ext.exports, api);
+    // Reported for the benchmark (measured there, never asserted as a budget here).
+    assert.strictEqual(typeof api.timings?.activateMs, 'number');
+    assert.strictEqual(typeof api.timings?.loadMs, 'number');
   });
 
   it('registers agentTrees.showLog, and running it succeeds', async () => {
