@@ -11,6 +11,7 @@ import * as path from 'path';
 import {
   cgroupTier,
   cgroupVerified,
+  freshProcessTable,
   KillReport,
   ownerState,
   processTable,
@@ -155,7 +156,7 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
 
 async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
   const store = new RecordStore(args.records ?? defaultRecordsDir());
-  const table = processTable();
+  const table = await freshProcessTable();
   const snap = table.snapshot();
   const { records, problems } = store.list();
   const owners = records.map(({ file, record }) => {

@@ -448,6 +448,16 @@ async function loadPsList(): Promise<PsListEntry[]> {
   return psList({ all: true });
 }
 
+/**
+ * The shared table, brought up to date first where listing is asynchronous (Windows: ps-list). Callers that
+ * can wait use this before a snapshot; on Linux and macOS it is the table as it is.
+ */
+export async function freshProcessTable(): Promise<ProcessTable> {
+  const table = processTable();
+  if (table instanceof WindowsProcessTable) await table.refresh();
+  return table;
+}
+
 let shared: ProcessTable | undefined;
 
 /** The process table for this platform, shared so its caches serve every caller in the process. */

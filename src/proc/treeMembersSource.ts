@@ -4,7 +4,7 @@
  */
 import * as fs from 'fs';
 import { Worker } from 'worker_threads';
-import { processTable } from './processTable';
+import { freshProcessTable } from './processTable';
 import { membersOfTrees, TreeQuery, TreesMembers } from './treeMembers';
 
 /** Above this many processes a scan costs enough (~5 ms and up) to move off the caller's thread. */
@@ -24,7 +24,7 @@ export class TreeMembersSource {
   async query(trees: TreeQuery[]): Promise<TreesMembers> {
     const useWorker = this.workerScript !== undefined && this.lastCount > this.threshold && fs.existsSync(this.workerScript);
     this.lastInWorker = useWorker;
-    const result = useWorker ? await this.inWorker(trees) : membersOfTrees(processTable(), trees);
+    const result = useWorker ? await this.inWorker(trees) : membersOfTrees(await freshProcessTable(), trees);
     this.lastCount = result.processCount;
     return result;
   }
