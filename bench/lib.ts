@@ -1,0 +1,429 @@
+/**
+ * Shared by every benchmark: the run marker, the registry of everything the run started (and its cleanup,
+ * also on Ctrl-C), small /proc readers, statistics, and the tree builder.
+ *
+ * Every process the benchmark starts inherits AGENT_TREES_BENCH_RUN=<run id> (set in our own environment at
+ * load), so the final leftovers check finds it again in /proc/<pid>/environ; processes started with a scrubbed
+ * environment (`env -i`) are registered by pid + start time instead.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { ChildProcess, execFileSync, spawn } from 'child_process';
+
+export const REPO = path.resolve(__dirname, '..', '..');
+export const MARKER = 'AGENT_TREES_BENCH_RUN';
+/** Always fresh, so an outer run's value (on our ancestors) is never mistaken for ours. */
+export const RUN_ID = `${process.pid}-${Date.now()}`;
+process.env[MARKER] = RUN_ID;
+
+/** The real process.kill, kept before anything (the tree-kill guard) can wrap it. */
+export const realKill: typeof process.kill = process.kill.bind(process);
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export const nowNs = (): bigint => process.hrtime.bigint();
+export const msSince = (t0: bigint, t1: bigint = nowNs()): number => Number(t1 - t0) / 1e6;
+
+// ------------------------------------------------------------------------------------------ /proc readers
+
+export interface Stat {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  state: string;
+  startKey: number;
+}
+
+const buf = Buffer.allocUnsafe(4096);
+
+/** /proc/<pid>/stat, or undefined when gone. */
+export function readStat(pid: number): Stat | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(`/proc/${pid}/stat`, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    const text = buf.toString('latin1', 0, n);
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { pid, state: f[0], ppid: Number(f[1]), pgid: Number(f[2]), startKey: Number(f[19]) };
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Alive = present, not a zombie (Z) or dead (X), and still the same process (start key). */
+export function isAlive(pid: number, startKey?: number): boolean {
+  const s = readStat(pid);
+  if (!s || s.state === 'Z' || s.state === 'X') return false;
+  return startKey === undefined || s.startKey === startKey;
+}
+
+export function allPids(): number[] {
+  const out: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    const c = name.charCodeAt(0);
+    if (c >= 48 && c <= 57) out.push(Number(name));
+  }
+  return out;
+}
+
+/** Number of live (non-zombie) processes on the machine. */
+export function processCount(): number {
+  return allPids().filter((pid) => isAlive(pid)).length;
+}
+
+/** Value of an environment variable in a process's initial environment, or undefined. */
+export function envOf(pid: number, name: string): string | undefined {
+  let env: Buffer;
+  try {
+    env = fs.readFileSync(`/proc/${pid}/environ`);
+  } catch {
+    return undefined;
+  }
+  const prefix = Buffer.from(name + '=');
+  let from = 0;
+  for (;;) {
+    const at = env.indexOf(prefix, from);
+    if (at < 0) return undefined;
+    if (at === 0 || env[at - 1] === 0) {
+      let end = env.indexOf(0, at);
+      if (end < 0) end = env.length;
+      return env.toString('utf8', at + prefix.length, end);
+    }
+    from = at + 1;
+  }
+}
+
+/** Live processes whose environment has `name=value`. */
+export function processesWithEnv(name: string, value: string): Stat[] {
+  const out: Stat[] = [];
+  for (const pid of allPids()) {
+    if (pid === process.pid) continue;
+    const s = readStat(pid);
+    if (!s || s.state === 'Z' || s.state === 'X') continue;
+    if (envOf(pid, name) === value) out.push(s);
+  }
+  return out;
+}
+
+/** User + system CPU ms of this process's reaped children so far (/proc/self/stat cutime + cstime, 10 ms ticks). */
+export function childrenCpuMs(): number {
+  const text = fs.readFileSync('/proc/self/stat', 'latin1');
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) * 10;
+}
+
+/** User + system CPU ms a process used itself, plus its reaped children's (10 ms ticks); 0 when gone. */
+export function processCpuMs(pid: number): number {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU ms of this process (all threads) so far. */
+export function selfCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+// ------------------------------------------------------------------------------------------ statistics
+
+export interface Summary {
+  n: number;
+  min: number;
+  median: number;
+  max: number;
+}
+
+export function summarize(values: number[]): Summary {
+  const v = [...values].sort((a, b) => a - b);
+  if (v.length === 0) return { n: 0, min: NaN, median: NaN, max: NaN };
+  const mid = Math.floor(v.length / 2);
+  const median = v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+  return { n: v.length, min: v[0], median, max: v[v.length - 1] };
+}
+
+export const round = (x: number, digits = 1): number => (Number.isFinite(x) ? Number(x.toFixed(digits)) : x);
+export const fmt = (x: number | undefined, digits = 1): string =>
+  x === undefined || !Number.isFinite(x) ? '–' : x >= 100 ? x.toFixed(0) : x.toFixed(digits);
+export const fmtSummary = (s: Summary, digits = 1): string =>
+  s.n === 0 ? '–' : `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`;
+
+/** Rotates the order of contenders each round (A B C, B C A, C A B, ...) so none always runs first. */
+export function rotated<T>(list: T[], round: number): T[] {
+  const k = round % list.length;
+  return [...list.slice(k), ...list.slice(0, k)];
+}
+
+export function log(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+// ------------------------------------------------------------------------------------------ registry + cleanup
+
+interface Started {
+  pid: number;
+  startKey: number;
+}
+
+/** Processes registered by pid + start key (roots, `env -i` daemons, fixture members). */
+const startedPids = new Map<number, Started>();
+/** Process groups we created: pgid -> leader's start key (the leader is our spawned root). */
+const startedGroups = new Map<number, number>();
+/** Cgroup directories of trees we spawned in the cgroup tier. */
+const startedCgroups = new Set<string>();
+/** Temp folders to remove at the end. */
+const tempDirs = new Set<string>();
+
+export function register(pid: number | undefined): void {
+  if (!pid) return;
+  const s = readStat(pid);
+  if (s) startedPids.set(pid, { pid, startKey: s.startKey });
+}
+
+/** Registers a group whose leader we just spawned (call while the leader is alive). */
+export function registerGroup(pgid: number | undefined): void {
+  if (!pgid) return;
+  const s = readStat(pgid);
+  if (s && s.pgid === pgid) startedGroups.set(pgid, s.startKey);
+  register(pgid);
+}
+
+export function registerCgroup(dir: string | null | undefined): void {
+  if (dir) startedCgroups.add(dir);
+}
+
+export function tmpDir(prefix = 'agent-trees-bench-'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+function signalQuiet(target: number, signal: NodeJS.Signals = 'SIGKILL'): boolean {
+  try {
+    realKill(target, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Our own pid and our ancestors' (never signalled, whatever their environment says). */
+function protectedPids(): Set<number> {
+  const out = new Set<number>([0, 1, process.pid]);
+  let pid = process.ppid;
+  for (let i = 0; i < 1000 && pid > 1 && !out.has(pid); i++) {
+    out.add(pid);
+    pid = readStat(pid)?.ppid ?? 0;
+  }
+  return out;
+}
+
+/**
+ * Processes this run started that are still alive: registered pids (same start key) and anything carrying the
+ * run marker. Our own children still being reaped count as dead (zombies).
+ */
+export function leftovers(): Stat[] {
+  const keep = protectedPids();
+  const found = new Map<number, Stat>();
+  for (const s of processesWithEnv(MARKER, RUN_ID)) if (!keep.has(s.pid)) found.set(s.pid, s);
+  for (const { pid, startKey } of startedPids.values()) {
+    if (keep.has(pid) || found.has(pid)) continue;
+    const s = readStat(pid);
+    if (s && s.state !== 'Z' && s.state !== 'X' && s.startKey === startKey) found.set(pid, s);
+  }
+  return [...found.values()];
+}
+
+/**
+ * Kills everything this run started, synchronously (usable from a signal handler): our cgroups, our groups
+ * (only while provably ours: the leader is our root, or the leader is gone and a member carries the marker),
+ * then every leftover by pid, a few rounds.
+ */
+export function killEverythingSync(): number {
+  let signalled = 0;
+  for (const dir of startedCgroups) {
+    try {
+      if (fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').trim()) {
+        fs.writeFileSync(path.join(dir, 'cgroup.kill'), '1');
+        signalled++;
+      }
+    } catch {
+      /* gone */
+    }
+  }
+  const keep = protectedPids();
+  const marked = leftovers();
+  for (const [pgid, leaderKey] of startedGroups) {
+    if (keep.has(pgid)) continue;
+    const leader = readStat(pgid);
+    const leaderOurs = leader && leader.state !== 'Z' && leader.startKey === leaderKey;
+    const leaderless = !leader || leader.state === 'Z';
+    if (leaderOurs || (leaderless && marked.some((m) => m.pgid === pgid))) {
+      if (signalQuiet(-pgid)) signalled++;
+    }
+  }
+  for (let round = 0; round < 5; round++) {
+    const left = leftovers();
+    if (left.length === 0) break;
+    for (const s of left) if (!keep.has(s.pid) && signalQuiet(s.pid)) signalled++;
+  }
+  return signalled;
+}
+
+export function removeTempDirs(): void {
+  for (const dir of tempDirs) {
+    try {
+      fs.rmSync(dir, { recursive: true, force: true });
+    } catch {
+      /* best effort */
+    }
+  }
+  tempDirs.clear();
+}
+
+/** Removes our (empty) cgroup directories, deepest first. */
+export function removeCgroups(): void {
+  for (const dir of startedCgroups) {
+    try {
+      fs.rmdirSync(dir);
+    } catch {
+      /* gone or still busy */
+    }
+  }
+}
+
+/** Ctrl-C / SIGTERM / SIGHUP: kill everything we started, remove temp files, exit. */
+export function installInterruptHandlers(extra: () => void = () => {}): void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.stderr.write(`\n[bench] ${signal}: killing every process this run started...\n`);
+    try {
+      extra();
+    } catch {
+      /* keep going */
+    }
+    const n = killEverythingSync();
+    const deadline = Date.now() + 2000;
+    let left = leftovers();
+    while (left.length > 0 && Date.now() < deadline) {
+      killEverythingSync();
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+      left = leftovers();
+    }
+    removeCgroups();
+    removeTempDirs();
+    process.stderr.write(`[bench] signalled ${n}; ${left.length} left${left.length ? ': ' + left.map((s) => s.pid).join(' ') : ''}\n`);
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, onSignal);
+}
+
+/** Kills leftovers until none is left (or the deadline); returns those still alive. */
+export async function cleanUpAndVerify(timeoutMs = 5000): Promise<Stat[]> {
+  const deadline = Date.now() + timeoutMs;
+  let left = leftovers();
+  while (left.length > 0 && Date.now() < deadline) {
+    killEverythingSync();
+    await sleep(100);
+    left = leftovers();
+  }
+  removeCgroups();
+  return left;
+}
+
+// ------------------------------------------------------------------------------------------ trees of N processes
+
+/**
+ * The tree builder: a root that forks N-1 children (no exec: fork + exec of `sleep` costs ~12 ms here) that
+ * sleep LIFE s. bench/fixtures/tree.c compiled at start (a fork ~1.5–2 ms here), else bench/fixtures/tree.pl.
+ */
+export const TREE_SCRIPT = path.join(REPO, 'bench', 'fixtures', 'tree.pl');
+let treeBuilder: { command: string; prefix: string[]; kind: string } | undefined;
+
+export function treeCommand(n: number): { command: string; args: string[] } {
+  if (!treeBuilder) {
+    const bin = path.join(tmpDir('agent-trees-bench-tree-'), 'tree');
+    try {
+      execFileSync('cc', ['-O2', '-o', bin, path.join(REPO, 'bench', 'fixtures', 'tree.c')], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
+      treeBuilder = { command: bin, prefix: [], kind: 'C (bench/fixtures/tree.c)' };
+    } catch {
+      treeBuilder = { command: 'perl', prefix: [TREE_SCRIPT], kind: 'perl (bench/fixtures/tree.pl; no C compiler)' };
+    }
+  }
+  return { command: treeBuilder.command, args: [...treeBuilder.prefix, String(n), String(MEMBER_LIFETIME_S)] };
+}
+
+export function treeBuilderKind(): string {
+  if (!treeBuilder) treeCommand(1);
+  return treeBuilder!.kind;
+}
+
+/** Bounded lifetime of every tree member: nothing outlives a crashed run by long. */
+export const MEMBER_LIFETIME_S = 240;
+
+export interface Member {
+  pid: number;
+  startKey: number;
+}
+
+/** Waits for the tree's root to print `ready`; rejects on exit or timeout. */
+export function waitReady(child: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => done(new Error(`tree root ${child.pid} not ready after ${timeoutMs} ms`)), timeoutMs);
+    const onData = (d: Buffer) => {
+      text += d.toString();
+      if (text.includes('ready')) done();
+      if (text.includes('fork failed')) done(new Error(`tree root ${child.pid}: ${text.trim()}`));
+    };
+    const onExit = () => done(new Error(`tree root ${child.pid} exited before it was ready: ${text.trim()}`));
+    const done = (e?: Error) => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.off('exit', onExit);
+      if (e) reject(e);
+      else resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', onExit);
+  });
+}
+
+/** The root and its direct children (via /proc/<pid>/task/<pid>/children), each with its start key. */
+export function treeMembers(rootPid: number): Member[] {
+  const out: Member[] = [];
+  const root = readStat(rootPid);
+  if (root) out.push({ pid: rootPid, startKey: root.startKey });
+  let text = '';
+  try {
+    text = fs.readFileSync(`/proc/${rootPid}/task/${rootPid}/children`, 'latin1');
+  } catch {
+    /* gone */
+  }
+  for (const p of text.split(' ').filter(Boolean).map(Number)) {
+    const s = readStat(p);
+    if (s && s.state !== 'Z') out.push({ pid: p, startKey: s.startKey });
+  }
+  return out;
+}
+
+/** Spawns a tree of `n` processes with child_process.spawn (detached: its own session and group). */
+export async function spawnDetachedTree(n: number): Promise<{ child: ChildProcess; members: Member[] }> {
+  const { command, args } = treeCommand(n);
+  const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  child.on('error', () => {});
+  registerGroup(child.pid);
+  await waitReady(child);
+  const members = treeMembers(child.pid!);
+  if (members.length !== n) throw new Error(`tree of ${n}: found ${members.length} members`);
+  return { child, members };
+}
