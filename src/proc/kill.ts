@@ -168,8 +168,12 @@ class TreeKill {
 
   /** SIGKILL for everything left, round after round until a resolution finds no one. */
   private async escalate(): Promise<boolean> {
-    let escalated = this.killNow();
+    const hit = this.killNow();
+    let escalated = hit.length > 0;
     if (escalated) this.onPhase('escalate');
+    // Let the kernel finish the exits it has started before scanning again: a scan of a dying tree competes
+    // with that work and finds only the dying.
+    await this.waitDead(hit, 500);
     for (let round = 0; round < KILL_ROUNDS; round++) {
       const stopped = this.freeze();
       if (stopped.length === 0) break;
@@ -185,41 +189,41 @@ class TreeKill {
 
   /**
    * One synchronous SIGKILL round, no waiting: the cgroup and the proven group first (atomic, no chance to
-   * fork), then every other member, frozen first. Returns whether anything was signalled.
+   * fork), then every other member, frozen first. Returns the members it signalled.
    */
-  killNow(): boolean {
-    let any = false;
+  killNow(): ProcessInfo[] {
     const tree = this.tree;
+    const m = this.resolve();
+    const hit = new Map<number, ProcessInfo>();
     if (tree.cgroup && this.options.cgroupVerified) {
-      const pids = killCgroup(tree.cgroup, (pid) => {
+      const pids = new Set(killCgroup(tree.cgroup, (pid) => {
         const p = this.table.read(pid);
         if (p) this.signalOne(p, 'SIGKILL', {});
-      });
+      }));
       for (const pid of pids) this.signalled.add(pid);
-      any ||= pids.length > 0;
+      for (const p of m.members) if (pids.has(p.pid)) hit.set(p.pid, p);
     }
-    if (this.groupIsProvenCheaply()) {
-      const leader = this.table.read(tree.pgid);
-      if (!this.guard.groupRefusal(tree.pgid, leader ? [leader] : [])) any = sendGroup(tree.pgid, 'SIGKILL') || any;
+    if (m.groupProven) {
+      const inGroup = m.members.filter((p) => p.pgid === tree.pgid);
+      if (!this.guard.groupRefusal(tree.pgid, inGroup) && sendGroup(tree.pgid, 'SIGKILL')) {
+        for (const p of inGroup) {
+          this.signalled.add(p.pid);
+          hit.set(p.pid, p);
+        }
+      }
     }
-    const stopped = this.freeze();
-    if (stopped.length > 0) {
-      this.signalAll(stopped, 'SIGKILL');
-      any = true;
+    const rest = m.members.filter((p) => !hit.has(p.pid));
+    if (rest.length > 0) {
+      for (const p of this.signalMembers({ ...m, groupProven: false, members: rest }, 'SIGSTOP', { quiet: true })) {
+        if (this.signalOne(p, 'SIGKILL', {})) hit.set(p.pid, p);
+      }
     }
-    return any;
+    return [...hit.values()];
   }
 
   /** A later request with a shorter grace period wins: SIGKILL comes no later than it asks. */
   hurry(graceMs: number): void {
     this.graceDeadline = Math.min(this.graceDeadline, Date.now() + graceMs);
-  }
-
-  /** The group is ours without a full snapshot: its leader started before tracking, or we owned it throughout. */
-  private groupIsProvenCheaply(): boolean {
-    const leader = this.table.read(this.tree.pgid);
-    if (leader) return leader.pgid === this.tree.pgid && latestStart(leader) <= this.tree.trackedAt;
-    return this.options.continuouslyOwned;
   }
 
   private async waitDead(list: ProcessInfo[], ms: number): Promise<ProcessInfo[]> {
@@ -386,7 +390,7 @@ export class TreeKiller extends EventEmitter {
    * right now (the 'exit' event), where nothing asynchronous will run again. Returns whether it signalled.
    */
   killNowSync(tree: TreeIdentity, options: Omit<KillOptions, 'graceMs'>): boolean {
-    return new TreeKill(tree, { ...options, graceMs: 0 }, () => {}).killNow();
+    return new TreeKill(tree, { ...options, graceMs: 0 }, () => {}).killNow().length > 0;
   }
 
   /**

@@ -143,11 +143,37 @@ function readSmall(path: string, withUid: boolean): { text: string; uid: number 
   }
 }
 
+let wholeBuffer = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * Reads a whole /proc file (cmdline, environ) into a shared buffer with one open, reads until EOF and one
+ * close: no fstat and no fresh 64 KiB buffer per file, as readFileSync would. The result is a view into the
+ * shared buffer, valid until the next call.
+ */
 function readWhole(path: string): Buffer | undefined {
+  let fd: number;
   try {
-    return fs.readFileSync(path);
+    fd = fs.openSync(path, 'r');
   } catch {
     return undefined;
+  }
+  try {
+    let length = 0;
+    for (;;) {
+      if (length === wholeBuffer.length) {
+        const bigger = Buffer.allocUnsafe(wholeBuffer.length * 2);
+        wholeBuffer.copy(bigger, 0, 0, length);
+        wholeBuffer = bigger;
+      }
+      const n = fs.readSync(fd, wholeBuffer, length, wholeBuffer.length - length, null);
+      if (n === 0) break;
+      length += n;
+    }
+    return wholeBuffer.subarray(0, length);
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

@@ -97,6 +97,14 @@ describe('killing a whole tree (real processes)', () => {
     }
   });
 
+  it('counts every process an immediate group SIGKILL ended', async () => {
+    const { owner, id, pids } = await ownedFixture('deep');
+    const report = await owner.kill(id, 0);
+    assert.strictEqual(report.escalated, true);
+    assert.strictEqual(report.signalled, 3, 'root, child and grandchild');
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+
   it('kills a tree that is already dead without throwing', async () => {
     const { owner, id, pids, tree } = await ownedFixture('deep');
     await owner.kill(id, 1000);
