@@ -11,18 +11,8 @@ import {
   RUN_ID, sleep, tmpDir,
 } from './lib';
 import { TreeKillProcess } from './watcher';
+import { SCENARIOS } from '../test/fixtures/scenarios';
 
-export const SCENARIOS: { mode: string; title: string }[] = [
-  { mode: 'deep', title: '1. plain tree, 3 levels deep' },
-  { mode: 'root-exits', title: '2. root exits first, children live on' },
-  { mode: 'setsid', title: '3. a child in a new session (setsid)' },
-  { mode: 'daemon', title: '4. a daemon re-parented to PID 1 (setsid -f)' },
-  { mode: 'daemon-devnull', title: '5. 4 with stdio on /dev/null' },
-  { mode: 'daemon-scrubbed', title: '6. 5 with a scrubbed environment (env -i)' },
-  { mode: 'ignore-term', title: '7. members ignore SIGTERM' },
-  { mode: 'forker', title: '8. a member keeps forking during the kill' },
-  { mode: 'wraparound', title: '9. a child with a lower pid than its parent' },
-];
 
 export type ReachMethod = 'ours-cgroup' | 'ours-group' | 'tree-kill' | 'group-kill';
 export const REACH_TITLES: Record<ReachMethod, string> = {

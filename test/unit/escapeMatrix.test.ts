@@ -9,18 +9,8 @@ import { spawn } from 'child_process';
 import { cgroupTier, processTable, RecordStore, sweepOrphans, TreeOwner } from '../../src/proc';
 import { isOurCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
 import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, sleep, tmpDir, waitAllDead, waitFor } from './helpers';
+import { SCENARIOS } from '../fixtures/scenarios';
 
-export const SCENARIOS: { mode: string; title: string }[] = [
-  { mode: 'deep', title: '1. plain tree, 3 levels deep' },
-  { mode: 'root-exits', title: '2. root exits first, children live on' },
-  { mode: 'setsid', title: '3. a child in a new session (setsid)' },
-  { mode: 'daemon', title: '4. a daemon re-parented to PID 1 (setsid -f)' },
-  { mode: 'daemon-devnull', title: '5. 4 with stdio on /dev/null' },
-  { mode: 'daemon-scrubbed', title: '6. 5 with a scrubbed environment (env -i)' },
-  { mode: 'ignore-term', title: '7. members ignore SIGTERM' },
-  { mode: 'forker', title: '8. a member keeps forking during the kill' },
-  { mode: 'wraparound', title: '9. a child with a lower pid than its parent' },
-];
 
 /** The one scenario the group tier cannot reach: no group, no session, no parent link, no tag. */
 const GROUP_TIER_LIMIT = 'daemon-scrubbed';
