@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { cgroupTier, processTable, RecordStore, sweepOrphans, TreeOwner } from '../../src/proc';
-import { isOurCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
+import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
 import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, sleep, tmpDir, waitAllDead, waitFor } from './helpers';
 import { SCENARIOS } from '../fixtures/scenarios';
 
@@ -117,6 +117,19 @@ describe('cgroup housekeeping', () => {
     } finally {
       for (const dir of [stale, named]) if (fs.existsSync(dir)) fs.rmdirSync(dir);
     }
+  });
+
+  it('without cgroup.kill (before Linux 5.14), freezes the cgroup, SIGKILLs each member, then thaws it', () => {
+    // A stand-in folder: cgroup.kill cannot be written (a directory), so the freeze path runs.
+    const dir = tmpDir();
+    fs.writeFileSync(path.join(dir, 'cgroup.procs'), '1234\n5678\n');
+    fs.mkdirSync(path.join(dir, 'cgroup.kill'));
+    fs.writeFileSync(path.join(dir, 'cgroup.freeze'), '0');
+    const seen: { pid: number; frozen: string }[] = [];
+    const pids = killCgroup(dir, (pid) => seen.push({ pid, frozen: fs.readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8') }));
+    assert.deepStrictEqual(pids, [1234, 5678]);
+    assert.deepStrictEqual(seen, [{ pid: 1234, frozen: '1' }, { pid: 5678, frozen: '1' }], 'signalled while frozen');
+    assert.strictEqual(fs.readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8'), '0', 'thawed afterwards');
   });
 
   it('uses a recorded cgroup only when it is ours and not made afresh', function () {
