@@ -122,11 +122,8 @@ export function readBootTimeMs(): number {
 const PAGE_SIZE = 4096;
 const readBuffer = Buffer.allocUnsafe(4096);
 
-/**
- * Reads a small /proc file with one open/read/close (readFileSync also fstat()s); with `withUid`, one fstat
- * for the owner's uid as well (a single read needs it; a full snapshot leaves it for the few that need it).
- */
-function readSmall(path: string, withUid: boolean): { text: string; uid: number } | undefined {
+/** Runs `read` on the open file; undefined when the file cannot be opened or read (the process is gone). */
+function withOpenFile<T>(path: string, read: (fd: number) => T): T | undefined {
   let fd: number;
   try {
     fd = fs.openSync(path, 'r');
@@ -134,13 +131,23 @@ function readSmall(path: string, withUid: boolean): { text: string; uid: number 
     return undefined;
   }
   try {
-    const n = fs.readSync(fd, readBuffer, 0, readBuffer.length, 0);
-    return { text: readBuffer.toString('latin1', 0, n), uid: withUid ? fs.fstatSync(fd).uid : -1 };
+    return read(fd);
   } catch {
     return undefined;
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/**
+ * Reads a small /proc file with one open/read/close (readFileSync also fstat()s); with `withUid`, one fstat
+ * for the owner's uid as well (a single read needs it; a full snapshot leaves it for the few that need it).
+ */
+function readSmall(path: string, withUid: boolean): { text: string; uid: number } | undefined {
+  return withOpenFile(path, (fd) => {
+    const n = fs.readSync(fd, readBuffer, 0, readBuffer.length, 0);
+    return { text: readBuffer.toString('latin1', 0, n), uid: withUid ? fs.fstatSync(fd).uid : -1 };
+  });
 }
 
 let wholeBuffer = Buffer.allocUnsafe(64 * 1024);
@@ -151,13 +158,7 @@ let wholeBuffer = Buffer.allocUnsafe(64 * 1024);
  * shared buffer, valid until the next call.
  */
 function readWhole(path: string): Buffer | undefined {
-  let fd: number;
-  try {
-    fd = fs.openSync(path, 'r');
-  } catch {
-    return undefined;
-  }
-  try {
+  return withOpenFile(path, (fd) => {
     let length = 0;
     for (;;) {
       if (length === wholeBuffer.length) {
@@ -170,11 +171,7 @@ function readWhole(path: string): Buffer | undefined {
       length += n;
     }
     return wholeBuffer.subarray(0, length);
-  } catch {
-    return undefined;
-  } finally {
-    fs.closeSync(fd);
-  }
+  });
 }
 
 interface CacheEntry {
