@@ -343,6 +343,7 @@ export async function killWindowsTree(
   options: Pick<KillOptions, 'graceMs' | 'continuouslyOwned' | 'log'>,
   isRootAlive: () => boolean,
   exec: ExecAsync = execAsync,
+  killRoot: (pid: number) => void = (pid) => sendPid(pid, 'SIGKILL'),
 ): Promise<KillReport> {
   const report: KillReport = { treeId: tree.id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
   if (!options.continuouslyOwned) {
@@ -358,7 +359,7 @@ export async function killWindowsTree(
   if (isRootAlive()) {
     report.escalated = true;
     await exec('taskkill', ['/T', '/F', '/PID', pid], TASKKILL_TIMEOUT_MS);
-    if (isRootAlive()) sendPid(tree.rootPid, 'SIGKILL');
+    if (isRootAlive()) killRoot(tree.rootPid);
     await sleep(100);
   }
   if (isRootAlive()) {

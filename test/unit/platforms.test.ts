@@ -2,7 +2,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { killWindowsTree, MacProcessTable, parseCpuTime, parseMacPs, parseProcStat, fromPsList, WindowsProcessTable, envValue } from '../../src/proc';
+import { ExecAsync, killWindowsTree, TASKKILL_TIMEOUT_MS, MacProcessTable, parseCpuTime, parseMacPs, parseProcStat, fromPsList, WindowsProcessTable, envValue } from '../../src/proc';
 import { spawn } from 'child_process';
 import { ownerState } from '../../src/proc';
 import { REPO, register, table, waitFor } from './helpers';
@@ -71,7 +71,7 @@ describe('Windows (injected ps-list and taskkill)', () => {
       calls.push({ args: [file, ...args], timeout });
       if (args.includes('/F')) alive = false;
       return { code: 0, stdout: '' };
-    });
+    }, () => assert.fail('taskkill /F ended the root: no direct kill'));
     assert.deepStrictEqual(calls.map((c) => c.args), [['taskkill', '/T', '/PID', '4000'], ['taskkill', '/T', '/F', '/PID', '4000']]);
     assert.ok(calls.every((c) => c.timeout > 0 && c.timeout <= 3000));
     assert.strictEqual(report.escalated, true);
@@ -90,15 +90,15 @@ describe('Windows (injected ps-list and taskkill)', () => {
     assert.strictEqual(report.escalated, false);
   });
 
-  it('a stalled taskkill does not hold the kill past its bound', async () => {
-    let alive = true;
-    const report = await killWindowsTree(tree, { graceMs: 50, continuouslyOwned: true }, () => alive, async (_f, _a, timeout) => {
-      // What execFile does with a timeout: the call ends (killed) when the bound passes.
-      await new Promise((r) => setTimeout(r, Math.min(timeout, 100)));
-      return { code: 1, stdout: '' };
-    });
-    assert.strictEqual(report.survivors, 1, 'reported, not hung');
-    alive = false;
+  it('a stalled taskkill does not hold the kill: every call is bounded, then the root is killed directly', async () => {
+    const killedRoots: number[] = [];
+    // A taskkill that never answers: it ends only through its bound, as execFile's timeout ends it. A call
+    // without a bound would hang here, and the test with it.
+    const stalled: ExecAsync = (_f, _a, timeout) =>
+      timeout > 0 && timeout <= TASKKILL_TIMEOUT_MS ? new Promise((r) => setTimeout(() => r({ code: 1, stdout: '' }), 20)) : new Promise(() => {});
+    const report = await killWindowsTree(tree, { graceMs: 50, continuouslyOwned: true }, () => true, stalled, (pid) => killedRoots.push(pid));
+    assert.deepStrictEqual(killedRoots, [4000], 'the root is killed itself when taskkill did nothing');
+    assert.strictEqual(report.survivors, 1, 'and a root that still runs is reported');
   });
 
   it('does not touch a tree it did not spawn (no start time to prove the root)', async () => {
