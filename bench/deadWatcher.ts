@@ -7,30 +7,13 @@
  * Out: { id, type: 'armed' }, then { id, type: 'done', allDeadAtNs, survivors: pid[] }
  * Times are process.hrtime.bigint() (CLOCK_MONOTONIC, the same clock in every thread), as decimal strings.
  */
-import * as fs from 'fs';
 import { parentPort } from 'worker_threads';
+import { isAlive } from './lib';
 
-const buf = Buffer.allocUnsafe(4096);
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
-function dead(pid: number, startKey: number): boolean {
-  let fd: number;
-  try {
-    fd = fs.openSync(`/proc/${pid}/stat`, 'r');
-  } catch {
-    return true;
-  }
-  try {
-    const n = fs.readSync(fd, buf, 0, buf.length, 0);
-    const text = buf.toString('latin1', 0, n);
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return f[0] === 'Z' || f[0] === 'X' || Number(f[19]) !== startKey;
-  } catch {
-    return true;
-  } finally {
-    fs.closeSync(fd);
-  }
-}
+/** Dead: gone, a zombie, or its pid now belongs to another process. */
+const dead = (pid: number, startKey: number): boolean => !isAlive(pid, startKey);
 
 parentPort!.on('message', (msg: { id: number; members: [number, number][]; timeoutMs: number }) => {
   parentPort!.postMessage({ id: msg.id, type: 'armed' });

@@ -77,7 +77,7 @@ function exited(child: ChildProcess): Promise<unknown> {
 }
 
 async function buildOwned(owner: TreeOwner, n: number, direct: boolean): Promise<Built> {
-  const tree = owner.spawn({ ...treeCommand(n), stdio: ['ignore', 'pipe', 'ignore'], killLeftoversOnExit: false });
+  const tree = owner.spawn({ ...treeCommand(n), stdio: ['ignore', 'pipe', 'ignore'] });
   registerGroup(tree.child.pid);
   registerCgroup(tree.record.cgroup);
   await waitReady(tree.child);

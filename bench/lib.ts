@@ -10,6 +10,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { envValue } from '../src/proc/processTable';
 
 export const REPO = path.resolve(__dirname, '..', '..');
 export const MARKER = 'AGENT_TREES_BENCH_RUN';
@@ -85,18 +86,7 @@ export function envOf(pid: number, name: string): string | undefined {
   } catch {
     return undefined;
   }
-  const prefix = Buffer.from(name + '=');
-  let from = 0;
-  for (;;) {
-    const at = env.indexOf(prefix, from);
-    if (at < 0) return undefined;
-    if (at === 0 || env[at - 1] === 0) {
-      let end = env.indexOf(0, at);
-      if (end < 0) end = env.length;
-      return env.toString('utf8', at + prefix.length, end);
-    }
-    from = at + 1;
-  }
+  return envValue(env, name) ?? undefined;
 }
 
 /** Live processes whose environment has `name=value`. */

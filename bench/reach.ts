@@ -114,7 +114,7 @@ async function runCell(mode: string, method: ReachMethod, owners: { cgroup: Tree
   if (method === 'ours-cgroup' || method === 'ours-group') {
     const owner = method === 'ours-cgroup' ? owners.cgroup : owners.group;
     const cgroups = method === 'ours-cgroup' ? 'auto' : 'off';
-    const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', killLeftoversOnExit: false, cgroups, env });
+    const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', cgroups, env });
     rootPid = tree.child.pid!;
     registerGroup(rootPid);
     registerCgroup(tree.record.cgroup);

@@ -154,7 +154,7 @@ async function timed(fn: () => Promise<number> | number): Promise<Call> {
 
 /** Spawns an owned tree of `n` sleepers to raise the process count. */
 async function filler(owner: TreeOwner, n: number) {
-  const tree = owner.spawn({ ...treeCommand(n), stdio: ['ignore', 'pipe', 'ignore'], killLeftoversOnExit: false });
+  const tree = owner.spawn({ ...treeCommand(n), stdio: ['ignore', 'pipe', 'ignore'] });
   registerGroup(tree.child.pid);
   registerCgroup(tree.record.cgroup);
   await waitReady(tree.child);

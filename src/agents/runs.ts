@@ -115,7 +115,6 @@ export class AgentRuns extends EventEmitter {
       cwd: definition.cwd ?? options.defaultCwd,
       env: definition.env,
       stdio: 'pipe',
-      killLeftoversOnExit: false, // done below, so the run counts what it ended
     });
     const timeout = definition.timeoutSeconds ?? s.defaultTimeoutSeconds;
     const run = new AgentRun(definition, tree, timeout);

@@ -81,7 +81,6 @@ async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
       args: args.cmd.slice(1),
       label: args.label,
       stdio: 'inherit',
-      killLeftoversOnExit: false, // handled below, so the exit code waits for the kill
     });
   } catch (e) {
     if (e instanceof SpawnError) {

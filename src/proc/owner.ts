@@ -39,12 +39,12 @@ export interface TreeOwnerOptions {
   killTreesOnExit?: boolean;
 }
 
-export interface OwnerSpawnOptions extends SpawnTreeOptions {
-  /** When the root exits, kill whatever it left running (after `graceMs`). Default true. */
-  killLeftoversOnExit?: boolean;
-  /** Grace period for that kill. Default 5000 ms. */
-  graceMs?: number;
-}
+/**
+ * What happens to the processes a root leaves behind is the front end's policy (the CLI's exit code waits
+ * for it, agent runs count it): each listens for `rootExit` and calls `kill()`. Until then the tree stays
+ * owned and watched, and is dropped once empty.
+ */
+export type OwnerSpawnOptions = SpawnTreeOptions;
 
 /**
  * Events: `spawned` (tree), `rootExit` (tree), `ended` (tree): the tree has no live member left and is no
@@ -118,11 +118,7 @@ export class TreeOwner extends EventEmitter {
       if (tree.state === 'running') tree.state = 'exited';
       this.log.info(`tree ${r.id}: root ${r.rootPid} exited (${signal ?? `code ${code}`})`);
       this.emit('rootExit', tree);
-      if (options.killLeftoversOnExit !== false && tree.state === 'exited') {
-        void this.kill(r.id, options.graceMs ?? 5000);
-      } else {
-        this.scheduleWatch();
-      }
+      this.scheduleWatch();
     });
     this.emit('spawned', tree);
     return tree;

@@ -103,7 +103,7 @@ describe('memberships off the main thread', () => {
   it('gives the same members in the worker as on this thread', async () => {
     const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
-    const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore', killLeftoversOnExit: false });
+    const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
     register(tree.child.pid!);
     const pids = await fixturePids(pidfile);
     const query = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: false }];
@@ -131,7 +131,7 @@ describe('memberships of cgroup trees', () => {
     if (!cgroupTier('auto').tier) this.skip();
     const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pids');
-    const tree = owner.spawn({ command: FIXTURE, args: ['daemon-scrubbed', pidfile], stdio: 'ignore', killLeftoversOnExit: false, cgroups: 'auto' });
+    const tree = owner.spawn({ command: FIXTURE, args: ['daemon-scrubbed', pidfile], stdio: 'ignore', cgroups: 'auto' });
     register(tree.child.pid!);
     const pids = await fixturePids(pidfile);
     try {
@@ -152,7 +152,7 @@ describe('killing one process and its children', () => {
   it('ends the subtree and leaves the rest of the tree running', async () => {
     const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
     // root (sleep, after exec) -> middle sh -> two sleeps
-    const tree = owner.spawn({ command: 'sh', args: ['-c', 'sh -c "sleep 30 & sleep 30" & exec sleep 30'], stdio: 'ignore', killLeftoversOnExit: false });
+    const tree = owner.spawn({ command: 'sh', args: ['-c', 'sh -c "sleep 30 & sleep 30" & exec sleep 30'], stdio: 'ignore' });
     register(tree.child.pid!);
     const root = tree.record.rootPid;
     const members = await waitFor('four members', () => {

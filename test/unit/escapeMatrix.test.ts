@@ -52,7 +52,7 @@ for (const tier of ['cgroup', 'group'] as const) {
       it(`${title}: live kill`, async function () {
         const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups });
         const pidfile = path.join(tmpDir(), 'pids');
-        const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', killLeftoversOnExit: false, cgroups });
+        const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', cgroups });
         register(tree.child.pid!);
         assert.strictEqual(tree.tier, tier);
         const pids = await fixturePids(pidfile);

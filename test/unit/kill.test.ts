@@ -9,7 +9,7 @@ import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, ali
 async function ownedFixture(mode: string, options: { cgroups?: 'auto' | 'off'; owner?: TreeOwner } = {}) {
   const owner = options.owner ?? new TreeOwner({ recordsDir: tmpDir(), cgroups: options.cgroups ?? 'off' });
   const pidfile = path.join(tmpDir(), 'pids');
-  const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', killLeftoversOnExit: false, cgroups: options.cgroups ?? 'off' });
+  const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', cgroups: options.cgroups ?? 'off' });
   register(tree.child.pid!);
   const pids = await fixturePids(pidfile);
   return { owner, tree, pids, id: tree.record.id };

@@ -51,7 +51,7 @@ describe('sweeping orphaned trees', () => {
   it('never treats its own record as orphaned', async () => {
     const records = tmpDir();
     const owner = new TreeOwner({ recordsDir: records, cgroups: 'off' });
-    const tree = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore', killLeftoversOnExit: false });
+    const tree = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     register(tree.child.pid!);
     const result = await sweepOrphans(owner.store, { self: owner.self, graceMs: 500 });
     assert.strictEqual(result.trees.length, 0);
