@@ -200,7 +200,10 @@ export class AgentTreesController implements vscode.Disposable {
   private registerCommands(): void {
     const register = (id: string, fn: (...args: any[]) => unknown) => this.disposables.push(vscode.commands.registerCommand(id, fn));
     register('agentTrees.showLog', () => this.log.show(true));
-    register('agentTrees.refresh', () => this.provider.refresh());
+    register('agentTrees.refresh', () => {
+      this.provider.invalidateOrphans();
+      return this.provider.refresh();
+    });
     register('agentTrees.launchAgent', async (arg?: AgentDefinition | string) => {
       try {
         if (arg === undefined) return await this.pickAndLaunch();
@@ -237,6 +240,7 @@ export class AgentTreesController implements vscode.Disposable {
     register('agentTrees.sweepOrphans', async () => {
       const result: SweepResult = await this.sweeper.sweep('command');
       if (result.killed === 0) void vscode.window.showInformationMessage(vscode.l10n.t('Agent Trees found no orphaned processes'));
+      this.provider.invalidateOrphans();
       void this.provider.refresh();
       return { trees: result.trees.length, killed: result.killed };
     });

@@ -39,6 +39,8 @@ interface RunView {
   signature: string;
 }
 
+const ORPHANS_TTL_MS = 10_000;
+
 export function formatBytes(n: number): string {
   if (n >= 1024 ** 3) return `${(n / 1024 ** 3).toFixed(1)} GB`;
   if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(0)} MB`;
@@ -67,6 +69,8 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   private views = new Map<string, RunView>();
   private runNodes = new Map<string, RunNode>();
   private orphans: OrphanNode[] = [];
+  private orphansCache: OrphanNode[] = [];
+  private orphansReadAt = 0;
   private readonly orphansNode: OrphansNode = { kind: 'orphans' };
   private topSignature = '';
   private lastCpu = new Map<string, { cpuMs: number; at: number }>();
@@ -118,7 +122,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     for (const id of this.runNodes.keys()) if (!nextViews.has(id)) this.runNodes.delete(id);
     this.views = nextViews;
     this.lastCpu = seenCpu;
-    this.orphans = this.showOrphans() ? this.findOrphans() : [];
+    this.orphans = this.showOrphans() ? this.cachedOrphans() : [];
     const top = [...nextViews.keys()].join(',') + '|' + this.orphans.map((o) => o.tree.id).join(',');
     if (top !== this.topSignature) {
       this.topSignature = top;
@@ -159,6 +163,20 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Node>, vscod
     const signature = [run.state, run.deadline ?? '', run.live, members.length, Math.round(cpuTotal), Math.round(rssTotal / 1048576),
       ...members.map((m) => `${m.pid}:${m.startKey}:${m.ppid}:${Math.round(seenCpu.get(`${m.pid}:${m.startKey}`)!.cpuMs / 100)}:${Math.round(m.rssBytes / 1048576)}`)].join('|');
     return { node, roots, count: members.length, cpuPercent: cpuTotal, rssBytes: rssTotal, signature };
+  }
+
+  /** Records change rarely: they are read again at most every ORPHANS_TTL_MS, not on every refresh. */
+  private cachedOrphans(): OrphanNode[] {
+    if (Date.now() - this.orphansReadAt > ORPHANS_TTL_MS) {
+      this.orphansCache = this.findOrphans();
+      this.orphansReadAt = Date.now();
+    }
+    return this.orphansCache;
+  }
+
+  /** Forget the cached orphan list (after a sweep, say). */
+  invalidateOrphans(): void {
+    this.orphansReadAt = 0;
   }
 
   private findOrphans(): OrphanNode[] {
