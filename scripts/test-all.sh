@@ -25,6 +25,11 @@ if ! node esbuild.js; then
 fi
 
 # ---------------------------------------------------------------- unit
+echo "==> test tools (scripts/test-tools.sh)"
+if ! bash scripts/test-tools.sh; then
+  failed=$((failed + 1))
+  notes+=("test tools: scripts/test-tools.sh failed (see above)")
+fi
 echo "==> unit tests (npm run test:unit)"
 npm run --silent test:unit 2>&1 | tee "$logdir/unit.log"
 unit_rc=${PIPESTATUS[0]}
