@@ -5,19 +5,22 @@ const path = require('path');
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
 
-/** Prints build start/end and errors in the format the esbuild problem matcher reads. */
+/** Bundles being built now: the watch prints one started/finished pair for all entries, not one per entry. */
+let building = 0;
+
+/** Prints build start/end and errors in the format the problem matcher of .vscode/tasks.json reads. */
 const problemMatcherPlugin = {
   name: 'esbuild-problem-matcher',
   setup(build) {
     build.onStart(() => {
-      if (watch) console.log('[watch] build started');
+      if (watch && building++ === 0) console.log('[watch] build started');
     });
     build.onEnd((result) => {
       for (const { text, location } of result.errors) {
         console.error(`✘ [ERROR] ${text}`);
-        if (location) console.error(`    ${location.file}:${location.line}:${location.column}:`);
+        if (location) console.error(`    ${location.file}:${location.line}:${location.column + 1}:`); // esbuild counts columns from 0
       }
-      if (watch) console.log('[watch] build finished');
+      if (watch && --building === 0) console.log('[watch] build finished');
     });
   },
 };

@@ -110,7 +110,6 @@ async function runCell(mode: string, method: ReachMethod, owners: { cgroup: Tree
   const env = { [REACH_VAR]: tag, LIFETIME: '60' };
   let rootPid: number;
   let kill: () => Promise<unknown>;
-  let fx: Fixture | 'unsupported';
   if (method === 'ours-cgroup' || method === 'ours-group') {
     const owner = method === 'ours-cgroup' ? owners.cgroup : owners.group;
     const cgroups = method === 'ours-cgroup' ? 'auto' : 'off';
@@ -146,7 +145,7 @@ async function runCell(mode: string, method: ReachMethod, owners: { cgroup: Tree
       };
     }
   }
-  fx = await fixturePids(pidfile);
+  const fx: Fixture | 'unsupported' = await fixturePids(pidfile);
   if (fx === 'unsupported') {
     await cleanup({ roles: new Map([[rootPid, 'root']]), keys: new Map([[rootPid, readStat(rootPid)?.startKey ?? -1]]) }, tag, rootPid);
     return { members: 0, survivors: 0, survivorRoles: [], na: 'not supported here' };

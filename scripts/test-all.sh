@@ -24,6 +24,16 @@ if ! node esbuild.js; then
   notes+=("build: node esbuild.js failed (see above)")
 fi
 
+# ---------------------------------------------------------------- lint and typecheck
+# Before the tests, as CI runs them; each that fails counts as one failure in the totals.
+for check in lint typecheck; do
+  echo "==> $check (npm run $check)"
+  if ! npm run --silent "$check"; then
+    failed=$((failed + 1))
+    notes+=("$check: npm run $check failed (see above)")
+  fi
+done
+
 # ---------------------------------------------------------------- unit
 echo "==> test tools (scripts/test-tools.sh)"
 if ! bash scripts/test-tools.sh; then

@@ -91,7 +91,7 @@ export async function run(): Promise<void> {
           log(`[suite] extension host ${process.pid} started by the reload; the phase ends when the old host is gone`);
           return new Promise<void>(() => {});
         }
-        throw new Error(`${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`);
+        throw new Error(`${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`, { cause: e });
       }
       throw e;
     }

@@ -1,0 +1,36 @@
+// ESLint (flat config): typescript-eslint's recommended rules on the TypeScript sources, tests and bench, and
+// ESLint's recommended rules on the Node scripts. Formatting is Prettier's job (`npm run format`), not ESLint's.
+import js from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'out/**', 'node_modules/**', '.tools/**', '.vscode-test/**', 'bench/results/**'] },
+  js.configs.recommended,
+  // `catch {}` is how the code says "gone, or not ours to read"; everything else empty is a mistake.
+  { rules: { 'no-empty': ['error', { allowEmptyCatch: true }] } },
+  {
+    files: ['**/*.ts'],
+    extends: [tseslint.configs.recommended],
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      // `import x = require('x')` is how the bench loads tree-kill, a CommonJS module with `export =`.
+      '@typescript-eslint/no-require-imports': ['error', { allow: ['^tree-kill$'] }],
+    },
+  },
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
+    rules: {
+      'no-unused-vars': ['error', { argsIgnorePattern: '^_', caughtErrors: 'none' }],
+    },
+  },
+  { files: ['**/*.mjs'], languageOptions: { sourceType: 'module' } },
+  // Mocha spec files run by the unit tests as fixtures.
+  { files: ['test/fixtures/**/*.spec.js'], languageOptions: { globals: { ...globals.node, ...globals.mocha } } },
+  {
+    // Functions that hostLib.js hands to the browser run in the page (document, location, MutationObserver).
+    files: ['scripts/host/**/*.js'],
+    languageOptions: { globals: { ...globals.node, ...globals.browser } },
+  },
+);
