@@ -60,6 +60,7 @@ export class AgentTreesController implements vscode.Disposable {
   private refreshTimer: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private shownAgentErrors = '';
+  private readonly contextKeys = new Map<string, boolean>();
 
   constructor(context: vscode.ExtensionContext, log: vscode.LogOutputChannel) {
     this.log = log;
@@ -79,7 +80,7 @@ export class AgentTreesController implements vscode.Disposable {
     this.disposables.push(this.terminals, this.provider, this.view, this.statusBar, this.sweeper);
 
     this.runs.on('changed', () => {
-      void vscode.commands.executeCommand('setContext', 'agentTrees.hasRuns', this.runs.list().length > 0);
+      this.updateContextKeys();
       if (this.view.visible) void this.provider.refresh();
     });
     this.runs.on('ended', () => this.runs.prune());
@@ -98,6 +99,24 @@ export class AgentTreesController implements vscode.Disposable {
     if (this.settings.sweepOnActivation) this.sweeper.startup();
     this.sweeper.schedule(this.settings.sweepIntervalMinutes);
     log.info(`Agent Trees activated in extension host ${process.pid}; records in ${recordsDir}`);
+  }
+
+  /**
+   * Context keys for `when` clauses: `agentTrees.hasRuns` (the welcome view, Show Agent Terminal),
+   * `agentTrees.hasLiveRuns` (Kill Agent Tree) and `agentTrees.hasDeadlines` (Extend Timeout). Set only on change.
+   */
+  private updateContextKeys(): void {
+    const runs = this.runs.list();
+    const keys: Record<string, boolean> = {
+      'agentTrees.hasRuns': runs.length > 0,
+      'agentTrees.hasLiveRuns': runs.some((r) => r.live),
+      'agentTrees.hasDeadlines': runs.some((r) => r.live && r.deadline !== undefined),
+    };
+    for (const [key, value] of Object.entries(keys)) {
+      if (this.contextKeys.get(key) === value) continue;
+      this.contextKeys.set(key, value);
+      void vscode.commands.executeCommand('setContext', key, value);
+    }
   }
 
   // ------------------------------------------------------------------------------------------ view refresh
@@ -232,7 +251,12 @@ export class AgentTreesController implements vscode.Disposable {
       return { signalled: report.signalled, survivors: report.survivors };
     });
     register('agentTrees.extendTimeout', async (arg?: string | Node, seconds?: number) => {
-      const run = await this.runFrom(arg, vscode.l10n.t('Extend the timeout of which agent?'));
+      const withDeadlines = this.runs.running().filter((r) => r.deadline !== undefined);
+      if (arg === undefined && withDeadlines.length === 0) {
+        void vscode.window.showInformationMessage(vscode.l10n.t('No running agent has a timeout'));
+        return;
+      }
+      const run = await this.runFrom(arg, vscode.l10n.t('Extend the timeout of which agent?'), false, withDeadlines);
       if (!run) return;
       const extra = seconds ?? (await this.pickExtension());
       if (extra) this.runs.extend(run.id, extra);
