@@ -77,6 +77,24 @@ fi
 passed=$((passed + ip))
 failed=$((failed + if_))
 
+# ---------------------------------------------------------------- integration, Restricted Mode
+# A second host run with workspace trust on and its folder not trusted: the suite's *.untrusted.test.js files.
+echo "==> integration tests in Restricted Mode (node scripts/host/runTests.js --untrusted-workspace)"
+node scripts/host/runTests.js --untrusted-workspace 2>&1 | tee "$logdir/untrusted.log"
+untrusted_rc=${PIPESTATUS[0]}
+line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logdir/untrusted.log" | tail -1)"
+rp="$(echo "$line" | awk '{print $1}')"
+rf="$(echo "$line" | awk '{print $3}')"
+rp=${rp:-0}
+rf=${rf:-0}
+if [[ $untrusted_rc != 0 && $rf == 0 ]]; then
+  rf=1
+  notes+=("Restricted Mode: exited with code $untrusted_rc without a failing test (see above)")
+fi
+notes+=("Restricted Mode run: $rp passed, $rf failed")
+passed=$((passed + rp))
+failed=$((failed + rf))
+
 # ---------------------------------------------------------------- totals
 echo
 echo "unit: $up passed, $uf failed; integration: $ip passed, $if_ failed"

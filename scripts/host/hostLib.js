@@ -288,6 +288,12 @@ const DEFAULT_USER_SETTINGS = {
   'update.mode': 'none',
 };
 
+/** With `workspaceTrust`: trust on, and no prompt, so the opened folder stays untrusted (Restricted Mode). */
+const UNTRUSTED_WORKSPACE_SETTINGS = {
+  'security.workspace.trust.enabled': true,
+  'security.workspace.trust.startupPrompt': 'never',
+};
+
 /** Writes `<userDataDir>/User/settings.json` unless it exists (a later phase keeps what the first wrote). */
 function writeDefaultUserSettings(userDataDir, extra = {}) {
   const file = path.join(userDataDir, 'User', 'settings.json');
@@ -301,13 +307,13 @@ function writeDefaultUserSettings(userDataDir, extra = {}) {
  * "HTTP server listening". Its output goes to `logFile` (and to `onOutput` if given).
  * Returns { pid, port, url, exited (promise), logFile, stop(graceMs) }.
  */
-async function startCodeServer({ dirs, userDataDir, extensionsDir, env, marker, logFile, onOutput, extraArgs = [], readyTimeoutMs = 60000, port }) {
+async function startCodeServer({ dirs, userDataDir, extensionsDir, env, marker, logFile, onOutput, extraArgs = [], readyTimeoutMs = 60000, port, workspaceTrust = false }) {
   port = port || (await freePort());
   const configFile = path.join(dirs.root, 'code-server.yaml');
   fs.writeFileSync(configFile, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
   fs.mkdirSync(userDataDir, { recursive: true });
   fs.mkdirSync(extensionsDir, { recursive: true });
-  writeDefaultUserSettings(userDataDir);
+  writeDefaultUserSettings(userDataDir, workspaceTrust ? UNTRUSTED_WORKSPACE_SETTINGS : {});
   const args = [
     CODE_SERVER_ENTRY,
     '--config', configFile,
@@ -317,7 +323,7 @@ async function startCodeServer({ dirs, userDataDir, extensionsDir, env, marker, 
     '--extensions-dir', extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
-    '--disable-workspace-trust',
+    ...(workspaceTrust ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
     '--ignore-last-opened',
     ...extraArgs,
@@ -422,7 +428,7 @@ function patchWorkbenchConfig(cfg) {
     if (cfg.extensionTestsPath) {
       settings.developmentOptions.extensionTestsPath = { scheme: 'vscode-remote', authority, path: cfg.extensionTestsPath };
     }
-    settings.enableWorkspaceTrust = false;
+    settings.enableWorkspaceTrust = !!cfg.workspaceTrust;
     el.setAttribute('data-settings', JSON.stringify(settings));
     el.dataset.agentTreesPatched = '1';
     return true;
@@ -439,7 +445,7 @@ function patchWorkbenchConfig(cfg) {
  * marker variables) and opens the workbench of `server` on `folder`.
  * Returns { context, page, browserMarker, close() }.
  */
-async function openWorkbench({ server, dirs, folder, marker, browserMarker, extensionDevelopmentPath, extensionTestsPath,
+async function openWorkbench({ server, dirs, folder, marker, browserMarker, extensionDevelopmentPath, extensionTestsPath, workspaceTrust = false,
   onLog, onExit, onPageError, viewport = { width: 1400, height: 900 }, profileName = 'chromium-profile' }) {
   const { chromium } = require(require.resolve('playwright-core', { paths: [ROOT] }));
   const profile = path.join(dirs.root, profileName);
@@ -464,7 +470,7 @@ async function openWorkbench({ server, dirs, folder, marker, browserMarker, exte
   });
   if (onLog) await context.exposeFunction('codeAutomationLog', (type, args) => onLog(type, args));
   if (onExit) await context.exposeFunction('codeAutomationExit', (code) => onExit(code));
-  await context.addInitScript(patchWorkbenchConfig, { extensionDevelopmentPath, extensionTestsPath });
+  await context.addInitScript(patchWorkbenchConfig, { extensionDevelopmentPath, extensionTestsPath, workspaceTrust });
   const page = context.pages()[0] || (await context.newPage());
   if (onPageError) {
     page.on('pageerror', (e) => onPageError(`pageerror: ${e.message}`));

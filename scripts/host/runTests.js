@@ -26,6 +26,8 @@
 //   --phases N                       run N phases (AGENT_TREES_PHASE=1..N) on one user data folder
 //   --env NAME=VALUE                 extra environment for code-server and the extension host (repeatable)
 //   --timeout SECONDS                per phase (default 180)
+//   --untrusted-workspace            workspace trust on and the folder not trusted (Restricted Mode); the suite
+//                                    runs only its *.untrusted.test.js files (AGENT_TREES_WORKSPACE_TRUST=untrusted)
 //   --keep                           keep the temp folder (it is also kept when the run fails)
 //   --verbose                        also print the workbench's log (codeAutomationLog) as it comes
 // Prints the suite's output, then `N passed, N failed` on a line of its own; exit code 0 only on success.
@@ -38,6 +40,7 @@ const lib = require('./hostLib');
 
 const RESULT_FILE_VAR = 'AGENT_TREES_TEST_RESULT';
 const PHASE_VAR = 'AGENT_TREES_PHASE';
+const TRUST_VAR = 'AGENT_TREES_WORKSPACE_TRUST';
 
 /** What cleanup() must undo when the run ends or is interrupted. */
 const active = { server: undefined, browser: undefined, marker: undefined, dirs: undefined, interrupted: false };
@@ -57,7 +60,8 @@ function say(msg) {
  * @param {string} [options.userDataDir]             user data folder shared by all phases
  * @param {Record<string,string>} [options.extensionTestsEnv]  extra environment (every phase)
  * @param {number} [options.timeout]                 ms per phase (default 180000)
- * @param {Array<{extensionTestsPath?: string, env?: Record<string,string>, timeout?: number}>} [options.phases]
+ * @param {boolean} [options.untrustedWorkspace]   every phase in Restricted Mode (a phase may set it for itself)
+ * @param {Array<{extensionTestsPath?: string, env?: Record<string,string>, timeout?: number, untrustedWorkspace?: boolean}>} [options.phases]
  * @param {boolean} [options.keep]                   keep the temp folder
  * @param {boolean} [options.verbose]                print the workbench's log live
  */
@@ -83,6 +87,7 @@ async function runTests(options) {
   try {
     for (let i = 0; i < phases.length; i++) {
       const phase = phases[i];
+      const untrusted = phase.untrustedWorkspace ?? !!options.untrustedWorkspace;
       const label = phases.length > 1 ? `phase ${i + 1}/${phases.length}` : 'run';
       const result = await runPhase({
         index: i,
@@ -97,8 +102,10 @@ async function runTests(options) {
         env: {
           ...(options.extensionTestsEnv || {}),
           ...(phases.length > 1 ? { [PHASE_VAR]: String(i + 1) } : {}),
+          ...(untrusted ? { [TRUST_VAR]: 'untrusted' } : {}),
           ...(phase.env || {}),
         },
+        untrustedWorkspace: untrusted,
         timeout: phase.timeout || options.timeout || 180000,
         verbose: !!options.verbose,
       });
@@ -175,6 +182,7 @@ async function runPhase(p) {
     env: { ...p.env, [RESULT_FILE_VAR]: resultFile },
     marker: p.marker,
     logFile,
+    workspaceTrust: p.untrustedWorkspace,
   });
   active.server = server;
   say(`${p.label}: code-server pid ${server.pid} on ${server.url}; opening the workbench`);
@@ -190,6 +198,7 @@ async function runPhase(p) {
     profileName: `chromium-profile-${p.index + 1}`,
     extensionDevelopmentPath: p.extensionDevelopmentPath,
     extensionTestsPath: p.extensionTestsPath,
+    workspaceTrust: p.untrustedWorkspace,
     // The workbench's log (which includes the extension host's console): to a file, and live with --verbose.
     // The suite's own output comes from its log file (pumpSuiteLog), which survives a killed host.
     onLog: (type, args) => {
@@ -368,6 +377,7 @@ function parseArgs(argv) {
       case '--timeout': opts.timeout = Number(next()) * 1000; break;
       case '--keep': opts.keep = true; break;
       case '--verbose': opts.verbose = true; break;
+      case '--untrusted-workspace': opts.untrustedWorkspace = true; break;
       case '--env': {
         const kv = next();
         const k = kv.indexOf('=');

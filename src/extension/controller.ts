@@ -22,6 +22,11 @@ export interface AgentTreesApi {
   /** Launches a definition (the `agentTrees.agents` entry shape) or a configured agent by name; returns the tree id. */
   launch(definition: AgentDefinition | string): Promise<string>;
   list(): ApiTree[];
+  /**
+   * The configured agents Launch Agent offers, and where each is defined: `user` settings or the `workspace`'s. In
+   * Restricted Mode only the user's.
+   */
+  agents(): { name: string; kind: 'agent' | 'mcp'; from: 'user' | 'workspace' }[];
   kill(treeId: string): Promise<{ signalled: number; survivors: number }>;
   sweep(): Promise<{ trees: number; killed: number }>;
   /** Folder of the owned-tree records (one file per extension host). */
@@ -92,6 +97,12 @@ export class AgentTreesController implements vscode.Disposable {
       this.sweeper.schedule(this.settings.sweepIntervalMinutes);
       this.scheduleRefresh();
     }));
+    // Trusting the workspace lets its agentTrees.agents launch.
+    this.disposables.push(vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      this.settings = readSettings();
+      this.log.info('the workspace is trusted now: its agentTrees.agents definitions launch');
+      this.reportSettingProblems();
+    }));
     this.registerCommands();
     this.reportSettingProblems();
     this.scheduleRefresh();
@@ -138,6 +149,7 @@ export class AgentTreesController implements vscode.Disposable {
       recordsDir: this.store.dir,
       launch: async (definition) => this.launch(definition, { interactive: false }).then((run) => run.id),
       list: () => this.listTrees(),
+      agents: () => this.launchableAgents().map(({ definition, from }) => ({ name: definition.name, kind: definition.kind ?? 'agent', from })),
       kill: async (treeId) => {
         const r = await this.runs.kill(treeId, 'killed');
         return { signalled: r.signalled, survivors: r.survivors };
@@ -172,7 +184,11 @@ export class AgentTreesController implements vscode.Disposable {
       const found = this.settings.agents.find((a) => a.name === arg);
       if (!found) {
         const bad = this.settings.agentErrors.find((e) => e.entry.includes(`("${arg}")`));
-        throw new Error(bad ? bad.message : vscode.l10n.t('No agent named "{0}" in agentTrees.agents', arg));
+        if (bad) throw new Error(bad.message);
+        if (!this.settings.workspaceTrusted) {
+          throw new Error(vscode.l10n.t('No agent named "{0}" in the agentTrees.agents of your user settings; in Restricted Mode the workspace\'s definitions do not launch', arg));
+        }
+        throw new Error(vscode.l10n.t('No agent named "{0}" in agentTrees.agents', arg));
       }
       definition = found;
     } else {
@@ -185,25 +201,46 @@ export class AgentTreesController implements vscode.Disposable {
     try {
       run = this.runs.launch({ ...definition, cwd }, { defaultCwd: workspaceFolder });
     } catch (e) {
-      if (e instanceof SpawnError) throw new Error(vscode.l10n.t('Cannot launch {0}: {1}', definition.name, e.message));
+      if (e instanceof SpawnError) throw new Error(vscode.l10n.t('Cannot launch {0}: {1}', definition.name, e.message), { cause: e });
       throw e;
     }
     if (run.kind === 'agent') this.terminals.show(run, !options.interactive);
     return run;
   }
 
+  /** The configured definitions that may launch now, with the settings level each comes from. */
+  private launchableAgents(): { definition: AgentDefinition; from: 'user' | 'workspace' }[] {
+    const from = this.settings.agentsFrom === 'workspace' ? 'workspace' : 'user';
+    return this.settings.agents.map((definition) => ({ definition, from }));
+  }
+
   private async pickAndLaunch(): Promise<string | undefined> {
     this.reportSettingProblems(true);
-    type Item = vscode.QuickPickItem & { definition?: AgentDefinition; commandLine?: true };
-    const items: Item[] = this.settings.agents.map((a) => ({
+    type Item = vscode.QuickPickItem & { definition?: AgentDefinition; commandLine?: true; manageTrust?: true };
+    const items: Item[] = this.launchableAgents().map(({ definition: a, from }) => ({
       label: `$(${a.kind === 'mcp' ? 'server-process' : 'hubot'}) ${a.name}`,
       description: [a.command, ...(a.args ?? [])].join(' '),
-      detail: a.timeoutSeconds === 0 ? vscode.l10n.t('no timeout') : vscode.l10n.t('timeout {0}', formatDuration((a.timeoutSeconds ?? this.settings.defaultTimeoutSeconds) * 1000)),
+      detail: [
+        // A definition from the workspace runs a command a repository chose: say so.
+        ...(from === 'workspace' ? [`$(folder) ${vscode.l10n.t('defined by this workspace')}`] : []),
+        a.timeoutSeconds === 0 ? vscode.l10n.t('no timeout') : vscode.l10n.t('timeout {0}', formatDuration((a.timeoutSeconds ?? this.settings.defaultTimeoutSeconds) * 1000)),
+      ].join(' · '),
       definition: a,
     }));
     items.push({ label: `$(terminal) ${vscode.l10n.t('Run a command line...')}`, commandLine: true });
+    if (!this.settings.workspaceTrusted) {
+      items.push({
+        label: `$(workspace-untrusted) ${vscode.l10n.t('Restricted Mode: agents defined by this workspace are not offered')}`,
+        detail: vscode.l10n.t('Only your user settings\' agentTrees.agents launch until you trust this workspace. Manage Workspace Trust...'),
+        manageTrust: true,
+      });
+    }
     const picked = await vscode.window.showQuickPick(items, { title: vscode.l10n.t('Launch Agent'), placeHolder: vscode.l10n.t('Choose an agent from agentTrees.agents, or run a command line') });
     if (!picked) return undefined;
+    if (picked.manageTrust) {
+      await vscode.commands.executeCommand('workbench.trust.manage');
+      return undefined;
+    }
     let definition = picked.definition;
     if (picked.commandLine) {
       const line = await vscode.window.showInputBox({ title: vscode.l10n.t('Run a command line as an owned tree'), prompt: vscode.l10n.t('Runs in a shell; everything it starts is owned'), placeHolder: 'claude --print "fix the tests"' });
@@ -217,6 +254,8 @@ export class AgentTreesController implements vscode.Disposable {
   // ------------------------------------------------------------------------------------------ commands
 
   private registerCommands(): void {
+    // Commands get whatever their caller passes; each handler checks its arguments itself.
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const register = (id: string, fn: (...args: any[]) => unknown) => this.disposables.push(vscode.commands.registerCommand(id, fn));
     register('agentTrees.showLog', () => this.log.show(true));
     register('agentTrees.refresh', () => {
@@ -352,6 +391,7 @@ export class AgentTreesController implements vscode.Disposable {
     const messages = [...this.settings.agentErrors.map((e) => e.message), ...this.settings.problems];
     const key = messages.join('\n');
     for (const m of messages) this.log.warn(m);
+    if (this.settings.workspaceAgentsIgnored) this.log.info('Restricted Mode: the agentTrees.agents of the workspace settings are left out until the workspace is trusted');
     if (messages.length === 0 || (!force && key === this.shownAgentErrors)) return;
     this.shownAgentErrors = key;
     for (const m of messages) {

@@ -1,10 +1,18 @@
 /** The `agentTrees.*` settings, read with their defaults; a bad value is reported and its default used. */
 import * as vscode from 'vscode';
 import { AgentDefinition, DefinitionError, validateDefinitions } from '../agents/definition';
+import { chooseDefinitions, DefinitionSource } from '../agents/definitionSource';
 
 export interface Settings {
+  /** The definitions that may launch: in a workspace that is not trusted, only those of the user's settings. */
   agents: AgentDefinition[];
   agentErrors: DefinitionError[];
+  /** The settings level `agents` comes from. */
+  agentsFrom: DefinitionSource;
+  /** Whether the workspace is trusted (`vscode.workspace.isTrusted`) when these settings were read. */
+  workspaceTrusted: boolean;
+  /** The workspace set `agentTrees.agents`, and it was left out because the workspace is not trusted. */
+  workspaceAgentsIgnored: boolean;
   defaultTimeoutSeconds: number;
   killGraceSeconds: number;
   timeoutWarningSeconds: number;
@@ -47,10 +55,15 @@ export function readSettings(): Settings {
   };
   const cgroupsValue = config.get<unknown>('cgroups', 'auto');
   if (cgroupsValue !== 'auto' && cgroupsValue !== 'off') problems.push(vscode.l10n.t('agentTrees.cgroups must be "auto" or "off"; using "auto"'));
-  const { agents, errors } = validateDefinitions(config.get<unknown>('agents', []));
+  const workspaceTrusted = vscode.workspace.isTrusted;
+  const chosen = chooseDefinitions(config.inspect<unknown>('agents'), workspaceTrusted);
+  const { agents, errors } = validateDefinitions(chosen.value ?? []);
   return {
     agents,
     agentErrors: errors,
+    agentsFrom: chosen.source,
+    workspaceTrusted,
+    workspaceAgentsIgnored: chosen.ignoredWorkspaceValue,
     defaultTimeoutSeconds: num('defaultTimeoutSeconds'),
     killGraceSeconds: num('killGraceSeconds'),
     timeoutWarningSeconds: num('timeoutWarningSeconds'),

@@ -34,7 +34,12 @@ function testFiles(dir: string): string[] {
     else if (entry.name.endsWith('.test.js')) files.push(full);
   }
   const later = currentPhase !== undefined && currentPhase > 1;
-  return files.filter((f) => !later || f.endsWith('.phased.test.js')).sort();
+  // A Restricted Mode run (runTests.js --untrusted-workspace) runs the *.untrusted.test.js files, and only those.
+  const untrusted = process.env.AGENT_TREES_WORKSPACE_TRUST === 'untrusted';
+  return files
+    .filter((f) => f.endsWith('.untrusted.test.js') === untrusted)
+    .filter((f) => !later || f.endsWith('.phased.test.js'))
+    .sort();
 }
 
 function writeAtomically(file: string, data: unknown): void {
