@@ -8,6 +8,21 @@ import { AgentDefinition, AgentKind } from './definition';
 
 export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'failed';
 
+/** The time deadlines are kept in: the system clock, or a test's, which can show that nothing fires early. */
+export interface Clock {
+  /** ms since the epoch. */
+  now(): number;
+  /** Calls `fn` after `ms`, without keeping the process alive. */
+  schedule(fn: () => void, ms: number): unknown;
+  cancel(handle: unknown): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  schedule: (fn, ms) => setTimeout(fn, ms).unref(),
+  cancel: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 export interface RunSettings {
   defaultTimeoutSeconds: number;
   killGraceSeconds: number;
@@ -45,7 +60,8 @@ export class AgentRun {
   /** Whether the tree still has live members (the root may have exited before its helpers). */
   live = true;
   readonly output = new OutputBuffer();
-  timer: NodeJS.Timeout | undefined;
+  /** The pending deadline check (a Clock handle). */
+  timer: unknown;
 
   constructor(readonly definition: AgentDefinition, readonly tree: OwnedTree, readonly timeoutSeconds: number) {}
 
@@ -91,14 +107,14 @@ export class AgentRuns extends EventEmitter {
   private readonly runs = new Map<string, AgentRun>();
   private readonly log: Logger;
 
-  constructor(readonly owner: TreeOwner, private readonly settings: () => RunSettings, log?: Logger) {
+  constructor(readonly owner: TreeOwner, private readonly settings: () => RunSettings, log?: Logger, private readonly clock: Clock = systemClock) {
     super();
     this.log = log ?? silentLogger;
     owner.on('ended', (tree: OwnedTree) => {
       const run = this.runs.get(tree.record.id);
       if (!run) return;
       run.live = false;
-      run.endedAt ??= Date.now();
+      run.endedAt ??= this.clock.now();
       this.clearTimer(run);
       this.emit('changed', run);
       this.emit('ended', run);
@@ -137,7 +153,7 @@ export class AgentRuns extends EventEmitter {
       // What it left running goes too (setting), else the deadline stays while those helpers run.
       if (run.state === 'exited' && this.settings().killDescendantsOnExit) void this.endLeftovers(run);
     });
-    if (timeout > 0) this.setDeadline(run, Date.now() + timeout * 1000);
+    if (timeout > 0) this.setDeadline(run, this.clock.now() + timeout * 1000);
     this.log.info(`launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}` +
       (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout'));
     this.emit('changed', run);
@@ -188,7 +204,8 @@ export class AgentRuns extends EventEmitter {
   extend(id: string, seconds: number): void {
     const run = this.runs.get(id);
     if (!run || !run.live) return;
-    this.setDeadline(run, Math.max(run.deadline ?? Date.now(), Date.now()) + seconds * 1000);
+    const now = this.clock.now();
+    this.setDeadline(run, Math.max(run.deadline ?? now, now) + seconds * 1000);
     this.log.info(`${run.name} (tree ${id}): deadline extended by ${seconds} s`);
   }
 
@@ -203,16 +220,15 @@ export class AgentRuns extends EventEmitter {
     run.deadline = deadline;
     // setTimeout caps at ~24.8 days; longer deadlines re-arm.
     const arm = () => {
-      const left = (run.deadline ?? 0) - Date.now();
-      run.timer = setTimeout(() => (Date.now() >= (run.deadline ?? 0) ? void this.kill(run.id, 'timed out') : arm()), Math.min(Math.max(left, 0), 2 ** 31 - 1));
-      run.timer.unref?.();
+      const left = (run.deadline ?? 0) - this.clock.now();
+      run.timer = this.clock.schedule(() => (this.clock.now() >= (run.deadline ?? 0) ? void this.kill(run.id, 'timed out') : arm()), Math.min(Math.max(left, 0), 2 ** 31 - 1));
     };
     arm();
     this.emit('changed', run);
   }
 
   private clearTimer(run: AgentRun): void {
-    if (run.timer) clearTimeout(run.timer);
+    if (run.timer !== undefined) this.clock.cancel(run.timer);
     run.timer = undefined;
     if (run.state !== 'running') run.deadline = undefined;
   }

@@ -1,7 +1,8 @@
 import * as assert from 'assert';
 import * as path from 'path';
 import { expandVariables, validateDefinition, validateDefinitions } from '../../src/agents/definition';
-import { AgentRuns } from '../../src/agents/runs';
+import { chooseDefinitions } from '../../src/agents/definitionSource';
+import { AgentRuns, Clock } from '../../src/agents/runs';
 import { cgroupTier, membersOfTrees, processTable, treeKiller, TreeMembersSource, TreeOwner } from '../../src/proc';
 import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
 
@@ -43,6 +44,57 @@ describe('variables in agent definitions', () => {
   });
 });
 
+describe('where agent definitions come from (workspace trust)', () => {
+  const user = [{ name: 'u', command: 'user-cli' }];
+  const workspace = [{ name: 'w', command: 'repo-cli' }];
+  const folder = [{ name: 'f', command: 'folder-cli' }];
+  const cases: { title: string; inspected: Parameters<typeof chooseDefinitions>[0]; trusted: boolean; value: unknown; source: string; ignored: boolean }[] = [
+    { title: 'trusted: the workspace wins over the user', inspected: { defaultValue: [], globalValue: user, workspaceValue: workspace }, trusted: true, value: workspace, source: 'workspace', ignored: false },
+    { title: 'trusted: a folder wins over the workspace', inspected: { globalValue: user, workspaceValue: workspace, workspaceFolderValue: folder }, trusted: true, value: folder, source: 'workspace', ignored: false },
+    { title: 'untrusted: the user value, the workspace one left out', inspected: { defaultValue: [], globalValue: user, workspaceValue: workspace }, trusted: false, value: user, source: 'user', ignored: true },
+    { title: 'untrusted: a folder value left out too', inspected: { globalValue: user, workspaceFolderValue: folder }, trusted: false, value: user, source: 'user', ignored: true },
+    { title: 'untrusted, no user value: the default, never the workspace', inspected: { defaultValue: [], workspaceValue: workspace }, trusted: false, value: [], source: 'default', ignored: true },
+    { title: 'untrusted, nothing from the workspace', inspected: { defaultValue: [], globalValue: user }, trusted: false, value: user, source: 'user', ignored: false },
+    { title: 'nothing set at all', inspected: undefined, trusted: true, value: undefined, source: 'default', ignored: false },
+  ];
+  for (const c of cases) {
+    it(c.title, () => {
+      assert.deepStrictEqual(chooseDefinitions(c.inspected, c.trusted), { value: c.value, source: c.source, ignoredWorkspaceValue: c.ignored });
+    });
+  }
+});
+
+/** A clock the test moves by hand: its timers fire only in advance(), in the order they are due. */
+class ManualClock implements Clock {
+  private time = Date.now();
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+  private nextId = 1;
+  now(): number {
+    return this.time;
+  }
+  schedule(fn: () => void, ms: number): number {
+    this.timers.set(this.nextId, { at: this.time + ms, fn });
+    return this.nextId++;
+  }
+  cancel(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+  pending(): number[] {
+    return [...this.timers.values()].map((t) => t.at);
+  }
+  advance(ms: number): void {
+    const until = this.time + ms;
+    for (;;) {
+      const due = [...this.timers].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at)[0];
+      if (!due) break;
+      this.timers.delete(due[0]);
+      this.time = due[1].at;
+      due[1].fn();
+    }
+    this.time = until;
+  }
+}
+
 describe('agent runs (real processes)', () => {
   const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
   const newRuns = (s = settings) => new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => s);
@@ -61,18 +113,23 @@ describe('agent runs (real processes)', () => {
     assert.strictEqual(run.deadline, undefined);
   });
 
-  it('extends a deadline', async () => {
-    const runs = newRuns();
+  it('extends a deadline: nothing happens at the old one, the tree ends at the new one', async () => {
+    const clock = new ManualClock();
+    const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => settings, undefined, clock);
     const run = runs.launch({ name: 'sleeper', command: 'sleep', args: ['30'], timeoutSeconds: 0.4 });
     register(run.tree.child.pid!);
     const before = run.deadline!;
+    assert.strictEqual(before, clock.now() + 400);
     runs.extend(run.id, 60);
-    assert.ok(run.deadline! >= before + 59_000);
-    await new Promise((r) => setTimeout(r, 700));
+    assert.strictEqual(run.deadline, before + 60_000);
+    assert.deepStrictEqual(clock.pending(), [before + 60_000], 'one check, at the new deadline');
+    clock.advance(700);
     assert.strictEqual(run.state, 'running', 'not killed at the old deadline');
-    await runs.kill(run.id);
-    assert.strictEqual(run.state, 'killed');
-    await waitFor('ended', () => !run.live);
+    assert.strictEqual(run.live, true);
+    clock.advance(60_000);
+    assert.strictEqual(run.state, 'timed out', 'killed at the new deadline');
+    await waitFor('ended', () => !run.live, 8000);
+    assert.strictEqual(run.deadline, undefined);
   });
 
   it('on exit, ends what the agent left running, keeps its output and says how it ended', async () => {

@@ -8,7 +8,7 @@ import * as path from 'path';
 import { spawn } from 'child_process';
 import { cgroupTier, processTable, RecordStore, sweepOrphans, TreeOwner } from '../../src/proc';
 import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
-import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, sleep, tmpDir, waitAllDead, waitFor } from './helpers';
+import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor } from './helpers';
 import { SCENARIOS } from '../fixtures/scenarios';
 
 
@@ -21,8 +21,9 @@ function survivors(pids: FixturePids, treeId: string): number[] {
   return [...new Set([...aliveOf(pids.all), ...tagged])];
 }
 
-async function settle(mode: string): Promise<void> {
-  if (mode === 'forker') await sleep(300); // let it fork a crowd first
+/** The forker first forks a crowd (root, forker and children, all tagged), so the kill meets a growing tree. */
+async function settle(mode: string, treeId: string): Promise<void> {
+  if (mode === 'forker') await waitFor('the forker to fork a crowd', () => (processTable().snapshot().tagged().get(treeId)?.length ?? 0) >= 6);
 }
 
 function expectSurvivors(mode: string, tier: string, left: number[], pids: FixturePids): void {
@@ -60,7 +61,7 @@ for (const tier of ['cgroup', 'group'] as const) {
           await owner.dispose(200);
           this.skip();
         }
-        await settle(mode);
+        await settle(mode, tree.record.id);
         await owner.kill(tree.record.id, 300);
         await waitAllDead(pids.all, 3000);
         expectSurvivors(mode, tier, survivors(pids, tree.record.id), pids);
@@ -76,7 +77,7 @@ for (const tier of ['cgroup', 'group'] as const) {
         const [treeId, gotTier] = (await new Promise<string>((resolve) => ownerProc.stdout!.once('data', (d) => resolve(String(d))))).trim().split(' ');
         assert.strictEqual(gotTier, tier);
         const pids = await fixturePids(pidfile);
-        await settle(mode);
+        await settle(mode, treeId);
         ownerProc.kill('SIGKILL');
         await new Promise((resolve) => ownerProc.once('exit', resolve));
         if (pids.roles.has('unsupported')) {

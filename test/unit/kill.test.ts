@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { TreeOwner, treeKiller, spawnTree, resolveMembers, processTable } from '../../src/proc';
-import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, aliveOf, sleep } from './helpers';
+import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
 
 /** Starts a fixture tree through a TreeOwner in the group tier (process group, session, descendants, tag). */
 async function ownedFixture(mode: string, options: { cgroups?: 'auto' | 'off'; owner?: TreeOwner } = {}) {
@@ -85,8 +85,8 @@ describe('killing a whole tree (real processes)', () => {
     treeKiller.on('escalate', onEscalate).on('terminate', onTerminate);
     try {
       const first = owner.kill(id, 500);
-      await sleep(50);
-      const second = owner.kill(id, 500);
+      await waitFor('the first request to send SIGTERM', () => terminations === 1);
+      const second = owner.kill(id, 500); // during the first one's grace period
       const [a, b] = await Promise.all([first, second]);
       assert.strictEqual(a, b, 'both requests get the same report');
       assert.strictEqual(escalations, 1);
@@ -119,9 +119,7 @@ describe('killing a whole tree (real processes)', () => {
 
   it('stops a member that keeps forking while the kill runs', async () => {
     const { owner, id, pids } = await ownedFixture('forker');
-    await sleep(300);
-    const before = owner.members(id).length;
-    assert.ok(before >= 3, `forker has children (${before})`);
+    await waitFor('the forker to have children', () => owner.members(id).length >= 4);
     const report = await owner.kill(id, 200);
     assert.strictEqual(report.survivors, 0);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
