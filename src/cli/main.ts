@@ -98,7 +98,10 @@ async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
     const finish = async (code: number, why: string, keep = false) => {
       if (finishing) return;
       finishing = true;
-      for (const t of timers) clearTimeout(t), clearInterval(t);
+      for (const t of timers) {
+        clearTimeout(t);
+        clearInterval(t);
+      }
       if (keep) {
         owner.release(id);
       } else {

@@ -68,7 +68,6 @@ class TreeKill {
   ) {}
 
   async run(): Promise<KillReport> {
-    let escalated = false;
     if (this.options.graceMs > 0) {
       const stopped = this.freeze();
       if (stopped.length === 0) return this.report(false, []);
@@ -78,8 +77,7 @@ class TreeKill {
       this.hurry(this.options.graceMs);
       if (await this.waitForEmpty(stopped)) return this.finish(false);
     }
-    escalated = await this.escalate();
-    return this.finish(escalated);
+    return this.finish(await this.escalate());
   }
 
   private resolve(): Membership {

@@ -218,7 +218,7 @@ export class LinuxProcessTable implements ProcessTable {
     try {
       names = fs.readdirSync(this.procRoot);
     } catch (e) {
-      throw new Error(`cannot list ${this.procRoot}: ${(e as Error).message}`);
+      throw new Error(`cannot list ${this.procRoot}: ${(e as Error).message}`, { cause: e });
     }
     for (const name of names) {
       const c = name.charCodeAt(0);
