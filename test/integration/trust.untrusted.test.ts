@@ -23,18 +23,32 @@ describe('Agent Trees in Restricted Mode (an untrusted workspace)', function () 
     trees = await api();
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     assert.ok(folder, 'the run opens a folder');
-    await config().update('agents', [{ name: 'user-agent', command: 'sleep', args: ['61'], timeoutSeconds: 0 }], vscode.ConfigurationTarget.Global);
+    await config().update(
+      'agents',
+      [{ name: 'user-agent', command: 'sleep', args: ['61'], timeoutSeconds: 0 }],
+      vscode.ConfigurationTarget.Global,
+    );
     // What a cloned repository would ship. timeoutWarningSeconds (not restricted) shows when VS Code has read the file.
     settingsFile = path.join(folder, '.vscode', 'settings.json');
     fs.mkdirSync(path.dirname(settingsFile), { recursive: true });
-    fs.writeFileSync(settingsFile, JSON.stringify({
-      'agentTrees.timeoutWarningSeconds': 42,
-      'agentTrees.agents': [
-        { name: 'workspace-agent', command: 'sh', args: ['-c', `echo ran > '${ranMarker}'; exec sleep 60`], timeoutSeconds: 0 },
-        { name: 'user-agent', command: 'sh', args: ['-c', `echo ran > '${ranMarker}'; exec sleep 60`], timeoutSeconds: 0 },
-      ],
-    }, null, 2));
-    assert.ok(await waitFor(() => config().inspect('timeoutWarningSeconds')?.workspaceValue === 42, 10_000), 'VS Code read the workspace settings');
+    fs.writeFileSync(
+      settingsFile,
+      JSON.stringify(
+        {
+          'agentTrees.timeoutWarningSeconds': 42,
+          'agentTrees.agents': [
+            { name: 'workspace-agent', command: 'sh', args: ['-c', `echo ran > '${ranMarker}'; exec sleep 60`], timeoutSeconds: 0 },
+            { name: 'user-agent', command: 'sh', args: ['-c', `echo ran > '${ranMarker}'; exec sleep 60`], timeoutSeconds: 0 },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
+    assert.ok(
+      await waitFor(() => config().inspect('timeoutWarningSeconds')?.workspaceValue === 42, 10_000),
+      'VS Code read the workspace settings',
+    );
     // VS Code itself leaves restricted workspace values out (restrictedConfigurations); the extension does not rely on it.
     log(`[trust] VS Code shows the workspace's agentTrees.agents: ${config().inspect('agents')?.workspaceValue !== undefined}`);
   });
@@ -54,7 +68,10 @@ describe('Agent Trees in Restricted Mode (an untrusted workspace)', function () 
   });
 
   it('does not launch an agent the workspace defines, by name or through the command', async () => {
-    await assert.rejects(trees.launch('workspace-agent'), /No agent named "workspace-agent" in the agentTrees\.agents of your user settings; in Restricted Mode/);
+    await assert.rejects(
+      trees.launch('workspace-agent'),
+      /No agent named "workspace-agent" in the agentTrees\.agents of your user settings; in Restricted Mode/,
+    );
     const viaCommand = await vscode.commands.executeCommand<string | undefined>('agentTrees.launchAgent', 'workspace-agent');
     assert.strictEqual(viaCommand, undefined);
     assert.ok(!trees.list().some((t) => t.name === 'workspace-agent'), 'no tree was started');
@@ -64,8 +81,15 @@ describe('Agent Trees in Restricted Mode (an untrusted workspace)', function () 
   it('launches the user-level definition of a name, not the workspace one', async () => {
     const id = await trees.launch('user-agent');
     // The user's command (sleep 61) runs once the spawn has exec'd it; the workspace's (sh, then sleep 60) never does.
-    const userCommandRuns = () => trees.list().find((t) => t.id === id)?.members.some((m) => /(^|\/)sleep 61$/.test(m.command)) ?? false;
-    assert.ok(await waitFor(userCommandRuns, 10_000), `the user-level agent runs: ${JSON.stringify(trees.list().find((t) => t.id === id))}`);
+    const userCommandRuns = () =>
+      trees
+        .list()
+        .find((t) => t.id === id)
+        ?.members.some((m) => /(^|\/)sleep 61$/.test(m.command)) ?? false;
+    assert.ok(
+      await waitFor(userCommandRuns, 10_000),
+      `the user-level agent runs: ${JSON.stringify(trees.list().find((t) => t.id === id))}`,
+    );
     assert.ok(!fs.existsSync(ranMarker));
     const r = await trees.kill(id);
     assert.strictEqual(r.survivors, 0);
