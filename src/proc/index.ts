@@ -14,3 +14,5 @@ export * from './log';
 export { CgroupMode, CgroupTier, cgroupTier, probeCgroupTier } from './cgroup';
 export * from './treeMembers';
 export * from './treeMembersSource';
+export * from './terminalTrees';
+export * from './recordOwners';

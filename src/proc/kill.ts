@@ -418,13 +418,33 @@ export class TreeKiller extends EventEmitter {
    * at `startKey`. For "Kill Process and Its Children" on a member of an owned tree.
    */
   killSubtree(pid: number, startKey: number, graceMs: number, log?: Logger): Promise<KillReport> {
-    const pseudo: TreeIdentity = { id: `process-${pid}-${startKey}`, rootPid: pid, pgid: 0, sid: 0, rootStartTime: 0, trackedAt: 0, cgroup: null };
-    const existing = this.running.get(pseudo.id);
-    if (existing) return existing;
-    const kill = new TreeKill(pseudo, { graceMs, continuouslyOwned: false, cgroupVerified: false, log }, (phase) => this.emit(phase, pseudo.id),
-      (snap) => subtreeMembers(snap, pid, startKey));
-    const promise = kill.run().finally(() => this.running.delete(pseudo.id));
-    this.running.set(pseudo.id, promise);
+    return this.killResolved(`process-${pid}-${startKey}`, (snap) => subtreeMembers(snap, pid, startKey), graceMs, log);
+  }
+
+  /**
+   * Kills whatever `resolve` finds in each snapshot it is given (SIGTERM, grace, SIGKILL, frozen first, as for
+   * a tree), one process at a time (never a whole group): for member sets that are not an owned tree, such as
+   * what a terminal's shell left running. `resolve` must return only proven members (pid + start time, or a
+   * parent link from one). A second call with the same `id` while one runs joins it.
+   */
+  killResolved(id: string, resolve: (snap: Snapshot) => Membership, graceMs: number, log?: Logger): Promise<KillReport> {
+    const existing = this.running.get(id);
+    if (existing) {
+      this.kills.get(id)?.hurry(graceMs);
+      return existing;
+    }
+    // No group, no session, no cgroup: nothing is signalled but the members `resolve` names.
+    const target: TreeIdentity = { id, rootPid: 0, pgid: 0, sid: 0, rootStartTime: 0, trackedAt: 0, cgroup: null };
+    const kill = new TreeKill(target, { graceMs, continuouslyOwned: false, cgroupVerified: false, log }, (phase) => this.emit(phase, id), (snap) => {
+      const m = resolve(snap);
+      return { ...m, groupProven: false };
+    });
+    const promise = kill.run().finally(() => {
+      this.running.delete(id);
+      this.kills.delete(id);
+    });
+    this.running.set(id, promise);
+    this.kills.set(id, kill);
     return promise;
   }
 

@@ -36,6 +36,17 @@ export interface ResolveOptions {
    * SignalGuard: ourselves, our ancestors, our own group and PID 1.
    */
   protectedReason?: (p: ProcessInfo) => string | undefined;
+  /**
+   * Processes the caller has proven members by other means (seen as members before, pid and start time
+   * re-checked against this snapshot; a terminal's processes carrying its window's tag). Like tagged ones they
+   * seed the walk and prove a leaderless group or session they sit in.
+   */
+  extraSeeds?: ProcessInfo[];
+  /**
+   * The root's exact start key, when the caller read the root itself (a terminal's shell). A group or session
+   * led by the root's pid is then proven by the key alone: equal keys, the same process; any other, another.
+   */
+  rootStartKey?: number;
 }
 
 /**
@@ -64,6 +75,7 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
   const cgroupPids = tree.cgroup && options.cgroupVerified ? cgroupProcs(tree.cgroup) : [];
   for (const p of tagged) add(p);
   for (const pid of cgroupPids) add(procs.get(pid));
+  for (const p of options.extraSeeds ?? []) if (procs.get(p.pid)?.startKey === p.startKey) add(procs.get(p.pid));
 
   // Group and session: sid == pgid == rootPid for trees we spawned; each is checked on its own anyway.
   let groupProven = false;
@@ -77,6 +89,11 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
   const check = (leaderPid: number, members: ProcessInfo[], what: string): boolean => {
     if (members.length === 0) return false;
     const leader = procs.get(leaderPid);
+    if (leader && options.rootStartKey !== undefined && leaderPid === tree.rootPid) {
+      if (leader.startKey === options.rootStartKey) return true;
+      groupDoubt = `${what} ${leaderPid} is led by another process than the recorded one`;
+      return false;
+    }
     if (leader) {
       if (latestStart(leader) <= tree.trackedAt) return true;
       groupDoubt = `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
@@ -120,16 +137,35 @@ function withDescendants(seeds: Map<number, ProcessInfo>, snap: Snapshot, isProt
 
 /** One process (if it still is the one that started at `startKey`) and all its descendants. */
 export function subtreeMembers(snap: Snapshot, pid: number, startKey: number): Membership {
+  return subtreesMembers(snap, [{ pid, startKey }]);
+}
+
+/** A process named by its pid and exact start key. */
+export interface ProcessKey {
+  pid: number;
+  startKey: number;
+}
+
+/**
+ * These processes (each only while it still is the one that started at its start key) and all their
+ * descendants, never a `spared` pid (nor anything reached only through it) and never a protected process.
+ * Never a group: each member is proven by its own identity or its parent link.
+ */
+export function subtreesMembers(snap: Snapshot, roots: ProcessKey[], spared: number[] = []): Membership {
   const guard = defaultProtection();
+  const sparedPids = new Set(spared);
   const excluded: string[] = [];
   const isProtected = (p: ProcessInfo) => {
+    if (sparedPids.has(p.pid)) return true;
     const why = p.pid <= 1 ? `pid ${p.pid}` : guard(p);
     if (why) excluded.push(why);
     return why !== undefined;
   };
-  const root = snap.processes.get(pid);
   const seeds = new Map<number, ProcessInfo>();
-  if (root && root.startKey === startKey && !isProtected(root)) seeds.set(pid, root);
+  for (const r of roots) {
+    const p = snap.processes.get(r.pid);
+    if (p && p.startKey === r.startKey && !isProtected(p)) seeds.set(p.pid, p);
+  }
   return { members: [...withDescendants(seeds, snap, isProtected).values()], groupProven: false, inCgroup: 0, excluded };
 }
 

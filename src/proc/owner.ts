@@ -12,6 +12,7 @@ import { resolveMembers } from './members';
 import { ProcessInfo, processTable, Snapshot } from './processTable';
 import { OwnerInfo, RecordStore, TreeRecord } from './records';
 import { spawnTree, SpawnTreeOptions } from './spawn';
+import type { TreeQuery } from './treeMembers';
 
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
 
@@ -44,7 +45,10 @@ export interface TreeOwnerOptions {
  * for it, agent runs count it): each listens for `rootExit` and calls `kill()`. Until then the tree stays
  * owned and watched, and is dropped once empty.
  */
-export type OwnerSpawnOptions = SpawnTreeOptions;
+export type OwnerSpawnOptions = SpawnTreeOptions & {
+  /** When the owner will kill the tree (ms since the epoch), written to the record for other readers. */
+  deadline?: number;
+};
 
 /**
  * Events: `spawned` (tree), `rootExit` (tree), `ended` (tree): the tree has no live member left and is no
@@ -105,7 +109,9 @@ export class TreeOwner extends EventEmitter {
   spawn(options: OwnerSpawnOptions): OwnedTree {
     if (this.disposed) throw new Error('this tree owner has been disposed');
     this.store.ensureDir();
-    const spawned = spawnTree({ cgroups: this.options.cgroups, ...options });
+    const { deadline, ...spawnOptions } = options;
+    const spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions });
+    if (deadline !== undefined) spawned.record.deadline = Math.round(deadline);
     const tree: OwnedTree = { record: spawned.record, child: spawned.child, tier: spawned.tier, state: 'running' };
     this.trees.set(tree.record.id, tree);
     this.writeRecord();
@@ -130,6 +136,12 @@ export class TreeOwner extends EventEmitter {
 
   list(): OwnedTree[] {
     return [...this.trees.values()];
+  }
+
+  /** How to resolve one of our trees' members (for `membersOfTrees`): we own it throughout, and made its cgroup. */
+  queryOf(id: string): TreeQuery | undefined {
+    const tree = this.trees.get(id);
+    return tree && { ...tree.record, continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null };
   }
 
   /** Live members of a tree in `snap` (a fresh snapshot when omitted). */

@@ -37,10 +37,11 @@ export interface Snapshot {
   /** Command line of a process in the snapshot ('' when unreadable). Cached per pid and start time. */
   commandLine(pid: number): string;
   /**
-   * Processes by the value of `AGENT_TREES_TREE_ID` in their initial environment (exact values only), built on
-   * first use. Processes whose environment cannot be read (other users, platforms without it) are not in it.
+   * Processes by the value of a tag variable in their initial environment (exact values only), built on first
+   * use: `AGENT_TREES_TREE_ID` by default, or `AGENT_TREES_WINDOW`. Processes whose environment cannot be read
+   * (other users, platforms without it) are not in it.
    */
-  tagged(): Map<string, ProcessInfo[]>;
+  tagged(variable?: TagVariable): Map<string, ProcessInfo[]>;
   /** Children by parent pid, built on first use. */
   children(): Map<number, ProcessInfo[]>;
 }
@@ -53,6 +54,13 @@ export const START_PRECISION_MS = 2 * TICK_MS + 30;
 
 /** The environment variable that tags every member of an owned tree with the tree's id. */
 export const TREE_ID_VARIABLE = 'AGENT_TREES_TREE_ID';
+/**
+ * The environment variable that tags every process started from a terminal of one VS Code window (set through
+ * the window's terminal environment), so what such a process leaves behind is found after its parent died.
+ */
+export const WINDOW_TAG_VARIABLE = 'AGENT_TREES_WINDOW';
+/** The variables a snapshot indexes processes by (both read from one pass over the environment). */
+export type TagVariable = typeof TREE_ID_VARIABLE | typeof WINDOW_TAG_VARIABLE;
 
 export interface ProcessTable {
   snapshot(): Snapshot;
@@ -177,8 +185,8 @@ function readWhole(path: string): Buffer | undefined {
 interface CacheEntry {
   startKey: number;
   command?: string;
-  /** Value of the tree-id variable; null when absent or unreadable. */
-  tag?: string | null;
+  /** Values of the tag variables (undefined until read; null when absent or unreadable). */
+  tags?: Record<TagVariable, string | null>;
 }
 
 /**
@@ -260,7 +268,7 @@ export class LinuxProcessTable implements ProcessTable {
 
   private makeSnapshot(takenAt: number, processes: Map<number, ProcessInfo>): Snapshot {
     let childMap: Map<number, ProcessInfo[]> | undefined;
-    let tagMap: Map<string, ProcessInfo[]> | undefined;
+    const tagMaps = new Map<TagVariable, Map<string, ProcessInfo[]>>();
     return {
       takenAt,
       processes,
@@ -276,20 +284,26 @@ export class LinuxProcessTable implements ProcessTable {
         }
         return e.command;
       },
-      tagged: () => {
+      tagged: (variable = TREE_ID_VARIABLE) => {
+        let tagMap = tagMaps.get(variable);
         if (tagMap) return tagMap;
         tagMap = new Map();
+        tagMaps.set(variable, tagMap);
         for (const p of processes.values()) {
           if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
           const e = this.entry(p);
-          if (e.tag === undefined) {
+          if (e.tags === undefined) {
             const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
-            e.tag = env ? envValue(env, TREE_ID_VARIABLE) : null;
+            e.tags = {
+              [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
+              [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
+            };
           }
-          if (e.tag === null) continue;
-          const list = tagMap.get(e.tag);
+          const tag = e.tags[variable];
+          if (tag === null) continue;
+          const list = tagMap.get(tag);
           if (list) list.push(p);
-          else tagMap.set(e.tag, [p]);
+          else tagMap.set(tag, [p]);
         }
         return tagMap;
       },

@@ -4,7 +4,8 @@
  *
  * Format (version 1), kept exactly so other tools can read it:
  *   {"version":1,"owner":{"pid":N,"startTime":MS},"trees":[{"id","label","command":[...],"rootPid","pgid",
- *    "sid","rootStartTime","trackedAt","envTag","cgroup":null|path}]}
+ *    "sid","rootStartTime","trackedAt","envTag","cgroup":null|path,"deadline"?:MS}]}
+ * `deadline` is optional (absent: no timeout), so readers of the first version's files read these too.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -28,6 +29,8 @@ export interface TreeRecord {
   envTag: string;
   /** The tree's own cgroup directory, or null. */
   cgroup: string | null;
+  /** When the owner kills the tree (its timeout), ms since the epoch; absent when it has none. */
+  deadline?: number;
 }
 
 export interface OwnerInfo {
@@ -77,6 +80,7 @@ export function recordShapeProblem(value: unknown): string | undefined {
     for (const key of ['rootStartTime', 'trackedAt'] as const) if (!isTime(t[key])) return `${at}.${key}: expected ms since the epoch`;
     if (t.envTag !== `${TREE_ID_VARIABLE}=${t.id}`) return `${at}.envTag: expected "${TREE_ID_VARIABLE}=${t.id}"`;
     if (t.cgroup !== null && typeof t.cgroup !== 'string') return `${at}.cgroup: expected a path or null`;
+    if (t.deadline !== undefined && !isTime(t.deadline)) return `${at}.deadline: expected ms since the epoch, or no such field`;
   }
   return undefined;
 }

@@ -4,11 +4,11 @@
  */
 import { parentPort } from 'worker_threads';
 import { processTable } from './processTable';
-import { membersOfTrees, TreeQuery } from './treeMembers';
+import { membersOfTrees, TreeQuery, ViewExtras } from './treeMembers';
 
-parentPort?.on('message', (message: { seq: number; trees: TreeQuery[] }) => {
+parentPort?.on('message', (message: { seq: number; trees: TreeQuery[]; extras?: ViewExtras }) => {
   try {
-    parentPort!.postMessage({ seq: message.seq, result: membersOfTrees(processTable(), message.trees) });
+    parentPort!.postMessage({ seq: message.seq, result: membersOfTrees(processTable(), message.trees, message.extras) });
   } catch (e) {
     parentPort!.postMessage({ seq: message.seq, error: (e as Error).message });
   }

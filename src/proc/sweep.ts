@@ -4,12 +4,13 @@
  * deleted. A live owner's record and our own are never touched.
  */
 import { cgroupTier, removeCgroup, removeUnnamedEmptyCgroups } from './cgroup';
-import { OWNER_CLOCK_SLACK_MS, ownerState } from './identity';
+import { ownerState } from './identity';
 import { KillReport, treeKiller } from './kill';
 import { Logger, silentLogger } from './log';
 import { resolveMembers } from './members';
 import { cgroupVerified } from './owner';
 import { processTable, Snapshot } from './processTable';
+import { classifyRecords } from './recordOwners';
 import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface SweptTree {
@@ -52,7 +53,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   const log = options.log ?? silentLogger;
   const table = processTable();
   const result: SweepResult = { trees: [], killed: 0, liveOwners: 0, problems: [], cgroupsRemoved: [] };
-  const { records, problems } = store.list();
+  const { own, live, gone, problems } = classifyRecords(store, options.self, table);
   result.problems.push(...problems);
   for (const p of problems) log.warn(`record ${p.file}: ${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}`);
 
@@ -68,18 +69,10 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     claimed.push({ file, record });
   };
   const namedCgroups = new Set<string>();
-  for (const { record } of records) {
+  for (const { record } of [...own, ...live]) for (const t of record.trees) if (t.cgroup) namedCgroups.add(t.cgroup);
+  result.liveOwners = live.length;
+  for (const { record, state } of gone) {
     const owner = record.owner;
-    if (owner.pid === options.self.pid && Math.abs(owner.startTime - options.self.startTime) <= OWNER_CLOCK_SLACK_MS) {
-      for (const t of record.trees) if (t.cgroup) namedCgroups.add(t.cgroup);
-      continue;
-    }
-    const state = ownerState(table, owner.pid, owner.startTime);
-    if (state === 'alive') {
-      result.liveOwners++;
-      for (const t of record.trees) if (t.cgroup) namedCgroups.add(t.cgroup);
-      continue;
-    }
     const file = store.claim(owner.pid, options.self);
     if (!file) continue; // another sweeper claimed it first
     log.info(`owner ${owner.pid} is ${state === 'dead' ? 'gone' : 'gone (its pid now belongs to a newer process)'}: sweeping its ${record.trees.length} tree(s)`);

@@ -4,7 +4,10 @@
  */
 import { cgroupProcs } from './cgroup';
 import { resolveMembers, TreeIdentity } from './members';
-import { ProcessInfo, ProcessTable } from './processTable';
+import { cgroupVerified } from './owner';
+import { ProcessInfo, ProcessTable, Snapshot } from './processTable';
+import { RecordFile, TreeRecord } from './records';
+import { resolveTerminalTrees, shellWindowTag, TerminalMembership, TerminalQuery, windowRecords } from './terminalTrees';
 
 export interface MemberInfo extends ProcessInfo {
   command: string;
@@ -15,6 +18,23 @@ export interface TreesMembers {
   /** Processes on the machine: decides whether the next snapshot runs in a worker. */
   processCount: number;
   trees: { id: string; members: MemberInfo[] }[];
+  /** The window's terminal trees, when asked for (see `ViewExtras`). */
+  terminals: TerminalMembers[];
+  /** Of the live owners' records asked about, those of this window, with their trees' members. */
+  windowRecords: { file: string; trees: { id: string; members: MemberInfo[] }[] }[];
+}
+
+export interface TerminalMembers extends Omit<TerminalMembership, 'members'> {
+  members: MemberInfo[];
+  /** The window tag the shell carries (after a reload, an earlier id of this window), where readable. */
+  windowTag?: string;
+}
+
+/** What the view asks for besides its own trees, resolved in the same snapshot. */
+export interface ViewExtras {
+  terminals?: TerminalQuery;
+  /** Records of live owners (other than us): which belong to this window is decided in the same snapshot. */
+  liveRecords?: RecordFile[];
 }
 
 export interface TreeQuery extends TreeIdentity {
@@ -23,12 +43,18 @@ export interface TreeQuery extends TreeIdentity {
   cgroupVerified: boolean;
 }
 
+/** How to resolve a tree recorded by another owner: not owned by us throughout; its cgroup only once checked ours. */
+export function recordedTreeQuery(tree: TreeRecord): TreeQuery {
+  return { ...tree, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree) };
+}
+
 /**
  * When every tree has its own verified cgroup, its members are exactly the cgroup's processes (no member can
  * leave it), so only those are read: no scan of the whole table. Otherwise one full snapshot serves all trees.
  */
-export function membersOfTrees(table: ProcessTable, trees: TreeQuery[]): TreesMembers {
-  if (table.snapshotOf && trees.length > 0 && trees.every((t) => t.cgroup && t.cgroupVerified)) {
+export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], extras: ViewExtras = {}): TreesMembers {
+  const needsAll = extras.terminals !== undefined || (extras.liveRecords?.length ?? 0) > 0;
+  if (!needsAll && table.snapshotOf && trees.length > 0 && trees.every((t) => t.cgroup && t.cgroupVerified)) {
     const perTree = trees.map((t) => ({ id: t.id, pids: new Set(cgroupProcs(t.cgroup!)) }));
     const snap = table.snapshotOf(perTree.flatMap((t) => [...t.pids]));
     return {
@@ -38,15 +64,34 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[]): TreesMe
         id: t.id,
         members: [...snap.processes.values()].filter((p) => t.pids.has(p.pid)).map((p) => ({ ...p, command: snap.commandLine(p.pid) })),
       })),
+      terminals: [],
+      windowRecords: [],
     };
   }
   const snap = table.snapshot();
+  const withCommand = (members: ProcessInfo[]) => members.map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
+  const terminals = extras.terminals ? terminalMembers(snap, extras.terminals) : [];
+  const ofWindow = extras.liveRecords && extras.terminals
+    ? windowRecords(extras.liveRecords, snap, extras.terminals.windowTags, terminals.flatMap((t) => t.members))
+    : [];
   return {
     takenAt: snap.takenAt,
     processCount: snap.processes.size,
-    trees: trees.map((t) => ({
-      id: t.id,
-      members: resolveMembers(t, snap, t).members.map((p) => ({ ...p, command: snap.commandLine(p.pid) })),
+    trees: trees.map((t) => ({ id: t.id, members: withCommand(resolveMembers(t, snap, t).members) })),
+    terminals: terminals.map((t) => ({ ...t, members: withCommand(t.members) })),
+    windowRecords: ofWindow.map(({ file, record }) => ({
+      file,
+      trees: record.trees.map((t) => {
+        const q = recordedTreeQuery(t);
+        return { id: t.id, members: withCommand(resolveMembers(q, snap, q).members) };
+      }),
     })),
   };
+}
+
+function terminalMembers(snap: Snapshot, query: TerminalQuery): (TerminalMembership & { windowTag?: string })[] {
+  return resolveTerminalTrees(snap, query).map((m) => {
+    const shell = query.shells.find((s) => s.key === m.shellKey)!;
+    return { ...m, windowTag: m.shellAlive ? shellWindowTag(snap, shell) : undefined };
+  });
 }

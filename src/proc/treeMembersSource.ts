@@ -5,7 +5,7 @@
 import * as fs from 'fs';
 import { Worker } from 'worker_threads';
 import { freshProcessTable } from './processTable';
-import { membersOfTrees, TreeQuery, TreesMembers } from './treeMembers';
+import { membersOfTrees, TreeQuery, TreesMembers, ViewExtras } from './treeMembers';
 
 /** Above this many processes a scan costs enough (~5 ms and up) to move off the caller's thread. */
 export const WORKER_THRESHOLD = 400;
@@ -21,15 +21,15 @@ export class TreeMembersSource {
   /** `workerScript`: the bundled snapshotWorker.js; without it everything runs on this thread. */
   constructor(private readonly workerScript?: string, private readonly threshold = WORKER_THRESHOLD) {}
 
-  async query(trees: TreeQuery[]): Promise<TreesMembers> {
+  async query(trees: TreeQuery[], extras: ViewExtras = {}): Promise<TreesMembers> {
     const useWorker = this.workerScript !== undefined && this.lastCount > this.threshold && fs.existsSync(this.workerScript);
     this.lastInWorker = useWorker;
-    const result = useWorker ? await this.inWorker(trees) : membersOfTrees(await freshProcessTable(), trees);
+    const result = useWorker ? await this.inWorker(trees, extras) : membersOfTrees(await freshProcessTable(), trees, extras);
     this.lastCount = result.processCount;
     return result;
   }
 
-  private inWorker(trees: TreeQuery[]): Promise<TreesMembers> {
+  private inWorker(trees: TreeQuery[], extras: ViewExtras): Promise<TreesMembers> {
     if (!this.worker) {
       this.worker = new Worker(this.workerScript!);
       this.worker.unref();
@@ -48,7 +48,7 @@ export class TreeMembersSource {
     const seq = ++this.seq;
     return new Promise((resolve, reject) => {
       this.pending.set(seq, { resolve, reject });
-      this.worker!.postMessage({ seq, trees });
+      this.worker!.postMessage({ seq, trees, extras });
     });
   }
 

@@ -1,0 +1,282 @@
+/**
+ * Terminal trees: what runs under the shell of an editor terminal, found by the same member rules as an owned
+ * tree, and what that shell leaves running when its terminal closes.
+ *
+ * A terminal tree is named by its shell (pid + start time), the shell's session and process group, and the
+ * window's tag (`AGENT_TREES_WINDOW=<id>`, which every process started from the window's terminals inherits).
+ * Its members are resolved by `resolveMembers`, seeded with what was seen as a member before (pid + start time
+ * re-checked) and with tagged members of the shell's session (which prove the session after the shell is gone).
+ * A tagged process that no terminal's session or descendants hold (a double-forked daemon whose parent died) is
+ * counted to every open terminal whose shell started before it: never to one that started after it, never by
+ * name, never one under the editor's own processes (the hosts of other windows opened from a terminal inherit
+ * the tag), and never one the user chose to keep.
+ *
+ * The shell itself is never a member of anything that is killed here: ending a terminal's processes spares it.
+ */
+import { KillReport, treeKiller, TreeKiller } from './kill';
+import { Logger } from './log';
+import { Membership, ProcessKey, resolveMembers, subtreesMembers, TreeIdentity } from './members';
+import { ProcessInfo, processTable, ProcessTable, Snapshot, START_PRECISION_MS, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processTable';
+import { RecordFile } from './records';
+
+/** A terminal's shell as first seen. `key` (pid:startKey) names it for as long as it runs. */
+export interface TerminalShell {
+  key: string;
+  pid: number;
+  startKey: number;
+  startTime: number;
+  pgid: number;
+  sid: number;
+  /** When it was first seen: it started no later. */
+  trackedAt: number;
+}
+
+/** `pid:startKey`: a process's name for as long as it runs (pids are reused, start keys are not). */
+export function processKey(p: ProcessKey): string {
+  return `${p.pid}:${p.startKey}`;
+}
+
+/** Parses a `pid:startKey` key. */
+export function parseProcessKey(key: string): ProcessKey | undefined {
+  const m = /^(\d+):(\d+(?:\.\d+)?)$/.exec(key);
+  return m ? { pid: Number(m[1]), startKey: Number(m[2]) } : undefined;
+}
+
+/** The shell running at `pid` now, as a terminal's shell; undefined when it is gone or unreadable. */
+export function readShell(pid: number, table: ProcessTable = processTable(), now = Date.now()): TerminalShell | undefined {
+  const p = table.read(pid);
+  if (!p) return undefined;
+  return { key: processKey(p), pid: p.pid, startKey: p.startKey, startTime: p.startTime, pgid: p.pgid, sid: p.sid, trackedAt: Math.max(now, p.startTime) };
+}
+
+/** The shell's value of the window tag, where the platform lets us read another process's environment. */
+export function shellWindowTag(snap: Snapshot, shell: Pick<TerminalShell, 'pid' | 'startKey'>): string | undefined {
+  for (const [tag, procs] of snap.tagged(WINDOW_TAG_VARIABLE)) {
+    if (procs.some((p) => p.pid === shell.pid && p.startKey === shell.startKey)) return tag;
+  }
+  return undefined;
+}
+
+/** Everything needed to resolve the terminal trees of one window in one snapshot (plain data: it crosses to the snapshot worker). */
+export interface TerminalQuery {
+  /** Values of `AGENT_TREES_WINDOW` that are this window's: its own, and any its terminals' shells carry. */
+  windowTags: string[];
+  /** The shells of the window's terminals, open or closing. */
+  shells: TerminalShell[];
+  /** Keys of processes seen as members of each terminal before, by shell key. */
+  seen: Record<string, string[]>;
+  /** Keys of processes the user chose to keep when their terminal closed: never counted as a terminal's again. */
+  kept: string[];
+  /**
+   * The process under which the editor runs its own hosts (this extension host's parent). A tagged process below
+   * it is the editor's (an extension host of a window opened from a terminal inherits the tag), not something a
+   * terminal left; so is a shell whose terminal is not known yet.
+   */
+  editorRoot?: number;
+}
+
+export interface TerminalMembership {
+  shellKey: string;
+  /** Members, the shell itself included while it runs. */
+  members: ProcessInfo[];
+  shellAlive: boolean;
+  /** Tagged processes no session or descendant walk led to, counted to this terminal (and maybe others). */
+  unclaimed: number[];
+}
+
+export interface TerminalResolveOptions {
+  /** Why a process can never be a member (see ResolveOptions.protectedReason); default: this process's guard. */
+  protectedReason?: (p: ProcessInfo) => string | undefined;
+}
+
+function terminalIdentity(shell: TerminalShell): TreeIdentity {
+  return { id: `terminal:${shell.key}`, rootPid: shell.pid, pgid: shell.pgid, sid: shell.sid, rootStartTime: shell.startTime, trackedAt: shell.trackedAt, cgroup: null };
+}
+
+/** Resolves every terminal of the query in one snapshot. */
+export function resolveTerminalTrees(snap: Snapshot, query: TerminalQuery, options: TerminalResolveOptions = {}): TerminalMembership[] {
+  const kept = new Set(query.kept);
+  const tagged = windowTagged(snap, query.windowTags).filter((p) => !kept.has(processKey(p)));
+  const resolve = (shell: TerminalShell, more: ProcessInfo[]) => {
+    const extraSeeds: ProcessInfo[] = [...more];
+    for (const key of query.seen[shell.key] ?? []) {
+      const k = parseProcessKey(key);
+      const p = k && snap.processes.get(k.pid);
+      if (p && p.startKey === k.startKey && !kept.has(key)) extraSeeds.push(p);
+    }
+    // Tagged members of the shell's session: they prove the session once the shell (its leader) is gone.
+    for (const p of tagged) if (p.sid === shell.sid) extraSeeds.push(p);
+    return resolveMembers(terminalIdentity(shell), snap, {
+      continuouslyOwned: false,
+      cgroupVerified: false,
+      extraSeeds,
+      rootStartKey: shell.startKey,
+      protectedReason: options.protectedReason,
+    }).members;
+  };
+
+  const memberships = query.shells.map((shell) => ({ shell, members: resolve(shell, []), unclaimed: [] as ProcessInfo[] }));
+  const claimed = new Set<number>();
+  for (const m of memberships) for (const p of m.members) claimed.add(p.pid);
+  const underEditor = query.editorRoot !== undefined ? descendantsOf(snap, query.editorRoot) : new Set<number>();
+  const unclaimed = tagged.filter((p) => !claimed.has(p.pid) && !underEditor.has(p.pid) && p.pid !== query.editorRoot);
+  if (unclaimed.length > 0) {
+    for (const m of memberships) {
+      // A process cannot have come from a shell that started after it (the rounding is counted in its favour).
+      const from = unclaimed.filter((p) => m.shell.startTime <= p.startTime + 2 * START_PRECISION_MS);
+      if (from.length === 0) continue;
+      m.unclaimed = from;
+      m.members = resolve(m.shell, from);
+    }
+  }
+  return memberships.map(({ shell, members, unclaimed: u }) => ({
+    shellKey: shell.key,
+    members,
+    shellAlive: snap.processes.get(shell.pid)?.startKey === shell.startKey,
+    unclaimed: u.map((p) => p.pid),
+  }));
+}
+
+/** Processes carrying one of the window's tags. */
+function windowTagged(snap: Snapshot, tags: string[]): ProcessInfo[] {
+  const byTag = snap.tagged(WINDOW_TAG_VARIABLE);
+  const out = new Map<number, ProcessInfo>();
+  for (const tag of new Set(tags)) for (const p of byTag.get(tag) ?? []) out.set(p.pid, p);
+  return [...out.values()];
+}
+
+function descendantsOf(snap: Snapshot, pid: number): Set<number> {
+  const children = snap.children();
+  const out = new Set<number>();
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const c of children.get(queue.pop()!) ?? []) {
+      if (!out.has(c.pid)) {
+        out.add(c.pid);
+        queue.push(c.pid);
+      }
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------- owners
+
+/** Owners alive now and the trees they hold: their processes are theirs to end, not a closing terminal's. */
+export interface LiveOwnership {
+  ownerPids: Set<number>;
+  treeIds: Set<string>;
+}
+
+export function liveOwnership(live: RecordFile[]): LiveOwnership {
+  return {
+    ownerPids: new Set(live.map((r) => r.record.owner.pid)),
+    treeIds: new Set(live.flatMap((r) => r.record.trees.map((t) => t.id))),
+  };
+}
+
+/** Whether `p` is a live owner or a member of a live owner's tree (by its tree tag). */
+function heldByOwner(snap: Snapshot, owners: LiveOwnership): (p: ProcessInfo) => boolean {
+  const inTrees = new Set<number>();
+  for (const id of owners.treeIds) for (const p of snap.tagged(TREE_ID_VARIABLE).get(id) ?? []) inTrees.add(p.pid);
+  return (p) => owners.ownerPids.has(p.pid) || inTrees.has(p.pid);
+}
+
+/**
+ * The records of live owners that belong to this window: the owner carries one of the window's tags (it was
+ * started from one of its terminals), or runs under one of its terminals.
+ */
+export function windowRecords(live: RecordFile[], snap: Snapshot, windowTags: string[], terminalMembers: Iterable<ProcessInfo>): RecordFile[] {
+  const tagged = new Set(windowTagged(snap, windowTags).map((p) => p.pid));
+  const underTerminal = new Set([...terminalMembers].map((p) => p.pid));
+  return live.filter(({ record }) => {
+    const owner = snap.processes.get(record.owner.pid);
+    return owner !== undefined && (tagged.has(owner.pid) || underTerminal.has(owner.pid));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------- leftovers
+
+/**
+ * What the terminal of `shellKey` leaves running: its members but the shell, less what another open terminal
+ * holds (its session or descendants) and what a live owner holds (an `agent-trees run` ends its own tree).
+ */
+export function terminalLeftovers(snap: Snapshot, query: TerminalQuery, shellKey: string, owners: LiveOwnership, options: TerminalResolveOptions = {}): ProcessInfo[] {
+  const all = resolveTerminalTrees(snap, query, options);
+  const mine = all.find((m) => m.shellKey === shellKey);
+  const shell = query.shells.find((s) => s.key === shellKey);
+  if (!mine || !shell) return [];
+  const elsewhere = new Set<number>();
+  for (const m of all) {
+    if (m.shellKey === shellKey) continue;
+    const unclaimed = new Set(m.unclaimed);
+    for (const p of m.members) if (!unclaimed.has(p.pid)) elsewhere.add(p.pid);
+  }
+  const held = heldByOwner(snap, owners);
+  return mine.members.filter((p) => p.pid !== shell.pid && !elsewhere.has(p.pid) && !held(p));
+}
+
+export interface SettleOptions {
+  /** Longest wait for the shell to exit and the rest to settle. */
+  timeoutMs?: number;
+  /** How long the set must stay the same to count as settled. */
+  quietMs?: number;
+  pollMs?: number;
+}
+
+/**
+ * Waits until what a closed terminal left has settled: the shell has exited (its terminal sent it SIGHUP, and
+ * it passes that on to its jobs) and the leftovers stayed the same for `quietMs`, or `timeoutMs` passed.
+ * Returns the leftovers then. Everything that exits by itself on the hang-up is not reported as left.
+ */
+export async function settleLeftovers<T extends ProcessInfo>(
+  shell: TerminalShell,
+  compute: (snap: Snapshot) => T[],
+  options: SettleOptions = {},
+  table: ProcessTable = processTable(),
+): Promise<T[]> {
+  const timeoutMs = options.timeoutMs ?? 3000;
+  const quietMs = options.quietMs ?? 300;
+  const pollMs = options.pollMs ?? 100;
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  let sameSince = Date.now();
+  for (;;) {
+    const snap = table.snapshot();
+    const left = compute(snap);
+    const shellRuns = snap.processes.get(shell.pid)?.startKey === shell.startKey;
+    const signature = left.map(processKey).sort().join(',');
+    if (signature !== last) {
+      last = signature;
+      sameSince = Date.now();
+    }
+    const now = Date.now();
+    if (now >= deadline || (!shellRuns && now - sameSince >= quietMs)) return left;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+/**
+ * Ends every member of a terminal's tree but its shell (SIGTERM, grace, SIGKILL), by the core's killer, each
+ * member re-resolved in every round (what the shell starts meanwhile goes too).
+ */
+export function endTerminalTree(
+  query: TerminalQuery,
+  shellKey: string,
+  graceMs: number,
+  log?: Logger,
+  killer: TreeKiller = treeKiller,
+  options: TerminalResolveOptions = {},
+): Promise<KillReport> {
+  const shell = query.shells.find((s) => s.key === shellKey);
+  if (!shell) return Promise.resolve({ treeId: `terminal:${shellKey}`, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] });
+  return killer.killResolved(`terminal:${shellKey}`, (snap): Membership => {
+    const mine = resolveTerminalTrees(snap, query, options).find((m) => m.shellKey === shellKey);
+    return { members: (mine?.members ?? []).filter((p) => p.pid !== shell.pid), groupProven: false, inCgroup: 0, excluded: [] };
+  }, graceMs, log);
+}
+
+/** Ends what a closed terminal left (each still the process it was, and what it started since); spares the shell. */
+export function endLeftovers(shell: TerminalShell, left: ProcessKey[], graceMs: number, log?: Logger, killer: TreeKiller = treeKiller): Promise<KillReport> {
+  return killer.killResolved(`terminal-left:${shell.key}`, (snap) => subtreesMembers(snap, left, [shell.pid]), graceMs, log);
+}
