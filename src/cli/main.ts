@@ -43,6 +43,10 @@ export function defaultRecordsDir(env: NodeJS.ProcessEnv = process.env): string 
   return path.join(env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'agent-trees', 'owned-trees');
 }
 
+// Run by an editor's launcher with Electron as Node (see the extension's terminal launcher): what CMD starts must
+// not inherit that, or any Electron app it runs would start as plain Node.
+if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
+
 const EXIT = { usage: 2, timeout: 124, sigint: 130, sigterm: 143, sighup: 129 } as const;
 
 async function main(argv: string[]): Promise<number> {
@@ -81,6 +85,7 @@ async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
       args: args.cmd.slice(1),
       label: args.label,
       stdio: 'inherit',
+      deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
     });
   } catch (e) {
     if (e instanceof SpawnError) {
