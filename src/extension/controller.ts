@@ -8,12 +8,15 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentDefinition, expandVariables, validateDefinition } from '../agents/definition';
 import { AgentRun, AgentRuns } from '../agents/runs';
-import { KillReport, processTable, RecordStore, SpawnError, SweepResult, treeKiller, TreeOwner } from '../proc';
+import { KillReport, killRecordedTree, processTable, RecordStore, SpawnError, SweepResult, treeKiller, TreeMembersSource, TreeOwner } from '../proc';
+import { OwnerRecordsReader } from './ownerRecords';
 import { readSettings, Settings } from './settings';
 import { DeadlineStatusBar } from './statusBar';
 import { Sweeper } from './sweeper';
 import { AgentTerminals } from './terminal';
-import { formatDuration, Node, ProcessTreeProvider } from './treeView';
+import { CloseAnswer, TerminalClosing, TerminalQuestion, WindowTerminals } from './terminalTrees';
+import { ProcessTreeProvider, Row } from './treeView';
+import { formatDuration } from './viewFormat';
 
 /** What `vscode.extensions.getExtension('agent-trees.agent-trees').exports` holds. */
 export interface AgentTreesApi {
@@ -35,6 +38,29 @@ export interface AgentTreesApi {
   timings?: { loadMs?: number; activateMs: number };
   /** What the deadline status bar item shows now (for tests and tooling). */
   statusBar(): { visible: boolean; text: string; warning: boolean };
+  /** This window's tag: `AGENT_TREES_WINDOW` in the environment of each of its terminals. */
+  readonly windowId: string;
+  /** The Process Trees view's rows after a fresh look (whether or not the view is visible), as plain data. */
+  view(): Promise<ApiRow[]>;
+  /** The `agentTrees.terminals.onClose` "ask" notifications still waiting for an answer. */
+  terminalQuestions(): TerminalQuestion[];
+  /**
+   * Answers one as its buttons do: "end" (End Them), "keep" (Keep), "always" (Always End, which also sets
+   * `agentTrees.terminals.onClose` to "end"). Resolves once done; undefined when no such question waits.
+   */
+  answerTerminalQuestion(id: string, answer: CloseAnswer): Promise<TerminalClosing | undefined>;
+  /** What happened when each of the last terminals closed (or its shell exited), oldest first. */
+  terminalClosings(): TerminalClosing[];
+}
+
+/** A row of the view: what it shows, its `contextValue`, what its commands act on, and its children. */
+export interface ApiRow {
+  id: string;
+  label: string;
+  description?: string;
+  contextValue: string;
+  target: Row['target'];
+  children: ApiRow[];
 }
 
 export interface ApiTree {
@@ -50,6 +76,8 @@ export interface ApiTree {
 
 /** Grace at shutdown: short enough to fit in the ~5 s VS Code gives `deactivate()`. */
 export const SHUTDOWN_GRACE_MS = 1500;
+/** While the view is hidden, how often the window's terminals are looked at (what they hold, shells that exited). */
+const HIDDEN_TERMINAL_LOOK_MS = 2000;
 
 export class AgentTreesController implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
@@ -58,9 +86,12 @@ export class AgentTreesController implements vscode.Disposable {
   readonly store: RecordStore;
   private settings: Settings;
   private readonly provider: ProcessTreeProvider;
-  private readonly view: vscode.TreeView<Node>;
+  private readonly view: vscode.TreeView<Row>;
   private readonly statusBar: DeadlineStatusBar;
   private readonly terminals: AgentTerminals;
+  private readonly windowTerminals: WindowTerminals;
+  private readonly records: OwnerRecordsReader;
+  private readonly source: TreeMembersSource;
   private readonly sweeper: Sweeper;
   private refreshTimer: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -77,12 +108,21 @@ export class AgentTreesController implements vscode.Disposable {
     this.store = this.owner.store;
     this.runs = new AgentRuns(this.owner, () => this.settings, log);
     this.terminals = new AgentTerminals(this.runs);
-    this.provider = new ProcessTreeProvider(this.runs, this.store, () => !this.settings.sweepOnActivation,
-      path.join(context.extensionPath, 'dist', 'snapshotWorker.js'), (m) => log.warn(m));
+    this.records = new OwnerRecordsReader(this.store, this.owner.self);
+    this.source = new TreeMembersSource(path.join(context.extensionPath, 'dist', 'snapshotWorker.js'));
+    this.windowTerminals = new WindowTerminals(context, {
+      log,
+      onClose: () => this.settings.terminalsOnClose,
+      graceMs: () => this.settings.killGraceSeconds * 1000,
+      liveRecords: () => this.records.get().live,
+      onChanged: () => this.scheduleRefresh(),
+    });
+    this.windowTerminals.applyEnvironment(recordsDir);
+    this.provider = new ProcessTreeProvider(this.runs, this.windowTerminals, this.records, this.source, () => !this.settings.sweepOnActivation, (m) => log.warn(m));
     this.view = vscode.window.createTreeView('agentTrees.processTrees', { treeDataProvider: this.provider, showCollapseAll: true });
     this.statusBar = new DeadlineStatusBar(this.runs, () => this.settings.timeoutWarningSeconds);
     this.sweeper = new Sweeper(this.store, this.owner.self, () => this.settings.killGraceSeconds * 1000, log);
-    this.disposables.push(this.terminals, this.provider, this.view, this.statusBar, this.sweeper);
+    this.disposables.push(this.terminals, this.windowTerminals, this.provider, this.source, this.view, this.statusBar, this.sweeper);
 
     this.runs.on('changed', () => {
       this.updateContextKeys();
@@ -132,13 +172,29 @@ export class AgentTreesController implements vscode.Disposable {
 
   // ------------------------------------------------------------------------------------------ view refresh
 
-  /** The view refreshes only while visible, every `refreshIntervalMs`. */
+  /**
+   * The view refreshes every `refreshIntervalMs` while visible. While hidden, the window's terminals are still
+   * looked at every few seconds (what a terminal leaves is what was seen in it while open), not the view.
+   */
   private scheduleRefresh(): void {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
     this.refreshTimer = undefined;
-    if (!this.view.visible) return;
-    void this.provider.refresh();
-    this.refreshTimer = setInterval(() => void this.provider.refresh(), this.settings.refreshIntervalMs);
+    if (this.view.visible) {
+      void this.provider.refresh();
+      this.refreshTimer = setInterval(() => void this.provider.refresh(), this.settings.refreshIntervalMs);
+    } else {
+      this.refreshTimer = setInterval(() => void this.lookAtTerminals(), HIDDEN_TERMINAL_LOOK_MS);
+    }
+  }
+
+  private async lookAtTerminals(): Promise<void> {
+    if (this.windowTerminals.list().length === 0) return;
+    try {
+      const result = await this.source.query([], { terminals: this.windowTerminals.query() });
+      this.windowTerminals.observe(result.terminals);
+    } catch (e) {
+      this.log.warn(`looking at the terminals failed: ${(e as Error).message}`);
+    }
   }
 
   // ------------------------------------------------------------------------------------------ API
@@ -159,6 +215,15 @@ export class AgentTreesController implements vscode.Disposable {
         return { trees: r.trees.length, killed: r.killed };
       },
       statusBar: () => this.statusBar.state(),
+      windowId: this.windowTerminals.windowId,
+      view: async () => {
+        await this.provider.refresh();
+        const plain = (r: Row): ApiRow => ({ id: r.id, label: r.label, description: r.description, contextValue: r.contextValue, target: r.target, children: r.children.map(plain) });
+        return this.provider.currentRows().map(plain);
+      },
+      terminalQuestions: () => this.windowTerminals.pendingQuestions(),
+      answerTerminalQuestion: (id, answer) => this.windowTerminals.answer(id, answer),
+      terminalClosings: () => [...this.windowTerminals.closings],
     };
   }
 
@@ -273,23 +338,41 @@ export class AgentTreesController implements vscode.Disposable {
         return undefined;
       }
     });
-    register('agentTrees.killTree', async (arg?: string | Node) => {
-      const run = await this.runFrom(arg, vscode.l10n.t('Kill which agent tree?'));
-      if (!run) return undefined;
-      const report = await this.runs.kill(run.id, 'killed');
-      this.announceKill(run.name, report);
+    register('agentTrees.killTree', async (arg?: string | Row) => {
+      const target = await this.killTargetFrom(arg);
+      if (!target) return undefined;
+      let report: KillReport;
+      if (target.run) {
+        report = await this.runs.kill(target.run.id, 'killed');
+      } else if (target.windowTree) {
+        this.log.info(`tree ${target.windowTree.record.id} (${target.name}) of agent-trees run ${target.windowTree.ownerPid}: killed from the view`);
+        report = await killRecordedTree(target.windowTree.record, this.settings.killGraceSeconds * 1000, this.log);
+      } else {
+        report = await this.windowTerminals.endEverything(target.shellKey!);
+      }
+      this.announceKill(target.name, report);
+      void this.provider.refresh();
       return { signalled: report.signalled, survivors: report.survivors };
     });
-    register('agentTrees.killProcess', async (node?: Node) => {
-      if (node?.kind !== 'process') return undefined;
-      const p = node.proc;
+    register('agentTrees.endTerminal', async (arg?: string | Row) => {
+      const shellKey = typeof arg === 'string' ? arg : arg?.target.kind === 'terminal' ? arg.target.shellKey : undefined;
+      const terminal = shellKey ? this.windowTerminals.byShellKey(shellKey) : undefined;
+      if (!terminal) return undefined;
+      const report = await this.windowTerminals.endEverything(terminal.shell.key);
+      this.announceKill(vscode.l10n.t("Terminal '{0}'", terminal.terminal.name), report);
+      void this.provider.refresh();
+      return { signalled: report.signalled, survivors: report.survivors };
+    });
+    register('agentTrees.killProcess', async (row?: Row) => {
+      if (row?.target.kind !== 'process') return undefined;
+      const p = row.target;
       const report = await treeKiller.killSubtree(p.pid, p.startKey, this.settings.killGraceSeconds * 1000, this.log);
       this.log.info(`process ${p.pid} and its children: ended ${report.signalled}`);
       this.announceKill(`${p.pid}`, report);
       void this.provider.refresh();
       return { signalled: report.signalled, survivors: report.survivors };
     });
-    register('agentTrees.extendTimeout', async (arg?: string | Node, seconds?: number) => {
+    register('agentTrees.extendTimeout', async (arg?: string | Row, seconds?: number) => {
       const withDeadlines = this.runs.running().filter((r) => r.deadline !== undefined);
       if (arg === undefined && withDeadlines.length === 0) {
         void vscode.window.showInformationMessage(vscode.l10n.t('No running agent has a timeout'));
@@ -307,7 +390,11 @@ export class AgentTreesController implements vscode.Disposable {
       void this.provider.refresh();
       return { trees: result.trees.length, killed: result.killed };
     });
-    register('agentTrees.showTerminal', async (arg?: string | Node) => {
+    register('agentTrees.showTerminal', async (arg?: string | Row) => {
+      if (typeof arg === 'object' && arg.target.kind === 'terminal') {
+        this.windowTerminals.byShellKey(arg.target.shellKey)?.terminal.show();
+        return;
+      }
       const run = await this.runFrom(arg, vscode.l10n.t('Show the terminal of which agent?'), true);
       if (run) this.terminals.show(run);
     });
@@ -355,15 +442,67 @@ export class AgentTreesController implements vscode.Disposable {
     return text ? Math.round(Number(text) * 60) : undefined;
   }
 
+  /**
+   * What "Kill Agent Tree" acts on: a run, a tree `agent-trees run` keeps in one of the window's terminals, or a
+   * terminal (everything under it but its shell), named by id or view row, or picked by the user.
+   */
+  private async killTargetFrom(arg: string | Row | undefined): Promise<{ name: string; run?: AgentRun; windowTree?: ReturnType<ProcessTreeProvider['windowTree']>; shellKey?: string } | undefined> {
+    const target = typeof arg === 'object' ? topTarget(arg) : undefined;
+    const id = typeof arg === 'string' ? arg : target?.kind === 'run' ? target.runId : target?.kind === 'windowTree' ? target.treeId : undefined;
+    if (id !== undefined) {
+      const run = this.runs.get(id);
+      if (run) return { name: run.name, run };
+      const windowTree = this.provider.windowTree(id);
+      if (windowTree) return { name: windowTree.record.label, windowTree };
+      const terminal = this.windowTerminals.byShellKey(id);
+      if (terminal) return { name: vscode.l10n.t("Terminal '{0}'", terminal.terminal.name), shellKey: terminal.shell.key };
+      void vscode.window.showErrorMessage(vscode.l10n.t('No agent tree has the id {0}', id));
+      return undefined;
+    }
+    if (target?.kind === 'terminal') {
+      const terminal = this.windowTerminals.byShellKey(target.shellKey);
+      return terminal && { name: vscode.l10n.t("Terminal '{0}'", terminal.terminal.name), shellKey: terminal.shell.key };
+    }
+    type Item = vscode.QuickPickItem & { pick: NonNullable<Awaited<ReturnType<AgentTreesController['killTargetFrom']>>> };
+    const items: Item[] = this.runs.list().filter((r) => r.live).map((run) => ({
+      label: run.name,
+      description: vscode.l10n.t('pid {0} · {1} processes', run.tree.record.rootPid, this.provider.processCount(`run:${run.id}`) ?? this.owner.members(run.id).length),
+      detail: run.deadline ? vscode.l10n.t('{0} left', formatDuration(run.deadline - Date.now())) : vscode.l10n.t('no timeout'),
+      pick: { name: run.name, run },
+    }));
+    for (const w of this.provider.listWindowTrees()) {
+      items.push({
+        label: `$(terminal-bash) ${w.record.label}`,
+        description: vscode.l10n.t('pid {0} · {1} processes', w.record.rootPid, this.provider.processCount(`window:${w.record.id}`) ?? 0),
+        detail: (w.record.deadline ? vscode.l10n.t('{0} left', formatDuration(w.record.deadline - Date.now())) + ' · ' : '') + vscode.l10n.t('agent-trees run in a terminal'),
+        pick: { name: w.record.label, windowTree: w },
+      });
+    }
+    for (const t of this.windowTerminals.list()) {
+      items.push({
+        label: `$(terminal) ${t.terminal.name}`,
+        description: vscode.l10n.t('shell {0} · {1} processes', t.shell.pid, this.provider.processCount(`terminal:${t.shell.key}`) ?? 0),
+        detail: vscode.l10n.t('Ends everything under this terminal but its shell'),
+        pick: { name: vscode.l10n.t("Terminal '{0}'", t.terminal.name), shellKey: t.shell.key },
+      });
+    }
+    if (items.length === 0) {
+      void vscode.window.showInformationMessage(vscode.l10n.t('No agent is running'));
+      return undefined;
+    }
+    return (await vscode.window.showQuickPick(items, { title: vscode.l10n.t('Kill which agent tree?') }))?.pick;
+  }
+
   /** The run an argument names (tree id or view item), or one the user picks. */
-  private async runFrom(arg: string | Node | undefined, title: string, includeEnded = false, among?: AgentRun[]): Promise<AgentRun | undefined> {
+  private async runFrom(arg: string | Row | undefined, title: string, includeEnded = false, among?: AgentRun[]): Promise<AgentRun | undefined> {
     if (typeof arg === 'string') {
       const run = this.runs.get(arg);
       if (!run) void vscode.window.showErrorMessage(vscode.l10n.t('No agent tree has the id {0}', arg));
       return run;
     }
-    if (arg?.kind === 'run') return arg.run;
-    if (arg?.kind === 'process') return this.runs.get(arg.runId);
+    const target = arg && topTarget(arg);
+    if (target?.kind === 'run') return this.runs.get(target.runId);
+    if (arg) return undefined;
     const candidates = among ?? this.runs.list().filter((r) => includeEnded || r.live);
     if (candidates.length === 0) {
       void vscode.window.showInformationMessage(vscode.l10n.t('No agent is running'));
@@ -371,7 +510,7 @@ export class AgentTreesController implements vscode.Disposable {
     }
     const items = candidates.map((run) => ({
       label: run.name,
-      description: vscode.l10n.t('pid {0} · {1} processes', run.tree.record.rootPid, this.provider.membersOf(run.id).length || this.owner.members(run.id).length),
+      description: vscode.l10n.t('pid {0} · {1} processes', run.tree.record.rootPid, this.provider.processCount(`run:${run.id}`) ?? this.owner.members(run.id).length),
       detail: run.deadline ? vscode.l10n.t('{0} left', formatDuration(run.deadline - Date.now())) : run.live ? vscode.l10n.t('no timeout') : run.endingText(),
       run,
     }));
@@ -406,6 +545,7 @@ export class AgentTreesController implements vscode.Disposable {
    * a short grace, then SIGKILL; the record is removed.
    */
   async shutdown(): Promise<void> {
+    this.windowTerminals.shutdown();
     this.runs.dispose();
     const reports = await this.owner.dispose(SHUTDOWN_GRACE_MS);
     const ended = reports.reduce((n, r) => n + r.signalled, 0);
@@ -427,3 +567,8 @@ export function commandLineDefinition(line: string): AgentDefinition {
 }
 
 
+
+/** The top row a row belongs to: itself, or the run, window tree or terminal a process row sits under. */
+function topTarget(row: Row): Row['target'] {
+  return row.target.kind === 'process' ? row.target.top : row.target;
+}

@@ -21,6 +21,8 @@ export interface Settings {
   refreshIntervalMs: number;
   killDescendantsOnExit: boolean;
   cgroups: 'auto' | 'off';
+  /** What happens to the processes a terminal's shell leaves running when the terminal closes. */
+  terminalsOnClose: 'ask' | 'end' | 'keep';
   /** Settings whose value was unusable, with what was wrong (their defaults are used). */
   problems: string[];
 }
@@ -55,6 +57,8 @@ export function readSettings(): Settings {
   };
   const cgroupsValue = config.get<unknown>('cgroups', 'auto');
   if (cgroupsValue !== 'auto' && cgroupsValue !== 'off') problems.push(vscode.l10n.t('agentTrees.cgroups must be "auto" or "off"; using "auto"'));
+  const onClose = config.get<unknown>('terminals.onClose', 'ask');
+  if (onClose !== 'ask' && onClose !== 'end' && onClose !== 'keep') problems.push(vscode.l10n.t('agentTrees.terminals.onClose must be "ask", "end" or "keep"; using "ask"'));
   const workspaceTrusted = vscode.workspace.isTrusted;
   const chosen = chooseDefinitions(config.inspect<unknown>('agents'), workspaceTrusted);
   const { agents, errors } = validateDefinitions(chosen.value ?? []);
@@ -72,6 +76,7 @@ export function readSettings(): Settings {
     refreshIntervalMs: num('refreshIntervalMs'),
     killDescendantsOnExit: bool('killDescendantsOnExit', true),
     cgroups: cgroupsValue === 'off' ? 'off' : 'auto',
+    terminalsOnClose: onClose === 'end' || onClose === 'keep' ? onClose : 'ask',
     problems,
   };
 }

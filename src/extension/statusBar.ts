@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 import { AgentRun, AgentRuns } from '../agents/runs';
-import { formatDuration } from './treeView';
+import { formatDuration } from './viewFormat';
 
 export const STATUS_BAR_ID = 'agentTrees.deadline';
 

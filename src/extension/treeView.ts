@@ -1,93 +1,46 @@
 /**
- * The "Process Trees" view: one item per agent run with its live process tree beneath, and, when the automatic
- * sweep is off, a section for orphaned trees of dead owners. Refreshes only while visible; item ids are
- * pid + start time, so expansion and selection survive refreshes; only what changed is fired.
+ * The "Process Trees" view: agent runs, trees that `agent-trees run` keeps in this window's terminals, the
+ * window's terminals, each with its live process tree beneath, and (when the automatic sweep is off) the
+ * orphaned trees of dead owners. The rows come from the pure builder (viewModel.ts); this provider feeds it one
+ * snapshot per refresh and hands VS Code only what changed: top rows keep their object across refreshes, and
+ * item ids are pid + start time, so expansion and selection survive.
  */
 import * as vscode from 'vscode';
-import { AgentRun, AgentRuns } from '../agents/runs';
-import { MemberInfo, OwnerRecord, ownerState, processTable, RecordStore, TreeMembersSource, TreeRecord } from '../proc';
+import { AgentRuns } from '../agents/runs';
+import { MemberInfo, TreeMembersSource, TreeRecord } from '../proc';
+import { OwnerRecordsReader } from './ownerRecords';
+import { WindowTerminals } from './terminalTrees';
+import { buildView, CpuSamples, OrphanInput, Row, ViewModel, WindowTreeInput } from './viewModel';
 
-export type Node = RunNode | ProcessNode | OrphansNode | OrphanNode;
+export type { Row } from './viewModel';
 
-export interface RunNode {
-  kind: 'run';
-  run: AgentRun;
-}
-export interface ProcessNode {
-  kind: 'process';
-  runId: string;
-  proc: MemberInfo;
-  cpuPercent: number;
-  children: ProcessNode[];
-  parent: RunNode | ProcessNode;
-}
-export interface OrphansNode {
-  kind: 'orphans';
-}
-export interface OrphanNode {
-  kind: 'orphan';
-  owner: OwnerRecord['owner'];
-  tree: TreeRecord;
+/** A tree of another live owner of this window, as the view last saw it. */
+export interface WindowTree {
+  record: TreeRecord;
+  ownerPid: number;
 }
 
-interface RunView {
-  node: RunNode;
-  roots: ProcessNode[];
-  count: number;
-  cpuPercent: number;
-  rssBytes: number;
-  signature: string;
-}
-
-const ORPHANS_TTL_MS = 10_000;
-
-export function formatBytes(n: number): string {
-  if (n >= 1024 ** 3) return `${(n / 1024 ** 3).toFixed(1)} GB`;
-  if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(0)} MB`;
-  return `${Math.round(n / 1024)} KB`;
-}
-
-export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.ceil(ms / 1000));
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}` : `${m}:${String(sec).padStart(2, '0')}`;
-}
-
-const STATE_ICONS: Record<AgentRun['state'], [string, string?]> = {
-  running: ['pulse', 'charts.green'],
-  exited: ['pass', undefined],
-  'timed out': ['watch', 'charts.orange'],
-  killed: ['circle-slash', 'charts.red'],
-  failed: ['error', 'charts.red'],
-};
-
-export class ProcessTreeProvider implements vscode.TreeDataProvider<Node>, vscode.Disposable {
-  private readonly changeEmitter = new vscode.EventEmitter<Node | undefined>();
+export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode.Disposable {
+  private readonly changeEmitter = new vscode.EventEmitter<Row | undefined>();
   readonly onDidChangeTreeData = this.changeEmitter.event;
-  private views = new Map<string, RunView>();
-  private runNodes = new Map<string, RunNode>();
-  private orphans: OrphanNode[] = [];
-  private orphansCache: OrphanNode[] = [];
-  private orphansReadAt = 0;
-  private readonly orphansNode: OrphansNode = { kind: 'orphans' };
-  private topSignature = '';
-  private lastCpu = new Map<string, { cpuMs: number; at: number }>();
+  private rows: Row[] = [];
+  private readonly top = new Map<string, Row>();
+  private parents = new Map<Row, Row>();
+  private cpu: CpuSamples = new Map();
+  private model: ViewModel | undefined;
+  private windowTrees = new Map<string, WindowTree>();
   private refreshing: Promise<void> | undefined;
-  private readonly source: TreeMembersSource;
 
   constructor(
     private readonly runs: AgentRuns,
-    private readonly store: RecordStore,
+    private readonly terminals: WindowTerminals,
+    private readonly records: OwnerRecordsReader,
+    private readonly source: TreeMembersSource,
     private readonly showOrphans: () => boolean,
-    workerScript: string | undefined,
     private readonly onError: (message: string) => void,
-  ) {
-    this.source = new TreeMembersSource(workerScript);
-  }
+  ) {}
 
-  /** Takes a fresh look at every run and fires changes for what changed. Calls made meanwhile join. */
+  /** Takes a fresh look at everything shown and fires changes for what changed. Calls made meanwhile join. */
   refresh(): Promise<void> {
     return (this.refreshing ??= this.doRefresh().finally(() => (this.refreshing = undefined)));
   }
@@ -98,229 +51,136 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Node>, vscod
   }
 
   private async doRefresh(): Promise<void> {
-    const runs = this.runs.list().sort((a, b) => Number(b.live) - Number(a.live) || a.startedAt - b.startedAt);
-    const live = runs.filter((r) => r.live);
+    const runs = this.runs.list().sort((a, b) => a.startedAt - b.startedAt);
+    const owner = this.runs.owner;
+    const queries = runs.filter((r) => r.live).flatMap((r) => owner.queryOf(r.id) ?? []);
+    const records = this.records.get();
     let result;
     try {
-      result = await this.source.query(live.map((r) => ({ ...r.tree.record, continuouslyOwned: true, cgroupVerified: r.tree.record.cgroup !== null })));
+      result = await this.source.query(queries, { terminals: this.terminals.query(), liveRecords: records.live });
     } catch (e) {
       this.onError(`reading the process table failed: ${(e as Error).message}`);
       return;
     }
-    const membersById = new Map(result.trees.map((t) => [t.id, t.members]));
-    const seenCpu = new Map<string, { cpuMs: number; at: number }>();
-    const changed: RunNode[] = [];
-    const nextViews = new Map<string, RunView>();
-    for (const run of runs) {
-      const node = this.runNodes.get(run.id) ?? { kind: 'run', run };
-      this.runNodes.set(run.id, node);
-      const view = this.buildView(node, membersById.get(run.id) ?? [], result.takenAt, seenCpu);
-      const before = this.views.get(run.id);
-      if (before && before.signature !== view.signature) changed.push(node);
-      nextViews.set(run.id, view);
-    }
-    for (const id of this.runNodes.keys()) if (!nextViews.has(id)) this.runNodes.delete(id);
-    this.views = nextViews;
-    this.lastCpu = seenCpu;
-    this.orphans = this.showOrphans() ? this.cachedOrphans() : [];
-    const top = [...nextViews.keys()].join(',') + '|' + this.orphans.map((o) => o.tree.id).join(',');
-    if (top !== this.topSignature) {
-      this.topSignature = top;
-      this.changeEmitter.fire(undefined);
-    } else {
-      for (const node of changed) this.changeEmitter.fire(node);
-    }
-  }
+    this.terminals.observe(result.terminals);
 
-  private buildView(node: RunNode, members: MemberInfo[], takenAt: number, seenCpu: Map<string, { cpuMs: number; at: number }>): RunView {
-    const byPid = new Map(members.map((m) => [m.pid, m]));
-    const nodes = new Map<number, ProcessNode>();
-    let cpuTotal = 0;
-    let rssTotal = 0;
-    for (const m of members) {
-      const key = `${m.pid}:${m.startKey}`;
-      const prev = this.lastCpu.get(key);
-      const cpuPercent = prev && takenAt > prev.at ? Math.max(0, ((m.cpuMs - prev.cpuMs) / (takenAt - prev.at)) * 100) : 0;
-      seenCpu.set(key, { cpuMs: m.cpuMs, at: takenAt });
-      cpuTotal += cpuPercent;
-      rssTotal += m.rssBytes;
-      nodes.set(m.pid, { kind: 'process', runId: node.run.id, proc: m, cpuPercent, children: [], parent: node });
-    }
-    const roots: ProcessNode[] = [];
-    for (const p of nodes.values()) {
-      const parent = byPid.has(p.proc.ppid) ? nodes.get(p.proc.ppid) : undefined;
-      if (parent && parent !== p) {
-        p.parent = parent;
-        parent.children.push(p);
-      } else {
-        roots.push(p);
+    const members = new Map<string, MemberInfo[]>();
+    for (const t of result.trees) members.set(t.id, t.members);
+    for (const t of result.terminals) members.set(t.shellKey, t.members);
+    const windowTrees: WindowTreeInput[] = [];
+    this.windowTrees = new Map();
+    for (const w of result.windowRecords) {
+      const record = records.live.find((r) => r.file === w.file)?.record;
+      if (!record) continue;
+      for (const t of w.trees) {
+        const tree = record.trees.find((x) => x.id === t.id);
+        if (!tree || t.members.length === 0) continue;
+        members.set(tree.id, t.members);
+        this.windowTrees.set(tree.id, { record: tree, ownerPid: record.owner.pid });
+        windowTrees.push({
+          id: tree.id, label: tree.label, command: tree.command, rootPid: tree.rootPid, pgid: tree.pgid, ownerPid: record.owner.pid,
+          deadline: tree.deadline, tier: tree.cgroup ? 'cgroup' : 'group',
+        });
       }
     }
-    const byPidOrder = (a: ProcessNode, b: ProcessNode) => a.proc.startTime - b.proc.startTime || a.proc.pid - b.proc.pid;
-    roots.sort(byPidOrder);
-    for (const p of nodes.values()) p.children.sort(byPidOrder);
-    const run = node.run;
-    const signature = [run.state, run.deadline ?? '', run.live, members.length, Math.round(cpuTotal), Math.round(rssTotal / 1048576),
-      ...members.map((m) => `${m.pid}:${m.startKey}:${m.ppid}:${Math.round(seenCpu.get(`${m.pid}:${m.startKey}`)!.cpuMs / 100)}:${Math.round(m.rssBytes / 1048576)}`)].join('|');
-    return { node, roots, count: members.length, cpuPercent: cpuTotal, rssBytes: rssTotal, signature };
+    const orphans: OrphanInput[] = this.showOrphans()
+      ? records.gone.flatMap(({ record }) => record.trees.map((t) => ({ treeId: t.id, label: t.label, command: t.command, rootPid: t.rootPid, ownerPid: record.owner.pid })))
+      : [];
+    const model = buildView({
+      now: Date.now(),
+      takenAt: result.takenAt,
+      runs: runs.map((r) => ({
+        id: r.id, name: r.name, kind: r.kind, state: r.state, live: r.live, deadline: r.deadline, exitCode: r.exitCode, exitSignal: r.exitSignal,
+        endingText: r.endingText(), command: [r.definition.command, ...(r.definition.args ?? [])], rootPid: r.tree.record.rootPid,
+        pgid: r.tree.record.pgid, tier: r.tree.tier,
+      })),
+      windowTrees,
+      terminals: this.terminals.list().map((t) => ({ shellKey: t.shell.key, name: t.terminal.name, shellPid: t.shell.pid })),
+      orphans,
+      members,
+      cpu: this.cpu,
+    }, vscode.l10n);
+    this.cpu = model.cpu;
+    this.model = model;
+    this.merge(model.rows);
   }
 
-  /** Records change rarely: they are read again at most every ORPHANS_TTL_MS, not on every refresh. */
-  private cachedOrphans(): OrphanNode[] {
-    if (Date.now() - this.orphansReadAt > ORPHANS_TTL_MS) {
-      this.orphansCache = this.findOrphans();
-      this.orphansReadAt = Date.now();
+  /** Keeps each top row's object (VS Code knows rows by object), updating those whose signature changed. */
+  private merge(rows: Row[]): void {
+    const changed: Row[] = [];
+    const next: Row[] = [];
+    for (const row of rows) {
+      const existing = this.top.get(row.id);
+      if (!existing) {
+        next.push(row);
+        continue;
+      }
+      if (existing.signature !== row.signature) {
+        Object.assign(existing, row);
+        changed.push(existing);
+      }
+      next.push(existing);
     }
-    return this.orphansCache;
+    const sameTop = next.length === this.rows.length && next.every((r, i) => r === this.rows[i]);
+    this.rows = next;
+    this.top.clear();
+    for (const r of next) this.top.set(r.id, r);
+    this.parents = new Map();
+    const walk = (r: Row) => r.children.forEach((c) => (this.parents.set(c, r), walk(c)));
+    next.forEach(walk);
+    if (!sameTop) this.changeEmitter.fire(undefined);
+    else for (const row of changed) this.changeEmitter.fire(row);
   }
 
-  /** Forget the cached orphan list (after a sweep, say). */
-  invalidateOrphans(): void {
-    this.orphansReadAt = 0;
+  /** The rows as last built, for the API and tests. */
+  currentRows(): Row[] {
+    return this.rows;
   }
 
-  private findOrphans(): OrphanNode[] {
-    const table = processTable();
-    const out: OrphanNode[] = [];
-    for (const { record } of this.store.list().records) {
-      if (record.owner.pid === this.runs.owner.self.pid) continue;
-      if (ownerState(table, record.owner.pid, record.owner.startTime) === 'alive') continue;
-      for (const tree of record.trees) out.push({ kind: 'orphan', owner: record.owner, tree });
-    }
-    return out;
+  /** Processes under a top row (`run:<id>`, `window:<id>`, `terminal:<shell key>`) at the last refresh. */
+  processCount(topId: string): number | undefined {
+    return this.model?.processCount.get(topId);
   }
 
-  /** Members of a run as the view last saw them. */
-  membersOf(runId: string): MemberInfo[] {
-    const view = this.views.get(runId);
-    if (!view) return [];
-    const out: MemberInfo[] = [];
-    const walk = (n: ProcessNode) => {
-      out.push(n.proc);
-      n.children.forEach(walk);
-    };
-    view.roots.forEach(walk);
-    return out;
+  /** A tree of another owner of this window, by tree id, as last seen. */
+  windowTree(id: string): WindowTree | undefined {
+    return this.windowTrees.get(id);
+  }
+
+  listWindowTrees(): WindowTree[] {
+    return [...this.windowTrees.values()];
   }
 
   orphanCount(): number {
-    return this.orphans.length;
+    return this.rows.find((r) => r.target.kind === 'orphans')?.children.length ?? 0;
   }
 
-  getChildren(element?: Node): Node[] {
-    if (!element) {
-      const nodes: Node[] = [...this.views.values()].map((v) => v.node);
-      if (this.orphans.length > 0) nodes.push(this.orphansNode);
-      return nodes;
-    }
-    switch (element.kind) {
-      case 'run':
-        return this.views.get(element.run.id)?.roots ?? [];
-      case 'process':
-        return element.children;
-      case 'orphans':
-        return this.orphans;
-      default:
-        return [];
-    }
+  /** Forget the cached records (after a sweep, say). */
+  invalidateOrphans(): void {
+    this.records.invalidate();
   }
 
-  getParent(element: Node): Node | undefined {
-    if (element.kind === 'process') return element.parent;
-    if (element.kind === 'orphan') return this.orphansNode;
-    return undefined;
+  getChildren(element?: Row): Row[] {
+    return element ? element.children : this.rows;
   }
 
-  getTreeItem(element: Node): vscode.TreeItem {
-    switch (element.kind) {
-      case 'run':
-        return this.runItem(element);
-      case 'process':
-        return this.processItem(element);
-      case 'orphans': {
-        const item = new vscode.TreeItem(vscode.l10n.t('Orphaned trees ({0})', this.orphans.length), vscode.TreeItemCollapsibleState.Expanded);
-        item.id = 'orphans';
-        item.iconPath = new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'));
-        item.tooltip = vscode.l10n.t('Trees recorded by windows that are gone. Sweep ends them.');
-        item.contextValue = 'orphans';
-        return item;
-      }
-      case 'orphan': {
-        const item = new vscode.TreeItem(element.tree.label, vscode.TreeItemCollapsibleState.None);
-        item.id = `orphan:${element.tree.id}`;
-        item.description = vscode.l10n.t('root {0}, owner {1} (gone)', element.tree.rootPid, element.owner.pid);
-        item.tooltip = element.tree.command.join(' ');
-        item.iconPath = new vscode.ThemeIcon('debug-disconnect');
-        item.contextValue = 'orphan';
-        return item;
-      }
-    }
+  getParent(element: Row): Row | undefined {
+    return this.parents.get(element);
   }
 
-  private runItem(node: RunNode): vscode.TreeItem {
-    const run = node.run;
-    const view = this.views.get(run.id);
-    const count = view?.count ?? 0;
-    const item = new vscode.TreeItem(run.name, count > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-    item.id = `run:${run.id}`;
-    const parts: string[] = [stateLabel(run)];
-    if (run.live && run.deadline) parts.push(vscode.l10n.t('{0} left', formatDuration(run.deadline - Date.now())));
-    if (run.live) parts.push(vscode.l10n.t('{0} processes', count), `${(view?.cpuPercent ?? 0).toFixed(0)}% CPU`, formatBytes(view?.rssBytes ?? 0));
-    item.description = parts.join(' · ');
-    const [icon, color] = STATE_ICONS[run.state];
-    item.iconPath = new vscode.ThemeIcon(run.live && run.state !== 'running' ? 'loading~spin' : icon, color ? new vscode.ThemeColor(color) : undefined);
-    const tooltip = new vscode.MarkdownString();
-    tooltip.appendMarkdown(`**${escape(run.name)}** (${run.kind})\n\n`);
-    tooltip.appendCodeblock([run.definition.command, ...(run.definition.args ?? [])].join(' '), 'shell');
-    tooltip.appendMarkdown(`\n${vscode.l10n.t('Tree {0} · root pid {1} · group {2} · tier {3}', run.id, run.tree.record.rootPid, run.tree.record.pgid, run.tree.tier)}`);
-    if (!run.live || run.state !== 'running') tooltip.appendMarkdown(`\n\n${escape(run.endingText())}`);
-    item.tooltip = tooltip;
-    item.contextValue = ['agent', run.live ? 'live' : 'ended', run.deadline ? 'deadline' : ''].filter(Boolean).join('.');
-    item.command = { command: 'agentTrees.showTerminal', title: vscode.l10n.t('Show Agent Terminal'), arguments: [run.id] };
-    return item;
-  }
-
-  private processItem(node: ProcessNode): vscode.TreeItem {
-    const p = node.proc;
-    const label = commandLabel(p.command);
-    const item = new vscode.TreeItem(label, node.children.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-    item.id = `proc:${node.runId}:${p.pid}:${p.startKey}`;
-    item.description = `${p.pid} · ${node.cpuPercent.toFixed(0)}% · ${formatBytes(p.rssBytes)}`;
-    item.tooltip = `${p.command}\n\npid ${p.pid} · ppid ${p.ppid} · group ${p.pgid} · session ${p.sid} · state ${p.state}`;
-    item.iconPath = new vscode.ThemeIcon(p.state === 'T' ? 'debug-pause' : node.cpuPercent >= 50 ? 'flame' : 'terminal');
-    item.contextValue = 'process';
+  getTreeItem(row: Row): vscode.TreeItem {
+    const expandable = row.children.length > 0;
+    const item = new vscode.TreeItem(row.label, expandable ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    item.id = row.id;
+    item.description = row.description;
+    if (row.tooltip) item.tooltip = row.tooltip.markdown ? new vscode.MarkdownString(row.tooltip.text) : row.tooltip.text;
+    item.iconPath = new vscode.ThemeIcon(row.icon.id, row.icon.color ? new vscode.ThemeColor(row.icon.color) : undefined);
+    item.contextValue = row.contextValue;
+    if (row.command) item.command = { ...row.command, arguments: [row] };
     return item;
   }
 
   dispose(): void {
-    this.source.dispose();
     this.changeEmitter.dispose();
   }
-}
-
-function stateLabel(run: AgentRun): string {
-  switch (run.state) {
-    case 'running':
-      return vscode.l10n.t('running');
-    case 'exited':
-      return run.live ? vscode.l10n.t('exited, ending helpers') : vscode.l10n.t('exited ({0})', run.exitSignal ?? String(run.exitCode));
-    case 'timed out':
-      return vscode.l10n.t('timed out');
-    case 'killed':
-      return run.live ? vscode.l10n.t('killing') : vscode.l10n.t('killed');
-    case 'failed':
-      return vscode.l10n.t('failed');
-  }
-}
-
-/** The program's name and its first arguments, short enough for a tree row. */
-function commandLabel(command: string): string {
-  const [exe, ...rest] = command.split(' ');
-  const name = exe.split('/').pop() || exe;
-  const label = [name, ...rest].join(' ');
-  return label.length > 80 ? label.slice(0, 79) + '…' : label;
-}
-
-function escape(text: string): string {
-  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
 }

@@ -1,0 +1,36 @@
+/**
+ * The `agent-trees` launcher the window's terminals find on their PATH. Pure Node (no `vscode`): unit-tested by
+ * running what it writes.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+
+/**
+ * Writes `agent-trees` (and `agent-trees.cmd` on Windows) into `dir`: a launcher that runs the bundled CLI with
+ * the editor's own Node (Electron's, as Node). Rewritten only when it changes (a new version, another editor).
+ * Returns `dir`.
+ */
+export function writeCliLauncher(dir: string, execPath: string, cliScript: string, platform = process.platform, electron = !!process.versions.electron): string {
+  fs.mkdirSync(dir, { recursive: true });
+  const asNode = electron ? 'ELECTRON_RUN_AS_NODE=1 ' : '';
+  const [name, text, mode] = platform === 'win32'
+    ? ['agent-trees.cmd', `@echo off\r\nsetlocal\r\n${electron ? 'set ELECTRON_RUN_AS_NODE=1\r\n' : ''}"${execPath}" "${cliScript}" %*\r\n`, 0o644]
+    : ['agent-trees', `#!/bin/sh\n# Written by the Agent Trees extension: its command line, run with the editor's own Node.\n${asNode}exec ${shellQuote(execPath)} ${shellQuote(cliScript)} "$@"\n`, 0o755];
+  const file = path.join(dir, name);
+  let current: string | undefined;
+  try {
+    current = fs.readFileSync(file, 'utf8');
+  } catch {
+    current = undefined;
+  }
+  if (current !== text) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, text, { mode });
+    fs.renameSync(tmp, file);
+  }
+  return dir;
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}

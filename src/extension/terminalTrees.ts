@@ -1,0 +1,324 @@
+/**
+ * The window's terminals: each one's shell and the tree beneath it (the core's terminal trees), what a shell
+ * leaves running when its terminal closes or it exits (ended, kept or asked about, by
+ * `agentTrees.terminals.onClose`), and the environment every terminal of the window gets: `agent-trees` on the
+ * PATH, this window's records folder, and the window's tag.
+ *
+ * Terminals that VS Code keeps over a reload (persistent sessions) are not closed: their close event says
+ * "shutdown", and a shell still running after its terminal closed is left alone. After the reload they are
+ * found again by their shell's pid and start time.
+ */
+import * as crypto from 'crypto';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import {
+  endLeftovers,
+  endTerminalTree,
+  KillReport,
+  liveOwnership,
+  MemberInfo,
+  processKey,
+  readShell,
+  RecordFile,
+  settleLeftovers,
+  terminalLeftovers,
+  TerminalMembers,
+  TerminalQuery,
+  TerminalShell,
+  WINDOW_TAG_VARIABLE,
+} from '../proc';
+import { writeCliLauncher } from './cliLauncher';
+import { commandLabel } from './viewFormat';
+
+export type OnClose = 'ask' | 'end' | 'keep';
+export type CloseAnswer = 'end' | 'keep' | 'always';
+
+/** Where the records of `agent-trees run` in the window's terminals go (the CLI reads it for its default). */
+export const RECORDS_VARIABLE = 'AGENT_TREES_RECORDS';
+
+export interface WindowTerminal {
+  terminal: vscode.Terminal;
+  shell: TerminalShell;
+}
+
+interface Entry extends WindowTerminal {
+  /** Keys of the processes seen as members at the last look (pid + start time), the shell excluded. */
+  seen: string[];
+  ending: boolean;
+}
+
+/** What happened when a terminal closed or its shell exited (the last 50, for the API and tests). */
+export interface TerminalClosing {
+  name: string;
+  shellPid: number;
+  why: 'closed' | 'shell exited';
+  left: { pid: number; command: string }[];
+  outcome: 'nothing left' | 'ended' | 'kept' | 'asked' | 'shell still runs';
+  /** For 'asked': the answer, once given. */
+  answer?: CloseAnswer | 'dismissed';
+  report?: { signalled: number; survivors: number };
+}
+
+/** The "ask" notification, as the API shows it to tests (answer it with `answer()`). */
+export interface TerminalQuestion {
+  id: string;
+  terminalName: string;
+  shellPid: number;
+  message: string;
+  processes: { pid: number; command: string }[];
+}
+
+export interface WindowTerminalsDeps {
+  log: vscode.LogOutputChannel;
+  onClose: () => OnClose;
+  graceMs: () => number;
+  /** Records of other live owners (an `agent-trees run` in a terminal ends its own tree when the terminal closes). */
+  liveRecords: () => RecordFile[];
+  /** Something shown changed (a terminal opened or closed). */
+  onChanged: () => void;
+}
+
+const WINDOW_ID_KEY = 'agentTrees.windowId';
+const KEPT_KEY = 'agentTrees.keptProcesses';
+const HISTORY = 50;
+
+export class WindowTerminals implements vscode.Disposable {
+  /** This window's tag value: `AGENT_TREES_WINDOW` in each of its terminals. Kept over reloads. */
+  readonly windowId: string;
+  /** Tag values that are this window's: its own, and earlier ones its terminals' shells still carry. */
+  private readonly windowTags = new Set<string>();
+  private readonly entries = new Map<vscode.Terminal, Entry>();
+  private readonly kept: Set<string>;
+  private readonly questions = new Map<string, { question: TerminalQuestion; answer: (a: CloseAnswer | 'dismissed') => void; done: Promise<TerminalClosing> }>();
+  readonly closings: TerminalClosing[] = [];
+  private readonly disposables: vscode.Disposable[] = [];
+  private shuttingDown = false;
+
+  constructor(private readonly context: vscode.ExtensionContext, private readonly deps: WindowTerminalsDeps) {
+    let id = context.workspaceState.get<string>(WINDOW_ID_KEY);
+    if (!id || !/^[0-9a-f]{16}$/.test(id)) {
+      id = crypto.randomBytes(8).toString('hex');
+      void context.workspaceState.update(WINDOW_ID_KEY, id);
+    }
+    this.windowId = id;
+    this.windowTags.add(id);
+    this.kept = new Set(context.workspaceState.get<string[]>(KEPT_KEY) ?? []);
+    // This host inherited a tag if it was started from another window's terminal: what it starts is not that
+    // window's terminals' (and must not be found as theirs).
+    delete process.env[WINDOW_TAG_VARIABLE];
+
+    this.disposables.push(
+      vscode.window.onDidOpenTerminal((t) => void this.add(t)),
+      vscode.window.onDidCloseTerminal((t) => this.closed(t)),
+    );
+    for (const t of vscode.window.terminals) void this.add(t);
+  }
+
+  /**
+   * Gives every terminal of the window `agent-trees` on its PATH (a launcher that runs the bundled CLI with the
+   * editor's own Node), this window's records folder as the CLI's default, and the window's tag.
+   */
+  applyEnvironment(recordsDir: string): void {
+    const collection = this.context.environmentVariableCollection;
+    collection.description = vscode.l10n.t('Puts agent-trees on the PATH, with this window\'s records folder, and tags what the terminal starts with this window');
+    collection.replace(WINDOW_TAG_VARIABLE, this.windowId);
+    collection.replace(RECORDS_VARIABLE, recordsDir);
+    try {
+      const bin = writeCliLauncher(path.join(this.context.globalStorageUri.fsPath, 'bin'), process.execPath, path.join(this.context.extensionPath, 'dist', 'cli.js'));
+      collection.prepend('PATH', bin + path.delimiter);
+    } catch (e) {
+      this.deps.log.warn(`cannot write the agent-trees launcher for terminals: ${(e as Error).message}`);
+    }
+  }
+
+  private async add(terminal: vscode.Terminal): Promise<void> {
+    let pid: number | undefined;
+    try {
+      pid = await terminal.processId;
+    } catch {
+      return;
+    }
+    if (pid === undefined || this.entries.has(terminal) || this.shuttingDown) return; // an extension terminal: no shell of its own
+    const shell = readShell(pid);
+    if (!shell) return;
+    this.entries.set(terminal, { terminal, shell, seen: [], ending: false });
+    this.deps.log.info(`terminal '${terminal.name}': shell ${shell.pid}, session ${shell.sid}`);
+    this.deps.onChanged();
+  }
+
+  /** The open terminals with a shell, in the order VS Code lists them. */
+  list(): WindowTerminal[] {
+    const order = vscode.window.terminals;
+    return [...this.entries.values()].filter((e) => !e.ending).sort((a, b) => order.indexOf(a.terminal) - order.indexOf(b.terminal));
+  }
+
+  byShellKey(key: string): WindowTerminal | undefined {
+    return [...this.entries.values()].find((e) => e.shell.key === key);
+  }
+
+  /** What the core needs to resolve every terminal tree of the window (closing ones included). */
+  query(): TerminalQuery {
+    const entries = [...this.entries.values()];
+    return {
+      windowTags: [...this.windowTags],
+      shells: entries.map((e) => e.shell),
+      seen: Object.fromEntries(entries.map((e) => [e.shell.key, e.seen])),
+      kept: [...this.kept],
+      editorRoot: process.ppid,
+    };
+  }
+
+  /** Takes in a look at the terminals' members: what was seen, tags of shells kept over a reload, shells that exited. */
+  observe(terminals: TerminalMembers[]): void {
+    for (const m of terminals) {
+      const entry = [...this.entries.values()].find((e) => e.shell.key === m.shellKey);
+      if (!entry) continue;
+      if (m.windowTag) this.windowTags.add(m.windowTag);
+      if (!entry.ending) entry.seen = m.members.filter((p) => p.pid !== entry.shell.pid).map(processKey);
+      if (!m.shellAlive && !entry.ending) void this.end(entry, 'shell exited');
+    }
+    this.pruneKept();
+  }
+
+  private closed(terminal: vscode.Terminal): void {
+    const entry = this.entries.get(terminal);
+    if (!entry) return;
+    // A window that reloads or closes detaches its terminals; VS Code keeps their processes (persistent sessions).
+    if (this.shuttingDown || terminal.exitStatus?.reason === vscode.TerminalExitReason.Shutdown) {
+      this.entries.delete(terminal);
+      return;
+    }
+    void this.end(entry, 'closed');
+  }
+
+  /** The terminal closed or its shell exited: find what it left once things settled, then end, keep or ask. */
+  private async end(entry: Entry, why: TerminalClosing['why']): Promise<TerminalClosing> {
+    entry.ending = true;
+    this.deps.onChanged();
+    const name = entry.terminal.name;
+    const { shell } = entry;
+    const owners = liveOwnership(this.deps.liveRecords());
+    let left: MemberInfo[];
+    try {
+      left = await settleLeftovers(shell, (snap) =>
+        terminalLeftovers(snap, this.query(), shell.key, owners).map((p) => ({ ...p, command: snap.commandLine(p.pid) })));
+    } catch (e) {
+      this.deps.log.error(`terminal '${name}': cannot read what it left: ${(e as Error).message}`);
+      left = [];
+    }
+    this.entries.delete(entry.terminal);
+    const closing: TerminalClosing = { name, shellPid: shell.pid, why, left: left.map((p) => ({ pid: p.pid, command: p.command })), outcome: 'nothing left' };
+    const record = (c: TerminalClosing) => {
+      this.closings.push(c);
+      if (this.closings.length > HISTORY) this.closings.shift();
+      return c;
+    };
+    if (readShell(shell.pid)?.key === shell.key) {
+      this.deps.log.info(`terminal '${name}' ${why}, but its shell ${shell.pid} still runs: nothing of it is ended`);
+      return record({ ...closing, outcome: 'shell still runs' });
+    }
+    const what = `terminal '${name}' (shell ${shell.pid}) ${why}`;
+    if (left.length === 0) {
+      this.deps.log.info(`${what}: it left nothing running`);
+      return record(closing);
+    }
+    this.deps.log.info(`${what}: it left ${left.length} process(es) running: ${left.map((p) => `${p.pid} ${p.command}`).join('; ')}`);
+    const policy = this.deps.onClose();
+    if (policy === 'keep') {
+      this.keep(left);
+      this.deps.log.info(`${what}: kept (agentTrees.terminals.onClose is "keep")`);
+      return record({ ...closing, outcome: 'kept' });
+    }
+    if (policy === 'end') return record(await this.endLeft(what, shell, left, closing));
+    return record(await this.ask(what, shell, left, closing));
+  }
+
+  private async endLeft(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {
+    const report = await endLeftovers(shell, left, this.deps.graceMs(), this.deps.log);
+    this.deps.log.info(`${what}: ended ${report.signalled} process(es)` + (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''));
+    vscode.window.setStatusBarMessage(vscode.l10n.t('Agent Trees: ended {0} processes terminal \'{1}\' left running', report.signalled, closing.name), 5000);
+    return { ...closing, outcome: 'ended', report: { signalled: report.signalled, survivors: report.survivors } };
+  }
+
+  private keep(left: MemberInfo[]): void {
+    for (const p of left) this.kept.add(processKey(p));
+    void this.context.workspaceState.update(KEPT_KEY, [...this.kept]);
+  }
+
+  private async ask(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {
+    const pids = new Set(left.map((p) => p.pid));
+    const tops = left.filter((p) => !pids.has(p.ppid));
+    const names = [...new Set(tops.map((p) => commandLabel(p.command, 40)))];
+    const shown = names.length > 5 ? [...names.slice(0, 5), vscode.l10n.t('and {0} more', names.length - 5)] : names;
+    const message = vscode.l10n.t("Terminal '{0}' left {1} processes running: {2}", closing.name, left.length, shown.join(', '));
+    const id = crypto.randomBytes(6).toString('hex');
+    let answer!: (a: CloseAnswer | 'dismissed') => void;
+    const answered = new Promise<CloseAnswer | 'dismissed'>((resolve) => (answer = resolve));
+    const done = (async (): Promise<TerminalClosing> => {
+      const choice = await answered;
+      this.questions.delete(id);
+      this.deps.log.info(`${what}: answer: ${choice}`);
+      if (choice === 'always') {
+        await vscode.workspace.getConfiguration('agentTrees').update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
+      }
+      if (choice === 'end' || choice === 'always') {
+        const ended = await this.endLeft(what, shell, left, closing);
+        return { ...ended, outcome: 'asked', answer: choice };
+      }
+      this.keep(left);
+      return { ...closing, outcome: 'asked', answer: choice };
+    })();
+    this.questions.set(id, { question: { id, terminalName: closing.name, shellPid: shell.pid, message, processes: closing.left }, answer, done });
+    const END = vscode.l10n.t('End Them');
+    const KEEP = vscode.l10n.t('Keep');
+    const ALWAYS = vscode.l10n.t('Always End');
+    void vscode.window.showInformationMessage(message, END, KEEP, ALWAYS).then((c) => answer(c === END ? 'end' : c === KEEP ? 'keep' : c === ALWAYS ? 'always' : 'dismissed'));
+    return done;
+  }
+
+  /** The "ask" notifications waiting for an answer. */
+  pendingQuestions(): TerminalQuestion[] {
+    return [...this.questions.values()].map((q) => q.question);
+  }
+
+  /** Answers a pending question as its button would; resolves once that answer has been carried out. */
+  answer(id: string, answer: CloseAnswer): Promise<TerminalClosing | undefined> {
+    const q = this.questions.get(id);
+    if (!q) return Promise.resolve(undefined);
+    q.answer(answer);
+    return q.done;
+  }
+
+  /** "End Everything Under This Terminal": every member of its tree but the shell. */
+  endEverything(shellKey: string): Promise<KillReport> {
+    const entry = this.byShellKey(shellKey);
+    const name = entry?.terminal.name ?? shellKey;
+    this.deps.log.info(`terminal '${name}': ending everything under it but its shell`);
+    return endTerminalTree(this.query(), shellKey, this.deps.graceMs(), this.deps.log);
+  }
+
+  /** Forgets kept processes that are gone (their keys can never come back: start keys grow). */
+  private pruneKept(): void {
+    if (this.kept.size === 0) return;
+    let changed = false;
+    for (const key of this.kept) {
+      const pid = Number(key.split(':')[0]);
+      const now = readShell(pid);
+      if (!now || now.key !== key) {
+        this.kept.delete(key);
+        changed = true;
+      }
+    }
+    if (changed) void this.context.workspaceState.update(KEPT_KEY, [...this.kept]);
+  }
+
+  /** The window reloads or closes: nothing of the terminals is ended from here on (VS Code may keep them). */
+  shutdown(): void {
+    this.shuttingDown = true;
+  }
+
+  dispose(): void {
+    this.shuttingDown = true;
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,314 @@
+/**
+ * The Process Trees view as plain data: from the runs, the window's terminals, the trees other owners of this
+ * window run (`agent-trees run` in a terminal), the orphaned trees and one snapshot's members, the rows the view
+ * shows, with their labels, icons, `contextValue`s (what the menus key on) and a signature per top row (so the
+ * view fires only what changed). Pure: no `vscode`, so it is unit-tested as it is; strings go through the
+ * `l10n` passed in (`vscode.l10n` in the extension).
+ */
+import type { RunState } from '../agents/runs';
+import type { MemberInfo } from '../proc';
+import { commandLabel, escapeMarkdown, formatBytes, formatDuration } from './viewFormat';
+
+/** `vscode.l10n`, or a stand-in in tests. */
+export interface Localizer {
+  t(message: string, ...args: Array<string | number | boolean>): string;
+}
+
+/** An agent run of this extension host. */
+export interface RunInput {
+  id: string;
+  name: string;
+  kind: 'agent' | 'mcp';
+  state: RunState;
+  /** Whether its tree still has members. */
+  live: boolean;
+  deadline?: number;
+  exitCode?: number | null;
+  exitSignal?: string | null;
+  /** How it ended, one line. */
+  endingText: string;
+  command: string[];
+  rootPid: number;
+  pgid: number;
+  tier: string;
+}
+
+/** A tree another live owner of this window records (an `agent-trees run` typed in one of its terminals). */
+export interface WindowTreeInput {
+  id: string;
+  label: string;
+  command: string[];
+  rootPid: number;
+  pgid: number;
+  ownerPid: number;
+  deadline?: number;
+  tier: string;
+}
+
+/** One of the window's terminals with a shell process. */
+export interface TerminalInput {
+  shellKey: string;
+  name: string;
+  shellPid: number;
+}
+
+/** A tree of an owner that is gone (listed when the automatic sweep is off). */
+export interface OrphanInput {
+  treeId: string;
+  label: string;
+  command: string[];
+  rootPid: number;
+  ownerPid: number;
+}
+
+/** CPU time seen per process (`pid:startKey`), to turn the next snapshot's CPU time into a percentage. */
+export type CpuSamples = Map<string, { cpuMs: number; at: number }>;
+
+export interface ViewInput {
+  now: number;
+  /** When the members were read. */
+  takenAt: number;
+  runs: RunInput[];
+  windowTrees: WindowTreeInput[];
+  terminals: TerminalInput[];
+  orphans: OrphanInput[];
+  /** Members by run id, window tree id, or terminal shell key. */
+  members: Map<string, MemberInfo[]>;
+  /** The previous build's samples. */
+  cpu: CpuSamples;
+}
+
+/** What a top row with processes beneath stands for. */
+export type TopTarget =
+  | { kind: 'run'; runId: string }
+  | { kind: 'windowTree'; treeId: string; ownerPid: number }
+  | { kind: 'terminal'; shellKey: string; shellPid: number };
+
+/** What a row's commands act on. A process row names the top row it sits under too. */
+export type RowTarget =
+  | TopTarget
+  | { kind: 'process'; pid: number; startKey: number; top: TopTarget }
+  | { kind: 'orphans' }
+  | { kind: 'orphan'; treeId: string };
+
+export interface Row {
+  /** The TreeItem id: unique in the view, stable across refreshes (pid + start time for processes). */
+  id: string;
+  target: RowTarget;
+  label: string;
+  description?: string;
+  tooltip?: { text: string; markdown: boolean };
+  icon: { id: string; color?: string };
+  contextValue: string;
+  children: Row[];
+  /** Run on a click. */
+  command?: { command: string; title: string };
+  /** Top rows only: changes whenever anything this row or its subtree shows changes. */
+  signature: string;
+}
+
+export interface ViewModel {
+  rows: Row[];
+  cpu: CpuSamples;
+  /** The process rows of each top row's subtree, depth first (what "Kill Agent Tree" counts). */
+  processCount: Map<string, number>;
+}
+
+const STATE_ICONS: Record<RunState, [string, string?]> = {
+  running: ['pulse', 'charts.green'],
+  exited: ['pass', undefined],
+  'timed out': ['watch', 'charts.orange'],
+  killed: ['circle-slash', 'charts.red'],
+  failed: ['error', 'charts.red'],
+};
+
+/** Builds every row of the view. */
+export function buildView(input: ViewInput, l10n: Localizer): ViewModel {
+  const cpu: CpuSamples = new Map();
+  const processCount = new Map<string, number>();
+  const rows: Row[] = [];
+  const subtree = (topId: string, top: TopTarget, members: MemberInfo[]) => {
+    const built = processRows(topId, top, members, input, cpu, l10n);
+    processCount.set(topId, members.length);
+    return built;
+  };
+
+  const runs = [...input.runs].sort((a, b) => Number(b.live) - Number(a.live));
+  for (const run of runs) {
+    const id = `run:${run.id}`;
+    const tree = subtree(id, { kind: 'run', runId: run.id }, run.live ? input.members.get(run.id) ?? [] : []);
+    rows.push(runRow(id, run, tree, input.now, l10n));
+  }
+  for (const t of input.windowTrees) {
+    const id = `window:${t.id}`;
+    rows.push(windowTreeRow(id, t, subtree(id, { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid }, input.members.get(t.id) ?? []), input.now, l10n));
+  }
+  for (const t of input.terminals) {
+    const id = `terminal:${t.shellKey}`;
+    rows.push(terminalRow(id, t, subtree(id, { kind: 'terminal', shellKey: t.shellKey, shellPid: t.shellPid }, input.members.get(t.shellKey) ?? []), l10n));
+  }
+  if (input.orphans.length > 0) rows.push(orphansRow(input.orphans, l10n));
+  return { rows, cpu, processCount };
+}
+
+interface Subtree {
+  roots: Row[];
+  count: number;
+  cpuPercent: number;
+  rssBytes: number;
+  signature: string;
+}
+
+function processRows(topId: string, top: TopTarget, members: MemberInfo[], input: ViewInput, cpu: CpuSamples, l10n: Localizer): Subtree {
+  const byPid = new Map<number, { row: Row; proc: MemberInfo; cpuPercent: number }>();
+  let cpuTotal = 0;
+  let rssTotal = 0;
+  const parts: string[] = [];
+  for (const m of members) {
+    const key = `${m.pid}:${m.startKey}`;
+    const prev = input.cpu.get(key);
+    const cpuPercent = prev && input.takenAt > prev.at ? Math.max(0, ((m.cpuMs - prev.cpuMs) / (input.takenAt - prev.at)) * 100) : 0;
+    cpu.set(key, { cpuMs: m.cpuMs, at: input.takenAt });
+    cpuTotal += cpuPercent;
+    rssTotal += m.rssBytes;
+    parts.push(`${key}:${m.ppid}:${Math.round(m.cpuMs / 100)}:${Math.round(m.rssBytes / 1048576)}`);
+    byPid.set(m.pid, {
+      proc: m,
+      cpuPercent,
+      row: {
+        id: `proc:${topId}:${key}`,
+        target: { kind: 'process', pid: m.pid, startKey: m.startKey, top },
+        label: commandLabel(m.command),
+        description: `${m.pid} · ${cpuPercent.toFixed(0)}% · ${formatBytes(m.rssBytes)}`,
+        tooltip: { text: `${m.command}\n\n${l10n.t('pid {0} · ppid {1} · group {2} · session {3} · state {4}', m.pid, m.ppid, m.pgid, m.sid, m.state)}`, markdown: false },
+        icon: { id: m.state === 'T' ? 'debug-pause' : cpuPercent >= 50 ? 'flame' : 'terminal' },
+        contextValue: 'process',
+        children: [],
+        signature: '',
+      },
+    });
+  }
+  const roots: { row: Row; proc: MemberInfo }[] = [];
+  const children = new Map<number, { row: Row; proc: MemberInfo }[]>();
+  for (const entry of byPid.values()) {
+    const parent = entry.proc.ppid !== entry.proc.pid ? byPid.get(entry.proc.ppid) : undefined;
+    if (parent) children.set(parent.proc.pid, [...(children.get(parent.proc.pid) ?? []), entry]);
+    else roots.push(entry);
+  }
+  const byStart = (a: { proc: MemberInfo }, b: { proc: MemberInfo }) => a.proc.startTime - b.proc.startTime || a.proc.pid - b.proc.pid;
+  for (const [pid, list] of children) byPid.get(pid)!.row.children = list.sort(byStart).map((e) => e.row);
+  return {
+    roots: roots.sort(byStart).map((e) => e.row),
+    count: members.length,
+    cpuPercent: cpuTotal,
+    rssBytes: rssTotal,
+    signature: [members.length, Math.round(cpuTotal), Math.round(rssTotal / 1048576), ...parts.sort()].join('|'),
+  };
+}
+
+function stateLabel(run: RunInput, l10n: Localizer): string {
+  switch (run.state) {
+    case 'running':
+      return l10n.t('running');
+    case 'exited':
+      return run.live ? l10n.t('exited, ending helpers') : l10n.t('exited ({0})', run.exitSignal ?? String(run.exitCode));
+    case 'timed out':
+      return l10n.t('timed out');
+    case 'killed':
+      return run.live ? l10n.t('killing') : l10n.t('killed');
+    case 'failed':
+      return l10n.t('failed');
+  }
+}
+
+/** "1:23 left" for a deadline (the row's signature changes with it, so the countdown moves). */
+function timeLeft(deadline: number | undefined, now: number, l10n: Localizer): string | undefined {
+  return deadline ? l10n.t('{0} left', formatDuration(deadline - now)) : undefined;
+}
+
+function sizeParts(tree: Subtree, l10n: Localizer): string[] {
+  return [l10n.t('{0} processes', tree.count), `${tree.cpuPercent.toFixed(0)}% CPU`, formatBytes(tree.rssBytes)];
+}
+
+function runRow(id: string, run: RunInput, tree: Subtree, now: number, l10n: Localizer): Row {
+  const left = run.live ? timeLeft(run.deadline, now, l10n) : undefined;
+  const parts = [stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n) : [])];
+  const [icon, color] = STATE_ICONS[run.state];
+  let tooltip = `**${escapeMarkdown(run.name)}** (${run.kind})\n\n\`\`\`shell\n${run.command.join(' ')}\n\`\`\`\n\n` +
+    l10n.t('Tree {0} · root pid {1} · group {2} · tier {3}', run.id, run.rootPid, run.pgid, run.tier);
+  if (!run.live || run.state !== 'running') tooltip += `\n\n${escapeMarkdown(run.endingText)}`;
+  return {
+    id,
+    target: { kind: 'run', runId: run.id },
+    label: run.name,
+    description: parts.join(' · '),
+    tooltip: { text: tooltip, markdown: true },
+    icon: { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color },
+    contextValue: ['agent', run.live ? 'live' : 'ended', run.live && run.deadline ? 'deadline' : ''].filter(Boolean).join('.'),
+    children: tree.roots,
+    command: { command: 'agentTrees.showTerminal', title: l10n.t('Show Agent Terminal') },
+    signature: [run.state, run.live, left ?? '', run.exitCode ?? '', run.exitSignal ?? '', tree.signature].join('|'),
+  };
+}
+
+function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, now: number, l10n: Localizer): Row {
+  const left = timeLeft(t.deadline, now, l10n);
+  const parts = [l10n.t('agent-trees run'), ...(left ? [left] : []), ...sizeParts(tree, l10n)];
+  return {
+    id,
+    target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
+    label: t.label,
+    description: parts.join(' · '),
+    tooltip: {
+      text: `**${escapeMarkdown(t.label)}**\n\n\`\`\`shell\n${t.command.join(' ')}\n\`\`\`\n\n` +
+        l10n.t('Tree {0} · root pid {1} · group {2} · tier {3} · owned by agent-trees run (pid {4}) in a terminal of this window', t.id, t.rootPid, t.pgid, t.tier, t.ownerPid),
+      markdown: true,
+    },
+    icon: { id: 'pulse', color: 'charts.green' },
+    contextValue: t.deadline ? 'windowTree.live.deadline' : 'windowTree.live',
+    children: tree.roots,
+    signature: [left ?? '', tree.signature].join('|'),
+  };
+}
+
+function terminalRow(id: string, t: TerminalInput, tree: Subtree, l10n: Localizer): Row {
+  return {
+    id,
+    target: { kind: 'terminal', shellKey: t.shellKey, shellPid: t.shellPid },
+    label: t.name,
+    description: [l10n.t('shell {0}', t.shellPid), ...sizeParts(tree, l10n)].join(' · '),
+    tooltip: {
+      text: l10n.t("Terminal '{0}', shell pid {1}: its shell's session, everything the shell started, and what was started from this window's terminals and left running", t.name, t.shellPid),
+      markdown: false,
+    },
+    icon: { id: 'terminal' },
+    contextValue: 'terminal',
+    children: tree.roots,
+    command: { command: 'agentTrees.showTerminal', title: l10n.t('Show Terminal') },
+    signature: [t.name, tree.signature].join('|'),
+  };
+}
+
+function orphansRow(orphans: OrphanInput[], l10n: Localizer): Row {
+  const children: Row[] = orphans.map((o) => ({
+    id: `orphan:${o.treeId}`,
+    target: { kind: 'orphan', treeId: o.treeId },
+    label: o.label,
+    description: l10n.t('root {0}, owner {1} (gone)', o.rootPid, o.ownerPid),
+    tooltip: { text: o.command.join(' '), markdown: false },
+    icon: { id: 'debug-disconnect' },
+    contextValue: 'orphan',
+    children: [],
+    signature: '',
+  }));
+  return {
+    id: 'orphans',
+    target: { kind: 'orphans' },
+    label: l10n.t('Orphaned trees ({0})', orphans.length),
+    tooltip: { text: l10n.t('Trees recorded by windows that are gone. Sweep ends them.'), markdown: false },
+    icon: { id: 'warning', color: 'list.warningForeground' },
+    contextValue: 'orphans',
+    children,
+    signature: orphans.map((o) => o.treeId).join(','),
+  };
+}

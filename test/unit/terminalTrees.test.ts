@@ -1,0 +1,268 @@
+/**
+ * Terminal trees in the core: which processes are a terminal's (rules on synthetic snapshots, table-driven), and
+ * on real processes: a shell in its own session with a setsid child, a SIGHUP-ignoring child and a double-forked
+ * daemon; what it leaves when it gets SIGHUP as a closing terminal sends; ending that, and ending everything
+ * under a live shell but the shell.
+ */
+import * as assert from 'assert';
+import { spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import {
+  childrenOf,
+  classifyRecords,
+  endLeftovers,
+  endTerminalTree,
+  liveOwnership,
+  ProcessInfo,
+  processKey,
+  readShell,
+  RecordStore,
+  resolveTerminalTrees,
+  settleLeftovers,
+  Snapshot,
+  terminalLeftovers,
+  TerminalQuery,
+  TerminalShell,
+  TREE_ID_VARIABLE,
+  WINDOW_TAG_VARIABLE,
+} from '../../src/proc';
+import { writeCliLauncher } from '../../src/extension/cliLauncher';
+import { alive, CLI, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
+
+// ---------------------------------------------------------------------------------------------- synthetic
+
+const T0 = 1_800_000_000_000;
+
+interface Fake {
+  pid: number;
+  ppid: number;
+  sid?: number;
+  pgid?: number;
+  /** ms after T0. */
+  start?: number;
+  startKey?: number;
+  window?: string;
+  tree?: string;
+}
+
+function snapshot(fakes: Fake[]): Snapshot {
+  const processes = new Map<number, ProcessInfo>();
+  const tags = { [WINDOW_TAG_VARIABLE]: new Map<string, ProcessInfo[]>(), [TREE_ID_VARIABLE]: new Map<string, ProcessInfo[]>() };
+  for (const f of fakes) {
+    const p: ProcessInfo = {
+      pid: f.pid, ppid: f.ppid, pgid: f.pgid ?? f.pid, sid: f.sid ?? f.pid, state: 'S', startKey: f.startKey ?? f.pid * 10,
+      startTime: T0 + (f.start ?? 0), uid: -1, name: 'x', rssBytes: 0, cpuMs: 0,
+    };
+    processes.set(p.pid, p);
+    if (f.window) tags[WINDOW_TAG_VARIABLE].set(f.window, [...(tags[WINDOW_TAG_VARIABLE].get(f.window) ?? []), p]);
+    if (f.tree) tags[TREE_ID_VARIABLE].set(f.tree, [...(tags[TREE_ID_VARIABLE].get(f.tree) ?? []), p]);
+  }
+  return {
+    takenAt: T0 + 100_000,
+    processes,
+    commandLine: () => 'x',
+    tagged: (variable = TREE_ID_VARIABLE) => tags[variable],
+    children: () => childrenOf(processes),
+  };
+}
+
+const shellAt = (pid: number, start: number, tracked = start + 10): TerminalShell => ({
+  key: `${pid}:${pid * 10}`, pid, startKey: pid * 10, startTime: T0 + start, pgid: pid, sid: pid, trackedAt: T0 + tracked,
+});
+const nobodyProtected = { protectedReason: () => undefined };
+
+describe('terminal trees: which processes are a terminal\'s (synthetic snapshots)', () => {
+  const shell = shellAt(100, 1000);
+  const other = shellAt(200, 5000);
+  const base: Fake[] = [
+    { pid: 100, ppid: 50, start: 1000, window: 'W' }, // the shell
+    { pid: 101, ppid: 100, pgid: 101, sid: 100, start: 2000, window: 'W' }, // a job of the shell
+    { pid: 102, ppid: 1, sid: 102, start: 3000, window: 'W' }, // a double-forked daemon started from the window's terminals
+    { pid: 103, ppid: 102, sid: 102, start: 3100, tree: undefined }, // its child, untagged (env -i): a descendant
+    { pid: 90, ppid: 1, start: 500, window: 'W' }, // tagged, but started before this shell
+    { pid: 300, ppid: 250, start: 4000, window: 'W' }, // tagged, under the editor (another window's host started from a terminal)
+    { pid: 400, ppid: 1, start: 4000, window: 'X' }, // another window's tag
+    { pid: 500, ppid: 1, start: 4000 }, // a stranger: no tag, no session, no parent link
+    { pid: 104, ppid: 1, sid: 104, start: 2500, startKey: 99999 }, // seen before as 104 with key 1040: now another process
+    { pid: 200, ppid: 50, start: 5000, window: 'W' }, // a second terminal's shell
+    { pid: 201, ppid: 200, pgid: 201, sid: 200, start: 6000, window: 'W' }, // its job
+  ];
+  const query = (extra: Partial<TerminalQuery> = {}): TerminalQuery => ({
+    windowTags: ['W'], shells: [shell, other], seen: { [shell.key]: ['104:1040'] }, kept: [], editorRoot: 250, ...extra,
+  });
+  const membersOf = (snap: Snapshot, q: TerminalQuery, key = shell.key) =>
+    resolveTerminalTrees(snap, q, nobodyProtected).find((m) => m.shellKey === key)!.members.map((p) => p.pid).sort((a, b) => a - b);
+
+  const cases: { title: string; fakes?: Fake[]; query?: Partial<TerminalQuery>; key?: string; members: number[] }[] = [
+    { title: 'the shell, its jobs, and a tagged daemon (with its untagged child) started after the shell', members: [100, 101, 102, 103] },
+    { title: 'the second terminal: its own jobs, not the daemon, which started before its shell', key: other.key, members: [200, 201] },
+    { title: 'a daemon started after both shells is counted to both (no session claims it)', fakes: [...base, { pid: 108, ppid: 1, sid: 108, start: 7000, window: 'W' }], key: other.key, members: [108, 200, 201] },
+    { title: 'a daemon the user chose to keep is nobody\'s', query: { kept: ['102:1020'] }, members: [100, 101] },
+    { title: 'a process seen before, if its pid now belongs to another process, is not', members: [100, 101, 102, 103] },
+    { title: 'a shell whose pid now belongs to another process leads nothing', fakes: [...base.filter((f) => f.pid !== 100 && f.pid !== 101), { pid: 100, ppid: 1, start: 90_000, startKey: 5 }, { pid: 109, ppid: 100, sid: 100, pgid: 100, start: 91_000 }], members: [102, 103] },
+    { title: 'without the editor root given, a tagged process under the editor is counted (it is the caller who names the editor)', query: { editorRoot: undefined }, members: [100, 101, 102, 103, 300] },
+    { title: 'with no window tag known, only the session and descendants count', query: { windowTags: [] }, members: [100, 101] },
+  ];
+  for (const c of cases) {
+    it(c.title, () => {
+      assert.deepStrictEqual(membersOf(snapshot(c.fakes ?? base), query(c.query), c.key), c.members);
+    });
+  }
+
+  it('a seen process still running as itself stays a member after it left the session and its parent died', () => {
+    const snap = snapshot([...base, { pid: 105, ppid: 1, sid: 105, start: 2600 }]);
+    assert.deepStrictEqual(membersOf(snap, query({ seen: { [shell.key]: ['105:1050'] } })), [100, 101, 102, 103, 105]);
+  });
+
+  it('a leaderless session counts only with proof: a tagged or a seen member, never on a guess', () => {
+    // The shell is gone; 106 and 107 are still in its session (they ignored SIGHUP).
+    const orphans: Fake[] = [{ pid: 106, ppid: 1, pgid: 106, sid: 100, start: 2000 }, { pid: 107, ppid: 1, pgid: 107, sid: 100, start: 2100 }];
+    const noProof = snapshot(orphans);
+    assert.deepStrictEqual(membersOf(noProof, query({ seen: {} })), []);
+    const tagged = snapshot([orphans[0], { ...orphans[1], window: 'W' }]);
+    assert.deepStrictEqual(membersOf(tagged, query({ seen: {} })), [106, 107]);
+    assert.deepStrictEqual(membersOf(noProof, query({ seen: { [shell.key]: ['106:1060'] } })), [106, 107]);
+    // A session id whose leader is a newer process (the pid was reused) proves nothing, tagged member or not.
+    const reused = snapshot([{ pid: 100, ppid: 1, start: 90_000, startKey: 5 }, orphans[0], { ...orphans[1], window: 'W' }]);
+    assert.deepStrictEqual(membersOf(reused, query({ seen: {} })), [107]);
+  });
+
+  it('what a closing terminal leaves: not the shell, not another terminal\'s jobs, not what a live owner holds', () => {
+    // The shell has exited; its job 101 ignored SIGHUP; an `agent-trees run` (110) and its tree (111) live on.
+    const snap = snapshot([
+      ...base.filter((f) => f.pid !== 100).map((f) => (f.pid === 101 ? { ...f, ppid: 1 } : f)),
+      { pid: 110, ppid: 1, pgid: 110, sid: 100, start: 2200, window: 'W' },
+      { pid: 111, ppid: 110, sid: 111, start: 2300, window: 'W', tree: 'abc' },
+    ]);
+    const owners = liveOwnership([{ file: 'x/110.json', record: { version: 1, owner: { pid: 110, startTime: T0 + 2200 }, trees: [{ id: 'abc' } as never] } }]);
+    const left = terminalLeftovers(snap, query(), shell.key, owners, nobodyProtected).map((p) => p.pid).sort((a, b) => a - b);
+    // 102 and 103 are counted to both terminals (no session claims them), so they are left by this one too.
+    assert.deepStrictEqual(left, [101, 102, 103]);
+    const others = terminalLeftovers(snap, query(), other.key, liveOwnership([]), nobodyProtected).map((p) => p.pid).sort((a, b) => a - b);
+    assert.deepStrictEqual(others, [201], 'the second terminal: its job, never the first one\'s');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------- real processes
+
+/**
+ * A shell in a session of its own (as a terminal's is), tagged with the window, that starts a setsid child, a
+ * child that ignores SIGHUP, and a double-forked daemon, then waits.
+ */
+function startShell(pidfile: string, tag: string): number {
+  const script = `
+    echo "shell $$" >> "$1"
+    setsid sh -c 'echo "setsid $$" >> "$1"; exec sleep 120' x "$1" &
+    sh -c 'trap "" HUP; echo "nohup $$" >> "$1"; exec sleep 120' x "$1" &
+    setsid -f sh -c 'echo "daemon $$" >> "$1"; exec sleep 120' x "$1"
+    sleep 0.2
+    echo "ready $$" >> "$1"
+    exec sleep 120`;
+  const child = spawn('bash', ['-c', script, 'shell', pidfile], { detached: true, stdio: 'ignore', env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag } });
+  child.unref();
+  register(child.pid!);
+  return child.pid!;
+}
+
+describe('terminal trees on real processes', function () {
+  this.timeout(30_000);
+  const tag = `test-window-${process.pid}`;
+
+  it('finds the setsid child, the SIGHUP-ignoring child and the double-forked daemon under the shell; after SIGHUP, ends what it left and nothing else', async () => {
+    const pidfile = path.join(tmpDir(), 'pids');
+    const shellPid = startShell(pidfile, tag);
+    const { roles, all } = await fixturePids(pidfile);
+    const shell = readShell(shellPid)!;
+    const query: TerminalQuery = { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined };
+    const [m] = resolveTerminalTrees(table.snapshot(), query);
+    const daemon = roles.get('daemon')![0];
+    for (const pid of all) assert.ok(m.members.some((p) => p.pid === pid), `${pid} (${[...roles].find(([, p]) => p.includes(pid))?.[0]}) is a member`);
+    assert.ok(m.unclaimed.includes(daemon), 'the daemon is found by the window tag alone');
+    query.seen[shell.key] = m.members.filter((p) => p.pid !== shellPid).map(processKey);
+
+    // The terminal closes: its shell gets SIGHUP.
+    process.kill(shellPid, 'SIGHUP');
+    const owners = liveOwnership([]);
+    const left = await settleLeftovers(shell, (snap) => terminalLeftovers(snap, query, shell.key, owners), { quietMs: 200 });
+    assert.ok(!alive(shellPid), 'the shell exited');
+    assert.deepStrictEqual(left.map((p) => p.pid).sort(), [roles.get('setsid')![0], roles.get('nohup')![0], daemon].sort());
+
+    const report = await endLeftovers(shell, left, 2000);
+    assert.strictEqual(report.survivors, 0);
+    assert.deepStrictEqual(await waitAllDead(all), []);
+  });
+
+  it('"End Everything Under This Terminal" ends every member but the shell, which keeps running', async () => {
+    const pidfile = path.join(tmpDir(), 'pids');
+    const shellPid = startShell(pidfile, tag);
+    const { all } = await fixturePids(pidfile);
+    const shell = readShell(shellPid)!;
+    try {
+      const report = await endTerminalTree({ windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined }, shell.key, 2000);
+      assert.strictEqual(report.survivors, 0);
+      assert.deepStrictEqual(await waitAllDead(all.filter((p) => p !== shellPid)), []);
+      assert.ok(alive(shellPid), 'the shell was spared');
+      assert.strictEqual(readShell(shellPid)!.key, shell.key);
+    } finally {
+      process.kill(shellPid, 'SIGKILL');
+      await waitAllDead([shellPid]);
+    }
+  });
+});
+
+describe('records by owner', () => {
+  it('sorts records into our own, a live owner\'s, and one whose pid now belongs to a newer process', async () => {
+    const dir = tmpDir();
+    const store = new RecordStore(dir);
+    const me = table.read(process.pid)!;
+    const self = { pid: process.pid, startTime: me.startTime };
+    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+    register(other.pid!);
+    await waitFor('the other owner to run', () => table.read(other.pid!));
+    const tree = { id: 't1', label: 'x', command: ['x'], rootPid: 1, pgid: 1, sid: 1, rootStartTime: 0, trackedAt: 0, envTag: `${TREE_ID_VARIABLE}=t1`, cgroup: null };
+    store.write(self, [tree]);
+    store.write({ pid: other.pid!, startTime: table.read(other.pid!)!.startTime }, [{ ...tree, id: 't2', envTag: `${TREE_ID_VARIABLE}=t2` }]);
+    try {
+      const sorted = classifyRecords(store, self);
+      assert.deepStrictEqual(sorted.own.map((r) => r.record.owner.pid), [process.pid]);
+      assert.deepStrictEqual(sorted.live.map((r) => r.record.owner.pid), [other.pid]);
+      assert.deepStrictEqual(sorted.gone, []);
+      // Our pid, but recorded by a process that started long before us: that owner is gone.
+      const earlierStore = new RecordStore(tmpDir());
+      earlierStore.write({ pid: process.pid, startTime: me.startTime - 60_000 }, [tree]);
+      const earlier = classifyRecords(earlierStore, self);
+      assert.deepStrictEqual(earlier.own, []);
+      assert.deepStrictEqual(earlier.gone.map((r) => [r.record.owner.pid, r.state]), [[process.pid, 'replaced']]);
+    } finally {
+      other.kill('SIGKILL');
+      await waitAllDead([other.pid!]);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the agent-trees launcher for terminals', () => {
+  it('runs the bundled CLI with the given Node, and is rewritten only when it changes', async () => {
+    const dir = path.join(tmpDir(), 'bin');
+    writeCliLauncher(dir, process.execPath, CLI, 'linux', false);
+    const file = path.join(dir, 'agent-trees');
+    const before = fs.statSync(file);
+    assert.strictEqual(before.mode & 0o111, 0o111, 'executable');
+    writeCliLauncher(dir, process.execPath, CLI, 'linux', false);
+    assert.strictEqual(fs.statSync(file).ino, before.ino, 'same content: not rewritten');
+    const out = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn(file, ['--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.on('exit', (code) => resolve({ code, stdout }));
+    });
+    assert.strictEqual(out.code, 0);
+    assert.match(out.stdout, /^Usage:\n\s+agent-trees run/);
+    writeCliLauncher(dir, process.execPath, CLI, 'linux', true);
+    assert.match(fs.readFileSync(file, 'utf8'), /^ELECTRON_RUN_AS_NODE=1 exec '.+' '.+cli\.js' "\$@"$/m);
+    writeCliLauncher(dir, 'C:\\Program Files\\Code\\Code.exe', 'C:\\ext\\dist\\cli.js', 'win32', true);
+    assert.strictEqual(fs.readFileSync(path.join(dir, 'agent-trees.cmd'), 'utf8'),
+      '@echo off\r\nsetlocal\r\nset ELECTRON_RUN_AS_NODE=1\r\n"C:\\Program Files\\Code\\Code.exe" "C:\\ext\\dist\\cli.js" %*\r\n');
+  });
+});
