@@ -216,13 +216,15 @@ async function runPhase(p) {
   browser.context.on('close', () => (browserGone = true));
 
   // Wait until the phase is over.
-  const readResult = () => {
+  const readJson = (file) => {
     try {
-      return JSON.parse(fs.readFileSync(resultFile, 'utf8'));
+      return JSON.parse(fs.readFileSync(file, 'utf8'));
     } catch {
       return undefined; // absent, or (briefly) being replaced
     }
   };
+  const readResult = () => readJson(resultFile);
+  let afterReload; // the after-reload tests' result, after a reload
   const deadline = started + p.timeout;
   let result;
   let error;
@@ -231,9 +233,20 @@ async function runPhase(p) {
     pumpSuiteLog();
     result = readResult();
     if (result && result.state === 'done' && !lib.isAlive(result.pid)) {
-      // The suite wrote its result, then its extension host ended: killed on request, or (in a normal
-      // run) exited before codeAutomationExit reached us. Either way the result file stands.
+      // The suite wrote its result, then its extension host ended: killed on request, reloaded on request, or
+      // (in a normal run) exited before codeAutomationExit reached us. Either way the result file stands.
       hostKilled = !!result.hostKillRequested;
+      // After a reload, the host the reload started runs the after-reload tests in the same window.
+      if (result.reloadRequested) {
+        afterReload = undefined;
+        while (Date.now() <= deadline && !active.interrupted && server.isRunning()) {
+          pumpSuiteLog();
+          afterReload = readJson(`${resultFile}.after-reload.json`);
+          if (afterReload && afterReload.state === 'done') break;
+          await lib.sleep(50);
+        }
+        if (!afterReload || afterReload.state !== 'done') error = 'the extension host started by the reload did not finish its after-reload tests';
+      }
       break;
     }
     if (exitCode !== undefined) {
@@ -301,8 +314,8 @@ async function runPhase(p) {
     if (!result) error = `no result file: the suite never ran or its extension host died (exit code ${exitCode})`;
     else if (result.state !== 'done') error = `the suite did not finish (state ${result.state}, exit code ${exitCode})`;
     else {
-      passed = result.passed;
-      failed = result.failed;
+      passed = result.passed + (afterReload ? afterReload.passed : 0);
+      failed = result.failed + (afterReload ? afterReload.failed : 0);
       if (failed > 0) error = `${failed} test(s) failed`;
       else if (exitCode !== undefined && exitCode !== 0) error = `the workbench reported exit code ${exitCode} although the result file says 0 failed`;
       else if (passed === 0) error = 'no test ran';
@@ -310,9 +323,10 @@ async function runPhase(p) {
   }
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   say(`${p.label}: ${passed} passed, ${failed} failed in ${secs} s (teardown ${teardownMs} ms)${hostKilled ? ' (the suite killed its extension host after writing its result)' : ''}`);
-  if (result && result.failures && result.failures.length) {
+  const failures = [...((result && result.failures) || []), ...((afterReload && afterReload.failures) || [])];
+  if (failures.length) {
     say(`${p.label}: failures:`);
-    for (const f of result.failures) process.stdout.write(`  - ${f.title}\n    ${String(f.error).split('\n').slice(0, 6).join('\n    ')}\n`);
+    for (const f of failures) process.stdout.write(`  - ${f.title}\n    ${String(f.error).split('\n').slice(0, 6).join('\n    ')}\n`);
   }
   if (error && !active.interrupted) {
     say(`${p.label}: FAILED: ${error}`);

@@ -11,9 +11,11 @@
 //     `<result file>.log`, synchronously, so the runner shows it even if the extension host is killed;
 //   - if a test asked for it (killHostAfterResult), it then freezes code-server, so the workbench
 //     cannot start a new extension host, and SIGKILLs its own extension host;
-//   - if a test asked for a reload (reloadWindowAfterResult), it reloads the window and never settles: the
-//     runner ends the phase once this host is gone; the host the reload starts finds the result file
-//     written with reloadRequested and waits, running nothing.
+//   - if a test asked for a reload (reloadWindowAfterResult), it reloads the window and never settles; the
+//     host the reload starts finds the result file written with reloadRequested, runs the phase's
+//     `*.afterReload.test.js` files (what must hold after a reload in the same window: terminals VS Code kept,
+//     say), writes {state: 'done', pid, passed, failed, failures} to `<result file>.after-reload.json` and
+//     waits; the runner ends the phase once the old host is gone and that file is written.
 import * as fs from 'fs';
 import * as path from 'path';
 import Mocha from 'mocha';
@@ -25,19 +27,23 @@ interface Failure {
   error: string;
 }
 
-/** Compiled test files under `dir`: every `*.test.js`, or in phase 2+ only the `*.phased.test.js` ones. */
-function testFiles(dir: string): string[] {
+/**
+ * Compiled test files under `dir`: every `*.test.js`, or in phase 2+ only the `*.phased.test.js` ones; after a
+ * reload, only the `*.afterReload.test.js` ones (which run nowhere else).
+ */
+function testFiles(dir: string, afterReload = false): string[] {
   const files: string[] = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) files.push(...testFiles(full));
+    if (entry.isDirectory()) files.push(...testFiles(full, afterReload));
     else if (entry.name.endsWith('.test.js')) files.push(full);
   }
+  if (afterReload) return files.filter((f) => f.endsWith('.afterReload.test.js')).sort();
   const later = currentPhase !== undefined && currentPhase > 1;
   // A Restricted Mode run (runTests.js --untrusted-workspace) runs the *.untrusted.test.js files, and only those.
   const untrusted = process.env.AGENT_TREES_WORKSPACE_TRUST === 'untrusted';
   return files
-    .filter((f) => f.endsWith('.untrusted.test.js') === untrusted)
+    .filter((f) => f.endsWith('.untrusted.test.js') === untrusted && !f.endsWith('.afterReload.test.js'))
     .filter((f) => !later || f.endsWith('.phased.test.js'))
     .sort();
 }
@@ -83,33 +89,15 @@ function reloadedFrom(resultFile: string): boolean {
   }
 }
 
-/** Called by VS Code's test harness in the extension host; rejects when a test failed. */
-export async function run(): Promise<void> {
-  const resultFile = process.env[RESULT_FILE_VAR];
-  const base = { pid: process.pid, phase: currentPhase ?? null };
-  if (resultFile) {
-    try {
-      fs.writeFileSync(resultFile, JSON.stringify({ state: 'running', ...base, startedAt: new Date().toISOString() }), { flag: 'wx' });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
-        if (reloadedFrom(resultFile)) {
-          log(`[suite] extension host ${process.pid} started by the reload; the phase ends when the old host is gone`);
-          return new Promise<void>(() => {});
-        }
-        throw new Error(`${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`, { cause: e });
-      }
-      throw e;
-    }
-  }
-
-  const untee = teeReporter();
+/** Runs mocha on `files`; never rejects (a suite that cannot load counts as one failure). */
+async function runMocha(files: string[]): Promise<{ passed: number; failed: number; pending: number; failures: Failure[] }> {
   const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 30000, reporter: 'spec' });
   const failures: Failure[] = [];
   let passed = 0;
   let failed = 0;
   let pending = 0;
   try {
-    for (const file of testFiles(__dirname)) mocha.addFile(file);
+    for (const file of files) mocha.addFile(file);
     await new Promise<void>((resolve) => {
       const runner = mocha.run(() => resolve());
       runner.on('pass', () => passed++);
@@ -124,6 +112,34 @@ export async function run(): Promise<void> {
     failures.push({ title: 'loading the suite', error: String((e as Error).stack || e) });
     log(e);
   }
+  return { passed, failed, pending, failures };
+}
+
+/** Called by VS Code's test harness in the extension host; rejects when a test failed. */
+export async function run(): Promise<void> {
+  const resultFile = process.env[RESULT_FILE_VAR];
+  const base = { pid: process.pid, phase: currentPhase ?? null };
+  if (resultFile) {
+    try {
+      fs.writeFileSync(resultFile, JSON.stringify({ state: 'running', ...base, startedAt: new Date().toISOString() }), { flag: 'wx' });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
+        if (reloadedFrom(resultFile)) {
+          log(`[suite] extension host ${process.pid} started by the reload: running the after-reload tests`);
+          const untee = teeReporter();
+          const counts = await runMocha(testFiles(__dirname, true));
+          untee();
+          writeAtomically(`${resultFile}.after-reload.json`, { state: 'done', pid: process.pid, phase: currentPhase ?? null, ...counts, endedAt: new Date().toISOString() });
+          return new Promise<void>(() => {});
+        }
+        throw new Error(`${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`, { cause: e });
+      }
+      throw e;
+    }
+  }
+
+  const untee = teeReporter();
+  const { passed, failed, pending, failures } = await runMocha(testFiles(__dirname));
 
   if (resultFile) {
     writeAtomically(resultFile, {

@@ -1,0 +1,235 @@
+// The window's terminals in a real extension host: a bash terminal made with createTerminal starts a setsid child,
+// a child that ignores SIGHUP and a double-forked daemon; the view's data shows them under the terminal; closing
+// it ends, keeps or asks about them by agentTrees.terminals.onClose (the "ask" notification is answered through
+// the API: terminalQuestions() / answerTerminalQuestion()); "End Everything Under This Terminal" spares the shell;
+// and `agent-trees run`, typed in a terminal, is an owned tree of the window: shown, killable, timed out, swept.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as vscode from 'vscode';
+import type { AgentTreesApi, ApiRow } from '../../src/extension/controller';
+import { isProcessAlive, procStat, waitFor } from './harness';
+import { api, fixturePids, pidFile } from './fixtures';
+
+const config = () => vscode.workspace.getConfiguration('agentTrees');
+
+/** Polls an async probe every 100 ms until it returns a value; fails after `timeoutMs`. */
+async function eventually<T>(what: string, probe: () => PromiseLike<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function rowsUnder(row: ApiRow): ApiRow[] {
+  return row.children.flatMap((c) => [c, ...rowsUnder(c)]);
+}
+
+function pidsUnder(row: ApiRow): number[] {
+  return rowsUnder(row).flatMap((r) => (r.target.kind === 'process' ? [r.target.pid] : []));
+}
+
+/** Processes a test started, by pid and start time, so cleanup never hits a reused pid. */
+class Started {
+  private readonly procs: { pid: number; startTicks: string }[] = [];
+  add(pids: number[]): void {
+    for (const pid of pids) {
+      const st = procStat(pid);
+      if (st) this.procs.push({ pid, startTicks: st.startTicks });
+    }
+  }
+  alive(): number[] {
+    return this.procs.filter((p) => isProcessAlive(p.pid, p.startTicks)).map((p) => p.pid);
+  }
+  async cleanUp(): Promise<void> {
+    for (const p of this.procs) if (isProcessAlive(p.pid, p.startTicks)) process.kill(p.pid, 'SIGKILL');
+    assert.ok(await waitFor(() => this.alive().length === 0, 5000), `left alive: ${this.alive()}`);
+  }
+}
+
+interface Shell {
+  terminal: vscode.Terminal;
+  pid: number;
+  /** setsid child, SIGHUP-ignoring child, double-forked daemon, by role. */
+  roles: Map<string, number[]>;
+  children: number[];
+}
+
+/** A bash terminal that started the three kinds of processes a closing terminal leaves behind. */
+async function shellWithChildren(name: string, started: Started): Promise<Shell> {
+  const terminal = vscode.window.createTerminal({ name, shellPath: '/bin/bash' });
+  const pid = await eventually('the shell pid', () => terminal.processId);
+  started.add([pid]);
+  const file = pidFile();
+  // One line, typed as a user would: each process writes "role pid" to the file, then "ready".
+  terminal.sendText([
+    `F=${file};`,
+    `setsid -w sh -c 'echo "setsid $$" >> "$1"; exec sleep 300' x "$F" &`,
+    `sh -c 'trap "" HUP; echo "nohup $$" >> "$1"; exec sleep 300' x "$F" &`,
+    `setsid -f sh -c 'echo "daemon $$" >> "$1"; exec sleep 300' x "$F";`,
+    `sleep 0.3; echo "ready $$" >> "$F"`,
+  ].join(' '));
+  const roles = await fixturePids(file);
+  roles.delete('shell');
+  const children = [...roles.values()].flat();
+  started.add(children);
+  return { terminal, pid, roles, children };
+}
+
+async function terminalRow(trees: AgentTreesApi, shellPid: number): Promise<ApiRow | undefined> {
+  return (await trees.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === shellPid);
+}
+
+/** Waits until the view shows every child under the shell's terminal (so they were seen while it was open). */
+async function seenUnderTerminal(trees: AgentTreesApi, shell: Shell): Promise<ApiRow> {
+  return eventually(`the children ${shell.children} under terminal ${shell.pid}`, async () => {
+    const row = await terminalRow(trees, shell.pid);
+    return row && shell.children.every((pid) => pidsUnder(row).includes(pid)) ? row : undefined;
+  });
+}
+
+describe("Agent Trees: the window's terminals", function () {
+  this.timeout(90_000);
+  let trees: AgentTreesApi;
+  let started: Started;
+
+  before(async () => {
+    trees = await api();
+    await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
+  });
+
+  beforeEach(() => {
+    started = new Started();
+  });
+
+  afterEach(async () => {
+    await started.cleanUp();
+  });
+
+  after(async () => {
+    await config().update('killGraceSeconds', undefined, vscode.ConfigurationTarget.Global);
+    await config().update('terminals.onClose', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  async function closeAndFind(shell: Shell) {
+    shell.terminal.dispose();
+    return eventually('the close to be handled', () => trees.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'));
+  }
+
+  it("gives every terminal the window's tag and agent-trees on its PATH; the view shows the shell, the setsid child, the SIGHUP-ignoring child and the daemon under it; End Everything spares the shell", async () => {
+    await config().update('terminals.onClose', 'keep', vscode.ConfigurationTarget.Global);
+    const shell = await shellWithChildren('it-view', started);
+    const environ = fs.readFileSync(`/proc/${shell.pid}/environ`, 'utf8').split('\0');
+    assert.ok(environ.includes(`AGENT_TREES_WINDOW=${trees.windowId}`), 'the shell carries the window tag');
+    assert.ok(environ.includes(`AGENT_TREES_RECORDS=${trees.recordsDir}`), 'and the records folder');
+    const which = pidFile();
+    shell.terminal.sendText(`command -v agent-trees > ${which}`);
+    assert.ok(await waitFor(() => fs.existsSync(which) && fs.readFileSync(which, 'utf8').trim().endsWith('/bin/agent-trees'), 10_000), 'agent-trees is on the PATH');
+
+    const row = await seenUnderTerminal(trees, shell);
+    assert.strictEqual(row.label, 'it-view');
+    assert.strictEqual(row.contextValue, 'terminal');
+    assert.match(row.description ?? '', new RegExp(`^shell ${shell.pid} · \\d+ processes`));
+    assert.deepStrictEqual(row.children.find((c) => c.target.kind === 'process' && c.target.pid === shell.pid)?.contextValue, 'process', 'the shell is a row of its own');
+
+    const shellKey = row.target.kind === 'terminal' ? row.target.shellKey : '';
+    const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.endTerminal', shellKey);
+    assert.strictEqual(report?.survivors, 0);
+    assert.ok(report!.signalled >= 3, `signalled ${report?.signalled}`);
+    assert.ok(await waitFor(() => shell.children.every((pid) => !isProcessAlive(pid)), 10_000), `alive: ${shell.children.filter((p) => isProcessAlive(p))}`);
+    assert.ok(isProcessAlive(shell.pid), 'the shell was spared');
+    shell.terminal.sendText('echo still here');
+    const closing = await closeAndFind(shell);
+    assert.deepStrictEqual(closing.left, [], 'nothing was left to close with');
+  });
+
+  it('onClose "end": closing the terminal ends everything its shell left running', async () => {
+    await config().update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
+    const shell = await shellWithChildren('it-end', started);
+    await seenUnderTerminal(trees, shell);
+    const closing = await closeAndFind(shell);
+    assert.strictEqual(closing.outcome, 'ended');
+    assert.deepStrictEqual(closing.left.map((p) => p.pid).sort(), [...shell.children].sort(), 'the log lists exactly what was left');
+    assert.ok(await waitFor(() => started.alive().length === 0, 10_000), `alive: ${started.alive()}`);
+  });
+
+  it('onClose "keep": closing the terminal leaves them running (and the log lists them)', async () => {
+    await config().update('terminals.onClose', 'keep', vscode.ConfigurationTarget.Global);
+    const shell = await shellWithChildren('it-keep', started);
+    await seenUnderTerminal(trees, shell);
+    const closing = await closeAndFind(shell);
+    assert.strictEqual(closing.outcome, 'kept');
+    assert.deepStrictEqual(closing.left.map((p) => p.pid).sort(), [...shell.children].sort());
+    assert.ok(!isProcessAlive(shell.pid), 'the shell exited on the hang-up');
+    assert.deepStrictEqual(shell.children.filter((p) => !isProcessAlive(p)), [], 'all kept');
+    // afterEach ends them.
+  });
+
+  it('onClose "ask": one notification names what is left; answering "Always End" ends them and sets "end"', async () => {
+    await config().update('terminals.onClose', 'ask', vscode.ConfigurationTarget.Global);
+    const shell = await shellWithChildren('it-ask', started);
+    await seenUnderTerminal(trees, shell);
+    shell.terminal.dispose();
+    const question = await eventually('the question', () => trees.terminalQuestions().find((q) => q.shellPid === shell.pid));
+    assert.match(question.message, /^Terminal 'it-ask' left 3 processes running: (sleep 300|sh -c .*)(, (sleep 300|sh -c .*))*$/);
+    assert.deepStrictEqual(question.processes.map((p) => p.pid).sort(), [...shell.children].sort());
+    assert.deepStrictEqual(shell.children.filter((p) => !isProcessAlive(p)), [], 'nothing is ended before the answer');
+    const closing = await trees.answerTerminalQuestion(question.id, 'always');
+    assert.strictEqual(closing?.answer, 'always');
+    assert.strictEqual(closing?.report?.survivors, 0);
+    assert.ok(await waitFor(() => started.alive().length === 0, 10_000), `alive: ${started.alive()}`);
+    assert.strictEqual(config().get('terminals.onClose'), 'end');
+    assert.deepStrictEqual(trees.terminalQuestions().filter((q) => q.shellPid === shell.pid), []);
+  });
+
+  it('agent-trees run typed in a terminal is an owned tree of the window: shown with its countdown, and it dies at its --timeout', async () => {
+    await config().update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
+    const terminal = vscode.window.createTerminal({ name: 'it-cli', shellPath: '/bin/bash' });
+    started.add([await eventually('the shell pid', () => terminal.processId)]);
+    const file = pidFile();
+    terminal.sendText(`agent-trees run --timeout 6 --label it-cli-run -- sh -c 'echo "root $$" >> "$1"; sleep 300 & echo "ready $!" >> "$1"; wait' x ${file}`);
+    const roles = await fixturePids(file);
+    const root = roles.get('root')![0];
+    started.add([root]);
+    const row = await eventually('the run in the view', async () => (await trees.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'));
+    assert.strictEqual(row.contextValue, 'windowTree.live.deadline');
+    assert.match(row.description ?? '', /^agent-trees run · 0:0\d left · \d+ processes/);
+    assert.ok(pidsUnder(row).includes(root));
+    assert.ok(await waitFor(() => !isProcessAlive(root), 20_000), 'the tree died at its timeout');
+    await eventually('the run gone from the view', async () => !(await trees.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'));
+    terminal.dispose();
+  });
+
+  it('agent-trees run in a terminal is killable from the view, and swept once its owner was SIGKILLed', async () => {
+    await config().update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
+    const terminal = vscode.window.createTerminal({ name: 'it-cli-kill', shellPath: '/bin/bash' });
+    started.add([await eventually('the shell pid', () => terminal.processId)]);
+    const run = async (label: string) => {
+      const file = pidFile();
+      terminal.sendText(`agent-trees run --label ${label} -- sh -c 'echo "root $$" >> "$1"; setsid -f sleep 300; echo "ready $$" >> "$1"; exec sleep 300' x ${file} &`);
+      const root = (await fixturePids(file)).get('root')![0];
+      started.add([root]);
+      const row = await eventually(`${label} in the view`, async () => (await trees.view()).find((r) => r.target.kind === 'windowTree' && r.label === label));
+      started.add(pidsUnder(row));
+      return { root, row };
+    };
+
+    const killed = await run('it-cli-killed');
+    const treeId = killed.row.target.kind === 'windowTree' ? killed.row.target.treeId : '';
+    const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', treeId);
+    assert.strictEqual(report?.survivors, 0);
+    assert.ok(await waitFor(() => pidsUnder(killed.row).every((p) => !isProcessAlive(p)), 10_000), 'the whole tree, the setsid daemon too, died');
+
+    const crashed = await run('it-cli-crashed');
+    const owner = crashed.row.target.kind === 'windowTree' ? crashed.row.target.ownerPid : 0;
+    process.kill(owner, 'SIGKILL');
+    assert.ok(await waitFor(() => !isProcessAlive(owner), 5000));
+    assert.ok(isProcessAlive(crashed.root), 'the tree outlived its owner');
+    const swept = await trees.sweep();
+    assert.ok(swept.killed >= 2, `swept ${swept.killed}`);
+    assert.ok(await waitFor(() => pidsUnder(crashed.row).every((p) => !isProcessAlive(p)), 10_000), 'the sweep ended the orphaned tree');
+    terminal.dispose();
+  });
+});
