@@ -269,7 +269,8 @@ export function endTerminalTree(
   options: TerminalResolveOptions = {},
 ): Promise<KillReport> {
   const shell = query.shells.find((s) => s.key === shellKey);
-  if (!shell) return Promise.resolve({ treeId: `terminal:${shellKey}`, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] });
+  if (!shell) return Promise.resolve(refusal(`terminal:${shellKey}`, []));
+  if (process.platform === 'win32') return Promise.resolve(refusal(`terminal:${shellKey}`, [NOT_ON_WINDOWS]));
   return killer.killResolved(`terminal:${shellKey}`, (snap): Membership => {
     const mine = resolveTerminalTrees(snap, query, options).find((m) => m.shellKey === shellKey);
     return { members: (mine?.members ?? []).filter((p) => p.pid !== shell.pid), groupProven: false, inCgroup: 0, excluded: [] };
@@ -278,5 +279,16 @@ export function endTerminalTree(
 
 /** Ends what a closed terminal left (each still the process it was, and what it started since); spares the shell. */
 export function endLeftovers(shell: TerminalShell, left: ProcessKey[], graceMs: number, log?: Logger, killer: TreeKiller = treeKiller): Promise<KillReport> {
+  if (process.platform === 'win32') return Promise.resolve(refusal(`terminal-left:${shell.key}`, [NOT_ON_WINDOWS]));
   return killer.killResolved(`terminal-left:${shell.key}`, (snap) => subtreesMembers(snap, left, [shell.pid]), graceMs, log);
+}
+
+/**
+ * Windows has no start times to prove a process's identity by, nor signals to freeze it with: terminal processes
+ * are shown there, but not ended (an owned tree's kill goes through taskkill, from the owner that holds its root).
+ */
+const NOT_ON_WINDOWS = 'Windows: a terminal\'s processes are not ended (no start time proves which process a pid is)';
+
+function refusal(treeId: string, refused: string[]): KillReport {
+  return { treeId, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused };
 }
