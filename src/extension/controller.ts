@@ -77,7 +77,9 @@ export interface ApiTree {
 /** Grace at shutdown: short enough to fit in the ~5 s VS Code gives `deactivate()`. */
 export const SHUTDOWN_GRACE_MS = 1500;
 /** While the view is hidden, how often the window's terminals are looked at (what they hold, shells that exited). */
-const HIDDEN_TERMINAL_LOOK_MS = 2000;
+const HIDDEN_TERMINAL_LOOK_MS = 5000;
+/** A command started or ended in a terminal: look at it this much later (what it started has started by then). */
+const AFTER_COMMAND_LOOK_MS = 1000;
 
 export class AgentTreesController implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
@@ -94,6 +96,7 @@ export class AgentTreesController implements vscode.Disposable {
   private readonly source: TreeMembersSource;
   private readonly sweeper: Sweeper;
   private refreshTimer: NodeJS.Timeout | undefined;
+  private commandLook: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private shownAgentErrors = '';
   private readonly contextKeys = new Map<string, boolean>();
@@ -143,6 +146,15 @@ export class AgentTreesController implements vscode.Disposable {
       this.log.info('the workspace is trusted now: its agentTrees.agents definitions launch');
       this.reportSettingProblems();
     }));
+    // Shell integration says when a command starts and ends: a good moment to see what it started.
+    const lookSoon = () => {
+      if (this.view.visible || this.commandLook) return;
+      this.commandLook = setTimeout(() => {
+        this.commandLook = undefined;
+        void this.lookAtTerminals();
+      }, AFTER_COMMAND_LOOK_MS);
+    };
+    this.disposables.push(vscode.window.onDidStartTerminalShellExecution(lookSoon), vscode.window.onDidEndTerminalShellExecution(lookSoon));
     this.registerCommands();
     this.reportSettingProblems();
     this.scheduleRefresh();
@@ -173,8 +185,9 @@ export class AgentTreesController implements vscode.Disposable {
   // ------------------------------------------------------------------------------------------ view refresh
 
   /**
-   * The view refreshes every `refreshIntervalMs` while visible. While hidden, the window's terminals are still
-   * looked at every few seconds (what a terminal leaves is what was seen in it while open), not the view.
+   * The view refreshes every `refreshIntervalMs` while visible. While hidden, the window's terminals (if any) are
+   * still looked at every few seconds and after each command (what a terminal leaves includes what was seen in it
+   * while open), not the view.
    */
   private scheduleRefresh(): void {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
@@ -554,6 +567,7 @@ export class AgentTreesController implements vscode.Disposable {
 
   dispose(): void {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
+    if (this.commandLook) clearTimeout(this.commandLook);
     for (const d of this.disposables) d.dispose();
   }
 }

@@ -53,7 +53,8 @@ export function recordedTreeQuery(tree: TreeRecord): TreeQuery {
  * leave it), so only those are read: no scan of the whole table. Otherwise one full snapshot serves all trees.
  */
 export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], extras: ViewExtras = {}): TreesMembers {
-  const needsAll = extras.terminals !== undefined || (extras.liveRecords?.length ?? 0) > 0;
+  const needsAll = (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
+  if (trees.length === 0 && !needsAll) return { takenAt: Date.now(), processCount: 0, trees: [], terminals: [], windowRecords: [] };
   if (!needsAll && table.snapshotOf && trees.length > 0 && trees.every((t) => t.cgroup && t.cgroupVerified)) {
     const perTree = trees.map((t) => ({ id: t.id, pids: new Set(cgroupProcs(t.cgroup!)) }));
     const snap = table.snapshotOf(perTree.flatMap((t) => [...t.pids]));
@@ -70,7 +71,7 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], extras: 
   }
   const snap = table.snapshot();
   const withCommand = (members: ProcessInfo[]) => members.map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
-  const terminals = extras.terminals ? terminalMembers(snap, extras.terminals) : [];
+  const terminals = extras.terminals?.shells.length ? terminalMembers(snap, extras.terminals) : [];
   const ofWindow = extras.liveRecords && extras.terminals
     ? windowRecords(extras.liveRecords, snap, extras.terminals.windowTags, terminals.flatMap((t) => t.members))
     : [];
