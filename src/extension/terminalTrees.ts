@@ -85,8 +85,6 @@ const HISTORY = 50;
 export class WindowTerminals implements vscode.Disposable {
   /** This window's tag value: `AGENT_TREES_WINDOW` in each of its terminals. Kept over reloads. */
   readonly windowId: string;
-  /** Tag values that are this window's: its own, and earlier ones its terminals' shells still carry. */
-  private readonly windowTags = new Set<string>();
   private readonly entries = new Map<vscode.Terminal, Entry>();
   private readonly kept: Set<string>;
   private readonly questions = new Map<string, { question: TerminalQuestion; answer: (a: CloseAnswer | 'dismissed') => void; done: Promise<TerminalClosing> }>();
@@ -101,7 +99,6 @@ export class WindowTerminals implements vscode.Disposable {
       void context.workspaceState.update(WINDOW_ID_KEY, id);
     }
     this.windowId = id;
-    this.windowTags.add(id);
     this.kept = new Set(context.workspaceState.get<string[]>(KEPT_KEY) ?? []);
     // This host inherited a tag if it was started from another window's terminal: what it starts is not that
     // window's terminals' (and must not be found as theirs).
@@ -160,7 +157,7 @@ export class WindowTerminals implements vscode.Disposable {
   query(): TerminalQuery {
     const entries = [...this.entries.values()];
     return {
-      windowTags: [...this.windowTags],
+      windowTags: [this.windowId],
       shells: entries.map((e) => e.shell),
       seen: Object.fromEntries(entries.map((e) => [e.shell.key, e.seen])),
       kept: [...this.kept],
@@ -168,12 +165,11 @@ export class WindowTerminals implements vscode.Disposable {
     };
   }
 
-  /** Takes in a look at the terminals' members: what was seen, tags of shells kept over a reload, shells that exited. */
+  /** Takes in a look at the terminals' members: what was seen in each, and shells that exited. */
   observe(terminals: TerminalMembers[]): void {
     for (const m of terminals) {
       const entry = [...this.entries.values()].find((e) => e.shell.key === m.shellKey);
       if (!entry) continue;
-      if (m.windowTag) this.windowTags.add(m.windowTag);
       if (!entry.ending) entry.seen = m.members.filter((p) => p.pid !== entry.shell.pid).map(processKey);
       if (!m.shellAlive && !entry.ending) void this.end(entry, 'shell exited');
     }

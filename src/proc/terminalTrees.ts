@@ -49,17 +49,9 @@ export function readShell(pid: number, table: ProcessTable = processTable(), now
   return { key: processKey(p), pid: p.pid, startKey: p.startKey, startTime: p.startTime, pgid: p.pgid, sid: p.sid, trackedAt: Math.max(now, p.startTime) };
 }
 
-/** The shell's value of the window tag, where the platform lets us read another process's environment. */
-export function shellWindowTag(snap: Snapshot, shell: Pick<TerminalShell, 'pid' | 'startKey'>): string | undefined {
-  for (const [tag, procs] of snap.tagged(WINDOW_TAG_VARIABLE)) {
-    if (procs.some((p) => p.pid === shell.pid && p.startKey === shell.startKey)) return tag;
-  }
-  return undefined;
-}
-
 /** Everything needed to resolve the terminal trees of one window in one snapshot (plain data: it crosses to the snapshot worker). */
 export interface TerminalQuery {
-  /** Values of `AGENT_TREES_WINDOW` that are this window's: its own, and any its terminals' shells carry. */
+  /** Values of `AGENT_TREES_WINDOW` that are this window's (its id, kept over reloads). */
   windowTags: string[];
   /** The shells of the window's terminals, open or closing. */
   shells: TerminalShell[];

@@ -5,9 +5,9 @@
 import { cgroupProcs } from './cgroup';
 import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
-import { ProcessInfo, ProcessTable, Snapshot } from './processTable';
+import { ProcessInfo, ProcessTable } from './processTable';
 import { RecordFile, TreeRecord } from './records';
-import { resolveTerminalTrees, shellWindowTag, TerminalMembership, TerminalQuery, windowRecords } from './terminalTrees';
+import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from './terminalTrees';
 
 export interface MemberInfo extends ProcessInfo {
   command: string;
@@ -26,8 +26,6 @@ export interface TreesMembers {
 
 export interface TerminalMembers extends Omit<TerminalMembership, 'members'> {
   members: MemberInfo[];
-  /** The window tag the shell carries (after a reload, an earlier id of this window), where readable. */
-  windowTag?: string;
 }
 
 /** What the view asks for besides its own trees, resolved in the same snapshot. */
@@ -71,7 +69,7 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], extras: 
   }
   const snap = table.snapshot();
   const withCommand = (members: ProcessInfo[]) => members.map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
-  const terminals = extras.terminals?.shells.length ? terminalMembers(snap, extras.terminals) : [];
+  const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals) : [];
   const ofWindow = extras.liveRecords && extras.terminals
     ? windowRecords(extras.liveRecords, snap, extras.terminals.windowTags, terminals.flatMap((t) => t.members))
     : [];
@@ -88,11 +86,4 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], extras: 
       }),
     })),
   };
-}
-
-function terminalMembers(snap: Snapshot, query: TerminalQuery): (TerminalMembership & { windowTag?: string })[] {
-  return resolveTerminalTrees(snap, query).map((m) => {
-    const shell = query.shells.find((s) => s.key === m.shellKey)!;
-    return { ...m, windowTag: m.shellAlive ? shellWindowTag(snap, shell) : undefined };
-  });
 }
