@@ -10,12 +10,27 @@ import * as path from 'path';
  * the editor's own Node (Electron's, as Node). Rewritten only when it changes (a new version, another editor).
  * Returns `dir`.
  */
-export function writeCliLauncher(dir: string, execPath: string, cliScript: string, platform = process.platform, electron = !!process.versions.electron): string {
+export function writeCliLauncher(
+  dir: string,
+  execPath: string,
+  cliScript: string,
+  platform = process.platform,
+  electron = !!process.versions.electron,
+): string {
   fs.mkdirSync(dir, { recursive: true });
   const asNode = electron ? 'ELECTRON_RUN_AS_NODE=1 ' : '';
-  const [name, text, mode] = platform === 'win32'
-    ? ['agent-trees.cmd', `@echo off\r\nsetlocal\r\n${electron ? 'set ELECTRON_RUN_AS_NODE=1\r\n' : ''}"${execPath}" "${cliScript}" %*\r\n`, 0o644]
-    : ['agent-trees', `#!/bin/sh\n# Written by the Agent Trees extension: its command line, run with the editor's own Node.\n${asNode}exec ${shellQuote(execPath)} ${shellQuote(cliScript)} "$@"\n`, 0o755];
+  const [name, text, mode] =
+    platform === 'win32'
+      ? [
+          'agent-trees.cmd',
+          `@echo off\r\nsetlocal\r\n${electron ? 'set ELECTRON_RUN_AS_NODE=1\r\n' : ''}"${execPath}" "${cliScript}" %*\r\n`,
+          0o644,
+        ]
+      : [
+          'agent-trees',
+          `#!/bin/sh\n# Written by the Agent Trees extension: its command line, run with the editor's own Node.\n${asNode}exec ${shellQuote(execPath)} ${shellQuote(cliScript)} "$@"\n`,
+          0o755,
+        ];
   const file = path.join(dir, name);
   let current: string | undefined;
   try {

@@ -118,7 +118,10 @@ export class AgentTreesController implements vscode.Disposable {
       onClose: () => this.settings.terminalsOnClose,
       graceMs: () => this.settings.killGraceSeconds * 1000,
       liveRecords: () => this.records.get().live,
-      onChanged: () => this.scheduleRefresh(),
+      onChanged: () => {
+        this.updateContextKeys();
+        this.scheduleRefresh();
+      },
     });
     this.windowTerminals.applyEnvironment(recordsDir);
     this.provider = new ProcessTreeProvider(this.runs, this.windowTerminals, this.records, this.source, () => !this.settings.sweepOnActivation, (m) => log.warn(m));
@@ -166,11 +169,13 @@ export class AgentTreesController implements vscode.Disposable {
 
   /**
    * Context keys for `when` clauses: `agentTrees.hasRuns` (the welcome view, Show Agent Terminal),
-   * `agentTrees.hasLiveRuns` (Kill Agent Tree) and `agentTrees.hasDeadlines` (Extend Timeout). Set only on change.
+   * `agentTrees.hasLiveRuns` and `agentTrees.hasTerminals` (Kill Agent Tree: its pick lists the window's terminals
+   * too) and `agentTrees.hasDeadlines` (Extend Timeout). Set only on change.
    */
   private updateContextKeys(): void {
     const runs = this.runs.list();
     const keys: Record<string, boolean> = {
+      'agentTrees.hasTerminals': this.windowTerminals.list().length > 0,
       'agentTrees.hasRuns': runs.length > 0,
       'agentTrees.hasLiveRuns': runs.some((r) => r.live),
       'agentTrees.hasDeadlines': runs.some((r) => r.live && r.deadline !== undefined),

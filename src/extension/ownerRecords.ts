@@ -13,7 +13,10 @@ export class OwnerRecordsReader {
   private readAt = 0;
   private dirMtime = -1;
 
-  constructor(private readonly store: RecordStore, private readonly self: OwnerInfo) {}
+  constructor(
+    private readonly store: RecordStore,
+    private readonly self: OwnerInfo,
+  ) {}
 
   get(): OwnerRecords {
     const mtime = folderMtime(this.store.dir);

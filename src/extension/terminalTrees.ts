@@ -87,12 +87,18 @@ export class WindowTerminals implements vscode.Disposable {
   readonly windowId: string;
   private readonly entries = new Map<vscode.Terminal, Entry>();
   private readonly kept: Set<string>;
-  private readonly questions = new Map<string, { question: TerminalQuestion; answer: (a: CloseAnswer | 'dismissed') => void; done: Promise<TerminalClosing> }>();
+  private readonly questions = new Map<
+    string,
+    { question: TerminalQuestion; answer: (a: CloseAnswer | 'dismissed') => void; done: Promise<TerminalClosing> }
+  >();
   readonly closings: TerminalClosing[] = [];
   private readonly disposables: vscode.Disposable[] = [];
   private shuttingDown = false;
 
-  constructor(private readonly context: vscode.ExtensionContext, private readonly deps: WindowTerminalsDeps) {
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly deps: WindowTerminalsDeps,
+  ) {
     let id = context.workspaceState.get<string>(WINDOW_ID_KEY);
     if (!id || !/^[0-9a-f]{16}$/.test(id)) {
       id = crypto.randomBytes(8).toString('hex');
@@ -117,11 +123,17 @@ export class WindowTerminals implements vscode.Disposable {
    */
   applyEnvironment(recordsDir: string): void {
     const collection = this.context.environmentVariableCollection;
-    collection.description = vscode.l10n.t('Puts agent-trees on the PATH, with this window\'s records folder, and tags what the terminal starts with this window');
+    collection.description = vscode.l10n.t(
+      "Puts agent-trees on the PATH, with this window's records folder, and tags what the terminal starts with this window",
+    );
     collection.replace(WINDOW_TAG_VARIABLE, this.windowId);
     collection.replace(RECORDS_VARIABLE, recordsDir);
     try {
-      const bin = writeCliLauncher(path.join(this.context.globalStorageUri.fsPath, 'bin'), process.execPath, path.join(this.context.extensionPath, 'dist', 'cli.js'));
+      const bin = writeCliLauncher(
+        path.join(this.context.globalStorageUri.fsPath, 'bin'),
+        process.execPath,
+        path.join(this.context.extensionPath, 'dist', 'cli.js'),
+      );
       collection.prepend('PATH', bin + path.delimiter);
     } catch (e) {
       this.deps.log.warn(`cannot write the agent-trees launcher for terminals: ${(e as Error).message}`);
@@ -197,13 +209,20 @@ export class WindowTerminals implements vscode.Disposable {
     let left: MemberInfo[];
     try {
       left = await settleLeftovers(shell, (snap) =>
-        terminalLeftovers(snap, this.query(), shell.key, owners).map((p) => ({ ...p, command: snap.commandLine(p.pid) })));
+        terminalLeftovers(snap, this.query(), shell.key, owners).map((p) => ({ ...p, command: snap.commandLine(p.pid) })),
+      );
     } catch (e) {
       this.deps.log.error(`terminal '${name}': cannot read what it left: ${(e as Error).message}`);
       left = [];
     }
     this.entries.delete(entry.terminal);
-    const closing: TerminalClosing = { name, shellPid: shell.pid, why, left: left.map((p) => ({ pid: p.pid, command: p.command })), outcome: 'nothing left' };
+    const closing: TerminalClosing = {
+      name,
+      shellPid: shell.pid,
+      why,
+      left: left.map((p) => ({ pid: p.pid, command: p.command })),
+      outcome: 'nothing left',
+    };
     const record = (c: TerminalClosing) => {
       this.closings.push(c);
       if (this.closings.length > HISTORY) this.closings.shift();
@@ -231,8 +250,14 @@ export class WindowTerminals implements vscode.Disposable {
 
   private async endLeft(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {
     const report = await endLeftovers(shell, left, this.deps.graceMs(), this.deps.log);
-    this.deps.log.info(`${what}: ended ${report.signalled} process(es)` + (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''));
-    vscode.window.setStatusBarMessage(vscode.l10n.t('Agent Trees: ended {0} processes terminal \'{1}\' left running', report.signalled, closing.name), 5000);
+    this.deps.log.info(
+      `${what}: ended ${report.signalled} process(es)` +
+        (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
+    );
+    vscode.window.setStatusBarMessage(
+      vscode.l10n.t("Agent Trees: ended {0} processes terminal '{1}' left running", report.signalled, closing.name),
+      5000,
+    );
     return { ...closing, outcome: 'ended', report: { signalled: report.signalled, survivors: report.survivors } };
   }
 
@@ -264,11 +289,17 @@ export class WindowTerminals implements vscode.Disposable {
       this.keep(left);
       return { ...closing, outcome: 'asked', answer: choice };
     })();
-    this.questions.set(id, { question: { id, terminalName: closing.name, shellPid: shell.pid, message, processes: closing.left }, answer, done });
+    this.questions.set(id, {
+      question: { id, terminalName: closing.name, shellPid: shell.pid, message, processes: closing.left },
+      answer,
+      done,
+    });
     const END = vscode.l10n.t('End Them');
     const KEEP = vscode.l10n.t('Keep');
     const ALWAYS = vscode.l10n.t('Always End');
-    void vscode.window.showInformationMessage(message, END, KEEP, ALWAYS).then((c) => answer(c === END ? 'end' : c === KEEP ? 'keep' : c === ALWAYS ? 'always' : 'dismissed'));
+    void vscode.window
+      .showInformationMessage(message, END, KEEP, ALWAYS)
+      .then((c) => answer(c === END ? 'end' : c === KEEP ? 'keep' : c === ALWAYS ? 'always' : 'dismissed'));
     return done;
   }
 

@@ -78,28 +78,49 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
         members.set(tree.id, t.members);
         this.windowTrees.set(tree.id, { record: tree, ownerPid: record.owner.pid });
         windowTrees.push({
-          id: tree.id, label: tree.label, command: tree.command, rootPid: tree.rootPid, pgid: tree.pgid, ownerPid: record.owner.pid,
-          deadline: tree.deadline, tier: tree.cgroup ? 'cgroup' : 'group',
+          id: tree.id,
+          label: tree.label,
+          command: tree.command,
+          rootPid: tree.rootPid,
+          pgid: tree.pgid,
+          ownerPid: record.owner.pid,
+          deadline: tree.deadline,
+          tier: tree.cgroup ? 'cgroup' : 'group',
         });
       }
     }
     const orphans: OrphanInput[] = this.showOrphans()
-      ? records.gone.flatMap(({ record }) => record.trees.map((t) => ({ treeId: t.id, label: t.label, command: t.command, rootPid: t.rootPid, ownerPid: record.owner.pid })))
+      ? records.gone.flatMap(({ record }) =>
+          record.trees.map((t) => ({ treeId: t.id, label: t.label, command: t.command, rootPid: t.rootPid, ownerPid: record.owner.pid })),
+        )
       : [];
-    const model = buildView({
-      now: Date.now(),
-      takenAt: result.takenAt,
-      runs: runs.map((r) => ({
-        id: r.id, name: r.name, kind: r.kind, state: r.state, live: r.live, deadline: r.deadline, exitCode: r.exitCode, exitSignal: r.exitSignal,
-        endingText: r.endingText(), command: [r.definition.command, ...(r.definition.args ?? [])], rootPid: r.tree.record.rootPid,
-        pgid: r.tree.record.pgid, tier: r.tree.tier,
-      })),
-      windowTrees,
-      terminals: this.terminals.list().map((t) => ({ shellKey: t.shell.key, name: t.terminal.name, shellPid: t.shell.pid })),
-      orphans,
-      members,
-      cpu: this.cpu,
-    }, vscode.l10n);
+    const model = buildView(
+      {
+        now: Date.now(),
+        takenAt: result.takenAt,
+        runs: runs.map((r) => ({
+          id: r.id,
+          name: r.name,
+          kind: r.kind,
+          state: r.state,
+          live: r.live,
+          deadline: r.deadline,
+          exitCode: r.exitCode,
+          exitSignal: r.exitSignal,
+          endingText: r.endingText(),
+          command: [r.definition.command, ...(r.definition.args ?? [])],
+          rootPid: r.tree.record.rootPid,
+          pgid: r.tree.record.pgid,
+          tier: r.tree.tier,
+        })),
+        windowTrees,
+        terminals: this.terminals.list().map((t) => ({ shellKey: t.shell.key, name: t.terminal.name, shellPid: t.shell.pid })),
+        orphans,
+        members,
+        cpu: this.cpu,
+      },
+      vscode.l10n,
+    );
     this.cpu = model.cpu;
     this.model = model;
     this.merge(model.rows);
@@ -170,7 +191,10 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
 
   getTreeItem(row: Row): vscode.TreeItem {
     const expandable = row.children.length > 0;
-    const item = new vscode.TreeItem(row.label, expandable ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(
+      row.label,
+      expandable ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
+    );
     item.id = row.id;
     item.description = row.description;
     if (row.tooltip) item.tooltip = row.tooltip.markdown ? new vscode.MarkdownString(row.tooltip.text) : row.tooltip.text;

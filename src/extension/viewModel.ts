@@ -86,10 +86,7 @@ export type TopTarget =
 
 /** What a row's commands act on. A process row names the top row it sits under too. */
 export type RowTarget =
-  | TopTarget
-  | { kind: 'process'; pid: number; startKey: number; top: TopTarget }
-  | { kind: 'orphans' }
-  | { kind: 'orphan'; treeId: string };
+  TopTarget | { kind: 'process'; pid: number; startKey: number; top: TopTarget } | { kind: 'orphans' } | { kind: 'orphan'; treeId: string };
 
 export interface Row {
   /** The TreeItem id: unique in the view, stable across refreshes (pid + start time for processes). */
@@ -136,16 +133,31 @@ export function buildView(input: ViewInput, l10n: Localizer): ViewModel {
   const runs = [...input.runs].sort((a, b) => Number(b.live) - Number(a.live));
   for (const run of runs) {
     const id = `run:${run.id}`;
-    const tree = subtree(id, { kind: 'run', runId: run.id }, run.live ? input.members.get(run.id) ?? [] : []);
+    const tree = subtree(id, { kind: 'run', runId: run.id }, run.live ? (input.members.get(run.id) ?? []) : []);
     rows.push(runRow(id, run, tree, input.now, l10n));
   }
   for (const t of input.windowTrees) {
     const id = `window:${t.id}`;
-    rows.push(windowTreeRow(id, t, subtree(id, { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid }, input.members.get(t.id) ?? []), input.now, l10n));
+    rows.push(
+      windowTreeRow(
+        id,
+        t,
+        subtree(id, { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid }, input.members.get(t.id) ?? []),
+        input.now,
+        l10n,
+      ),
+    );
   }
   for (const t of input.terminals) {
     const id = `terminal:${t.shellKey}`;
-    rows.push(terminalRow(id, t, subtree(id, { kind: 'terminal', shellKey: t.shellKey, shellPid: t.shellPid }, input.members.get(t.shellKey) ?? []), l10n));
+    rows.push(
+      terminalRow(
+        id,
+        t,
+        subtree(id, { kind: 'terminal', shellKey: t.shellKey, shellPid: t.shellPid }, input.members.get(t.shellKey) ?? []),
+        l10n,
+      ),
+    );
   }
   if (input.orphans.length > 0) rows.push(orphansRow(input.orphans, l10n));
   return { rows, cpu, processCount };
@@ -180,7 +192,10 @@ function processRows(topId: string, top: TopTarget, members: MemberInfo[], input
         target: { kind: 'process', pid: m.pid, startKey: m.startKey, top },
         label: commandLabel(m.command),
         description: `${m.pid} · ${cpuPercent.toFixed(0)}% · ${formatBytes(m.rssBytes)}`,
-        tooltip: { text: `${m.command}\n\n${l10n.t('pid {0} · ppid {1} · group {2} · session {3} · state {4}', m.pid, m.ppid, m.pgid, m.sid, m.state)}`, markdown: false },
+        tooltip: {
+          text: `${m.command}\n\n${l10n.t('pid {0} · ppid {1} · group {2} · session {3} · state {4}', m.pid, m.ppid, m.pgid, m.sid, m.state)}`,
+          markdown: false,
+        },
         icon: { id: m.state === 'T' ? 'debug-pause' : cpuPercent >= 50 ? 'flame' : 'terminal' },
         contextValue: 'process',
         children: [],
@@ -234,7 +249,8 @@ function runRow(id: string, run: RunInput, tree: Subtree, now: number, l10n: Loc
   const left = run.live ? timeLeft(run.deadline, now, l10n) : undefined;
   const parts = [stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n) : [])];
   const [icon, color] = STATE_ICONS[run.state];
-  let tooltip = `**${escapeMarkdown(run.name)}** (${run.kind})\n\n\`\`\`shell\n${run.command.join(' ')}\n\`\`\`\n\n` +
+  let tooltip =
+    `**${escapeMarkdown(run.name)}** (${run.kind})\n\n\`\`\`shell\n${run.command.join(' ')}\n\`\`\`\n\n` +
     l10n.t('Tree {0} · root pid {1} · group {2} · tier {3}', run.id, run.rootPid, run.pgid, run.tier);
   if (!run.live || run.state !== 'running') tooltip += `\n\n${escapeMarkdown(run.endingText)}`;
   return {
@@ -260,8 +276,16 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, now: numbe
     label: t.label,
     description: parts.join(' · '),
     tooltip: {
-      text: `**${escapeMarkdown(t.label)}**\n\n\`\`\`shell\n${t.command.join(' ')}\n\`\`\`\n\n` +
-        l10n.t('Tree {0} · root pid {1} · group {2} · tier {3} · owned by agent-trees run (pid {4}) in a terminal of this window', t.id, t.rootPid, t.pgid, t.tier, t.ownerPid),
+      text:
+        `**${escapeMarkdown(t.label)}**\n\n\`\`\`shell\n${t.command.join(' ')}\n\`\`\`\n\n` +
+        l10n.t(
+          'Tree {0} · root pid {1} · group {2} · tier {3} · owned by agent-trees run (pid {4}) in a terminal of this window',
+          t.id,
+          t.rootPid,
+          t.pgid,
+          t.tier,
+          t.ownerPid,
+        ),
       markdown: true,
     },
     icon: { id: 'pulse', color: 'charts.green' },
@@ -278,7 +302,11 @@ function terminalRow(id: string, t: TerminalInput, tree: Subtree, l10n: Localize
     label: t.name,
     description: [l10n.t('shell {0}', t.shellPid), ...sizeParts(tree, l10n)].join(' · '),
     tooltip: {
-      text: l10n.t("Terminal '{0}', shell pid {1}: its shell's session, everything the shell started, and what was started from this window's terminals and left running", t.name, t.shellPid),
+      text: l10n.t(
+        "Terminal '{0}', shell pid {1}: its shell's session, everything the shell started, and what was started from this window's terminals and left running",
+        t.name,
+        t.shellPid,
+      ),
       markdown: false,
     },
     icon: { id: 'terminal' },

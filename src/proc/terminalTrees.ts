@@ -16,7 +16,15 @@
 import { KillReport, treeKiller, TreeKiller } from './kill';
 import { Logger } from './log';
 import { Membership, ProcessKey, resolveMembers, subtreesMembers, TreeIdentity } from './members';
-import { ProcessInfo, processTable, ProcessTable, Snapshot, START_PRECISION_MS, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processTable';
+import {
+  ProcessInfo,
+  processTable,
+  ProcessTable,
+  Snapshot,
+  START_PRECISION_MS,
+  TREE_ID_VARIABLE,
+  WINDOW_TAG_VARIABLE,
+} from './processTable';
 import { RecordFile } from './records';
 
 /** A terminal's shell as first seen. `key` (pid:startKey) names it for as long as it runs. */
@@ -46,7 +54,15 @@ export function parseProcessKey(key: string): ProcessKey | undefined {
 export function readShell(pid: number, table: ProcessTable = processTable(), now = Date.now()): TerminalShell | undefined {
   const p = table.read(pid);
   if (!p) return undefined;
-  return { key: processKey(p), pid: p.pid, startKey: p.startKey, startTime: p.startTime, pgid: p.pgid, sid: p.sid, trackedAt: Math.max(now, p.startTime) };
+  return {
+    key: processKey(p),
+    pid: p.pid,
+    startKey: p.startKey,
+    startTime: p.startTime,
+    pgid: p.pgid,
+    sid: p.sid,
+    trackedAt: Math.max(now, p.startTime),
+  };
 }
 
 /** Everything needed to resolve the terminal trees of one window in one snapshot (plain data: it crosses to the snapshot worker). */
@@ -82,7 +98,15 @@ export interface TerminalResolveOptions {
 }
 
 function terminalIdentity(shell: TerminalShell): TreeIdentity {
-  return { id: `terminal:${shell.key}`, rootPid: shell.pid, pgid: shell.pgid, sid: shell.sid, rootStartTime: shell.startTime, trackedAt: shell.trackedAt, cgroup: null };
+  return {
+    id: `terminal:${shell.key}`,
+    rootPid: shell.pid,
+    pgid: shell.pgid,
+    sid: shell.sid,
+    rootStartTime: shell.startTime,
+    trackedAt: shell.trackedAt,
+    cgroup: null,
+  };
 }
 
 /** Resolves every terminal of the query in one snapshot. */
@@ -178,7 +202,12 @@ function heldByOwner(snap: Snapshot, owners: LiveOwnership): (p: ProcessInfo) =>
  * The records of live owners that belong to this window: the owner carries one of the window's tags (it was
  * started from one of its terminals), or runs under one of its terminals.
  */
-export function windowRecords(live: RecordFile[], snap: Snapshot, windowTags: string[], terminalMembers: Iterable<ProcessInfo>): RecordFile[] {
+export function windowRecords(
+  live: RecordFile[],
+  snap: Snapshot,
+  windowTags: string[],
+  terminalMembers: Iterable<ProcessInfo>,
+): RecordFile[] {
   const tagged = new Set(windowTagged(snap, windowTags).map((p) => p.pid));
   const underTerminal = new Set([...terminalMembers].map((p) => p.pid));
   return live.filter(({ record }) => {
@@ -193,7 +222,13 @@ export function windowRecords(live: RecordFile[], snap: Snapshot, windowTags: st
  * What the terminal of `shellKey` leaves running: its members but the shell, less what another open terminal
  * holds (its session or descendants) and what a live owner holds (an `agent-trees run` ends its own tree).
  */
-export function terminalLeftovers(snap: Snapshot, query: TerminalQuery, shellKey: string, owners: LiveOwnership, options: TerminalResolveOptions = {}): ProcessInfo[] {
+export function terminalLeftovers(
+  snap: Snapshot,
+  query: TerminalQuery,
+  shellKey: string,
+  owners: LiveOwnership,
+  options: TerminalResolveOptions = {},
+): ProcessInfo[] {
   const all = resolveTerminalTrees(snap, query, options);
   const mine = all.find((m) => m.shellKey === shellKey);
   const shell = query.shells.find((s) => s.key === shellKey);
@@ -263,14 +298,25 @@ export function endTerminalTree(
   const shell = query.shells.find((s) => s.key === shellKey);
   if (!shell) return Promise.resolve(refusal(`terminal:${shellKey}`, []));
   if (process.platform === 'win32') return Promise.resolve(refusal(`terminal:${shellKey}`, [NOT_ON_WINDOWS]));
-  return killer.killResolved(`terminal:${shellKey}`, (snap): Membership => {
-    const mine = resolveTerminalTrees(snap, query, options).find((m) => m.shellKey === shellKey);
-    return { members: (mine?.members ?? []).filter((p) => p.pid !== shell.pid), groupProven: false, inCgroup: 0, excluded: [] };
-  }, graceMs, log);
+  return killer.killResolved(
+    `terminal:${shellKey}`,
+    (snap): Membership => {
+      const mine = resolveTerminalTrees(snap, query, options).find((m) => m.shellKey === shellKey);
+      return { members: (mine?.members ?? []).filter((p) => p.pid !== shell.pid), groupProven: false, inCgroup: 0, excluded: [] };
+    },
+    graceMs,
+    log,
+  );
 }
 
 /** Ends what a closed terminal left (each still the process it was, and what it started since); spares the shell. */
-export function endLeftovers(shell: TerminalShell, left: ProcessKey[], graceMs: number, log?: Logger, killer: TreeKiller = treeKiller): Promise<KillReport> {
+export function endLeftovers(
+  shell: TerminalShell,
+  left: ProcessKey[],
+  graceMs: number,
+  log?: Logger,
+  killer: TreeKiller = treeKiller,
+): Promise<KillReport> {
   if (process.platform === 'win32') return Promise.resolve(refusal(`terminal-left:${shell.key}`, [NOT_ON_WINDOWS]));
   return killer.killResolved(`terminal-left:${shell.key}`, (snap) => subtreesMembers(snap, left, [shell.pid]), graceMs, log);
 }
@@ -279,7 +325,7 @@ export function endLeftovers(shell: TerminalShell, left: ProcessKey[], graceMs: 
  * Windows has no start times to prove a process's identity by, nor signals to freeze it with: terminal processes
  * are shown there, but not ended (an owned tree's kill goes through taskkill, from the owner that holds its root).
  */
-const NOT_ON_WINDOWS = 'Windows: a terminal\'s processes are not ended (no start time proves which process a pid is)';
+const NOT_ON_WINDOWS = "Windows: a terminal's processes are not ended (no start time proves which process a pid is)";
 
 function refusal(treeId: string, refused: string[]): KillReport {
   return { treeId, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused };

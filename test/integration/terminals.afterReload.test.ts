@@ -23,7 +23,11 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
     const handover: Handover = JSON.parse(fs.readFileSync(await handoverFile(), 'utf8'));
     const all = [handover.shell, ...handover.children];
     try {
-      assert.deepStrictEqual(all.filter((p) => !isProcessAlive(p.pid, p.startTicks)).map((p) => p.pid), [], 'the reload teardown ended none of them');
+      assert.deepStrictEqual(
+        all.filter((p) => !isProcessAlive(p.pid, p.startTicks)).map((p) => p.pid),
+        [],
+        'the reload teardown ended none of them',
+      );
       let terminal: vscode.Terminal | undefined;
       for (const until = Date.now() + 20_000; !terminal && Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
         for (const t of vscode.window.terminals) if ((await t.processId) === handover.shell.pid) terminal = t;
@@ -38,13 +42,24 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
         await new Promise((r) => setTimeout(r, 200));
       }
       assert.ok(row, 'the view shows the terminal again');
-      assert.deepStrictEqual(childPids.filter((p) => !pidsUnder(row!).includes(p)), [], 'with its processes under it');
+      assert.deepStrictEqual(
+        childPids.filter((p) => !pidsUnder(row!).includes(p)),
+        [],
+        'with its processes under it',
+      );
       await trees.sweep();
-      assert.deepStrictEqual(all.filter((p) => !isProcessAlive(p.pid, p.startTicks)).map((p) => p.pid), [], 'the sweep ended none of them');
+      assert.deepStrictEqual(
+        all.filter((p) => !isProcessAlive(p.pid, p.startTicks)).map((p) => p.pid),
+        [],
+        'the sweep ended none of them',
+      );
 
       // Closed now, with onClose "end": what it left goes.
       terminal!.dispose();
-      assert.ok(await waitFor(() => handover.children.every((c) => !isProcessAlive(c.pid, c.startTicks)), 15_000), 'closing it ended what it left');
+      assert.ok(
+        await waitFor(() => handover.children.every((c) => !isProcessAlive(c.pid, c.startTicks)), 15_000),
+        'closing it ended what it left',
+      );
     } finally {
       for (const p of all) if (isProcessAlive(p.pid, p.startTicks)) process.kill(p.pid, 'SIGKILL');
       await config().update('terminals.onClose', undefined, vscode.ConfigurationTarget.Global);

@@ -20,7 +20,9 @@ inPhase(2, 'reload with a terminal open: its shell leaves helpers running', () =
     const shellPid = await terminal.processId;
     assert.ok(shellPid);
     const file = pidFile();
-    terminal.sendText(`F=${file}; sh -c 'trap "" HUP; echo "nohup $$" >> "$1"; exec sleep 300' x "$F" & setsid -f sh -c 'echo "daemon $$" >> "$1"; exec sleep 300' x "$F"; sleep 0.3; echo "ready $$" >> "$F"`);
+    terminal.sendText(
+      `F=${file}; sh -c 'trap "" HUP; echo "nohup $$" >> "$1"; exec sleep 300' x "$F" & setsid -f sh -c 'echo "daemon $$" >> "$1"; exec sleep 300' x "$F"; sleep 0.3; echo "ready $$" >> "$F"`,
+    );
     const children = [...(await fixturePids(file)).values()].flat();
     const handover: Handover = {
       shell: { pid: shellPid, startTicks: procStat(shellPid)!.startTicks },
@@ -31,4 +33,3 @@ inPhase(2, 'reload with a terminal open: its shell leaves helpers running', () =
     reloadWindowAfterResult();
   });
 });
-

@@ -13,7 +13,11 @@ import { api, fixturePids, pidFile } from './fixtures';
 const config = () => vscode.workspace.getConfiguration('agentTrees');
 
 /** Polls an async probe every 100 ms until it returns a value; fails after `timeoutMs`. */
-async function eventually<T>(what: string, probe: () => PromiseLike<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+async function eventually<T>(
+  what: string,
+  probe: () => PromiseLike<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -64,13 +68,15 @@ async function shellWithChildren(name: string, started: Started): Promise<Shell>
   started.add([pid]);
   const file = pidFile();
   // One line, typed as a user would: each process writes "role pid" to the file, then "ready".
-  terminal.sendText([
-    `F=${file};`,
-    `setsid -w sh -c 'echo "setsid $$" >> "$1"; exec sleep 300' x "$F" &`,
-    `sh -c 'trap "" HUP; echo "nohup $$" >> "$1"; exec sleep 300' x "$F" &`,
-    `setsid -f sh -c 'echo "daemon $$" >> "$1"; exec sleep 300' x "$F";`,
-    `sleep 0.3; echo "ready $$" >> "$F"`,
-  ].join(' '));
+  terminal.sendText(
+    [
+      `F=${file};`,
+      `setsid -w sh -c 'echo "setsid $$" >> "$1"; exec sleep 300' x "$F" &`,
+      `sh -c 'trap "" HUP; echo "nohup $$" >> "$1"; exec sleep 300' x "$F" &`,
+      `setsid -f sh -c 'echo "daemon $$" >> "$1"; exec sleep 300' x "$F";`,
+      `sleep 0.3; echo "ready $$" >> "$F"`,
+    ].join(' '),
+  );
   const roles = await fixturePids(file);
   roles.delete('shell');
   const children = [...roles.values()].flat();
@@ -115,7 +121,9 @@ describe("Agent Trees: the window's terminals", function () {
 
   async function closeAndFind(shell: Shell) {
     shell.terminal.dispose();
-    return eventually('the close to be handled', () => trees.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'));
+    return eventually('the close to be handled', () =>
+      trees.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'),
+    );
   }
 
   it("gives every terminal the window's tag and agent-trees on its PATH; the view shows the shell, the setsid child, the SIGHUP-ignoring child and the daemon under it; End Everything spares the shell", async () => {
@@ -126,19 +134,29 @@ describe("Agent Trees: the window's terminals", function () {
     assert.ok(environ.includes(`AGENT_TREES_RECORDS=${trees.recordsDir}`), 'and the records folder');
     const which = pidFile();
     shell.terminal.sendText(`command -v agent-trees > ${which}`);
-    assert.ok(await waitFor(() => fs.existsSync(which) && fs.readFileSync(which, 'utf8').trim().endsWith('/bin/agent-trees'), 10_000), 'agent-trees is on the PATH');
+    assert.ok(
+      await waitFor(() => fs.existsSync(which) && fs.readFileSync(which, 'utf8').trim().endsWith('/bin/agent-trees'), 10_000),
+      'agent-trees is on the PATH',
+    );
 
     const row = await seenUnderTerminal(trees, shell);
     assert.strictEqual(row.label, 'it-view');
     assert.strictEqual(row.contextValue, 'terminal');
     assert.match(row.description ?? '', new RegExp(`^shell ${shell.pid} · \\d+ processes`));
-    assert.deepStrictEqual(row.children.find((c) => c.target.kind === 'process' && c.target.pid === shell.pid)?.contextValue, 'process', 'the shell is a row of its own');
+    assert.deepStrictEqual(
+      row.children.find((c) => c.target.kind === 'process' && c.target.pid === shell.pid)?.contextValue,
+      'process',
+      'the shell is a row of its own',
+    );
 
     const shellKey = row.target.kind === 'terminal' ? row.target.shellKey : '';
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.endTerminal', shellKey);
     assert.strictEqual(report?.survivors, 0);
     assert.ok(report!.signalled >= 3, `signalled ${report?.signalled}`);
-    assert.ok(await waitFor(() => shell.children.every((pid) => !isProcessAlive(pid)), 10_000), `alive: ${shell.children.filter((p) => isProcessAlive(p))}`);
+    assert.ok(
+      await waitFor(() => shell.children.every((pid) => !isProcessAlive(pid)), 10_000),
+      `alive: ${shell.children.filter((p) => isProcessAlive(p))}`,
+    );
     assert.ok(isProcessAlive(shell.pid), 'the shell was spared');
     shell.terminal.sendText('echo still here');
     const closing = await closeAndFind(shell);
@@ -163,7 +181,11 @@ describe("Agent Trees: the window's terminals", function () {
     assert.strictEqual(closing.outcome, 'kept');
     assert.deepStrictEqual(closing.left.map((p) => p.pid).sort(), [...shell.children].sort());
     assert.ok(!isProcessAlive(shell.pid), 'the shell exited on the hang-up');
-    assert.deepStrictEqual(shell.children.filter((p) => !isProcessAlive(p)), [], 'all kept');
+    assert.deepStrictEqual(
+      shell.children.filter((p) => !isProcessAlive(p)),
+      [],
+      'all kept',
+    );
     // afterEach ends them.
   });
 
@@ -175,13 +197,20 @@ describe("Agent Trees: the window's terminals", function () {
     const question = await eventually('the question', () => trees.terminalQuestions().find((q) => q.shellPid === shell.pid));
     assert.match(question.message, /^Terminal 'it-ask' left 3 processes running: (sleep 300|sh -c .*)(, (sleep 300|sh -c .*))*$/);
     assert.deepStrictEqual(question.processes.map((p) => p.pid).sort(), [...shell.children].sort());
-    assert.deepStrictEqual(shell.children.filter((p) => !isProcessAlive(p)), [], 'nothing is ended before the answer');
+    assert.deepStrictEqual(
+      shell.children.filter((p) => !isProcessAlive(p)),
+      [],
+      'nothing is ended before the answer',
+    );
     const closing = await trees.answerTerminalQuestion(question.id, 'always');
     assert.strictEqual(closing?.answer, 'always');
     assert.strictEqual(closing?.report?.survivors, 0);
     assert.ok(await waitFor(() => started.alive().length === 0, 10_000), `alive: ${started.alive()}`);
     assert.strictEqual(config().get('terminals.onClose'), 'end');
-    assert.deepStrictEqual(trees.terminalQuestions().filter((q) => q.shellPid === shell.pid), []);
+    assert.deepStrictEqual(
+      trees.terminalQuestions().filter((q) => q.shellPid === shell.pid),
+      [],
+    );
   });
 
   it('agent-trees run typed in a terminal is an owned tree of the window: shown with its countdown, and it dies at its --timeout', async () => {
@@ -189,16 +218,23 @@ describe("Agent Trees: the window's terminals", function () {
     const terminal = vscode.window.createTerminal({ name: 'it-cli', shellPath: '/bin/bash' });
     started.add([await eventually('the shell pid', () => terminal.processId)]);
     const file = pidFile();
-    terminal.sendText(`agent-trees run --timeout 6 --label it-cli-run -- sh -c 'echo "root $$" >> "$1"; sleep 300 & echo "ready $!" >> "$1"; wait' x ${file}`);
+    terminal.sendText(
+      `agent-trees run --timeout 6 --label it-cli-run -- sh -c 'echo "root $$" >> "$1"; sleep 300 & echo "ready $!" >> "$1"; wait' x ${file}`,
+    );
     const roles = await fixturePids(file);
     const root = roles.get('root')![0];
     started.add([root]);
-    const row = await eventually('the run in the view', async () => (await trees.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'));
+    const row = await eventually('the run in the view', async () =>
+      (await trees.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
+    );
     assert.strictEqual(row.contextValue, 'windowTree.live.deadline');
     assert.match(row.description ?? '', /^agent-trees run · 0:0\d left · \d+ processes/);
     assert.ok(pidsUnder(row).includes(root));
     assert.ok(await waitFor(() => !isProcessAlive(root), 20_000), 'the tree died at its timeout');
-    await eventually('the run gone from the view', async () => !(await trees.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'));
+    await eventually(
+      'the run gone from the view',
+      async () => !(await trees.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
+    );
     terminal.dispose();
   });
 
@@ -208,10 +244,14 @@ describe("Agent Trees: the window's terminals", function () {
     started.add([await eventually('the shell pid', () => terminal.processId)]);
     const run = async (label: string) => {
       const file = pidFile();
-      terminal.sendText(`agent-trees run --label ${label} -- sh -c 'echo "root $$" >> "$1"; setsid -f sleep 300; echo "ready $$" >> "$1"; exec sleep 300' x ${file} &`);
+      terminal.sendText(
+        `agent-trees run --label ${label} -- sh -c 'echo "root $$" >> "$1"; setsid -f sleep 300; echo "ready $$" >> "$1"; exec sleep 300' x ${file} &`,
+      );
       const root = (await fixturePids(file)).get('root')![0];
       started.add([root]);
-      const row = await eventually(`${label} in the view`, async () => (await trees.view()).find((r) => r.target.kind === 'windowTree' && r.label === label));
+      const row = await eventually(`${label} in the view`, async () =>
+        (await trees.view()).find((r) => r.target.kind === 'windowTree' && r.label === label),
+      );
       started.add(pidsUnder(row));
       return { root, row };
     };
@@ -220,7 +260,10 @@ describe("Agent Trees: the window's terminals", function () {
     const treeId = killed.row.target.kind === 'windowTree' ? killed.row.target.treeId : '';
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', treeId);
     assert.strictEqual(report?.survivors, 0);
-    assert.ok(await waitFor(() => pidsUnder(killed.row).every((p) => !isProcessAlive(p)), 10_000), 'the whole tree, the setsid daemon too, died');
+    assert.ok(
+      await waitFor(() => pidsUnder(killed.row).every((p) => !isProcessAlive(p)), 10_000),
+      'the whole tree, the setsid daemon too, died',
+    );
 
     const crashed = await run('it-cli-crashed');
     const owner = crashed.row.target.kind === 'windowTree' ? crashed.row.target.ownerPid : 0;

@@ -51,8 +51,17 @@ function snapshot(fakes: Fake[]): Snapshot {
   const tags = { [WINDOW_TAG_VARIABLE]: new Map<string, ProcessInfo[]>(), [TREE_ID_VARIABLE]: new Map<string, ProcessInfo[]>() };
   for (const f of fakes) {
     const p: ProcessInfo = {
-      pid: f.pid, ppid: f.ppid, pgid: f.pgid ?? f.pid, sid: f.sid ?? f.pid, state: 'S', startKey: f.startKey ?? f.pid * 10,
-      startTime: T0 + (f.start ?? 0), uid: -1, name: 'x', rssBytes: 0, cpuMs: 0,
+      pid: f.pid,
+      ppid: f.ppid,
+      pgid: f.pgid ?? f.pid,
+      sid: f.sid ?? f.pid,
+      state: 'S',
+      startKey: f.startKey ?? f.pid * 10,
+      startTime: T0 + (f.start ?? 0),
+      uid: -1,
+      name: 'x',
+      rssBytes: 0,
+      cpuMs: 0,
     };
     processes.set(p.pid, p);
     if (f.window) tags[WINDOW_TAG_VARIABLE].set(f.window, [...(tags[WINDOW_TAG_VARIABLE].get(f.window) ?? []), p]);
@@ -68,11 +77,17 @@ function snapshot(fakes: Fake[]): Snapshot {
 }
 
 const shellAt = (pid: number, start: number, tracked = start + 10): TerminalShell => ({
-  key: `${pid}:${pid * 10}`, pid, startKey: pid * 10, startTime: T0 + start, pgid: pid, sid: pid, trackedAt: T0 + tracked,
+  key: `${pid}:${pid * 10}`,
+  pid,
+  startKey: pid * 10,
+  startTime: T0 + start,
+  pgid: pid,
+  sid: pid,
+  trackedAt: T0 + tracked,
 });
 const nobodyProtected = { protectedReason: () => undefined };
 
-describe('terminal trees: which processes are a terminal\'s (synthetic snapshots)', () => {
+describe("terminal trees: which processes are a terminal's (synthetic snapshots)", () => {
   const shell = shellAt(100, 1000);
   const other = shellAt(200, 5000);
   const base: Fake[] = [
@@ -89,19 +104,44 @@ describe('terminal trees: which processes are a terminal\'s (synthetic snapshots
     { pid: 201, ppid: 200, pgid: 201, sid: 200, start: 6000, window: 'W' }, // its job
   ];
   const query = (extra: Partial<TerminalQuery> = {}): TerminalQuery => ({
-    windowTags: ['W'], shells: [shell, other], seen: { [shell.key]: ['104:1040'] }, kept: [], editorRoot: 250, ...extra,
+    windowTags: ['W'],
+    shells: [shell, other],
+    seen: { [shell.key]: ['104:1040'] },
+    kept: [],
+    editorRoot: 250,
+    ...extra,
   });
   const membersOf = (snap: Snapshot, q: TerminalQuery, key = shell.key) =>
-    resolveTerminalTrees(snap, q, nobodyProtected).find((m) => m.shellKey === key)!.members.map((p) => p.pid).sort((a, b) => a - b);
+    resolveTerminalTrees(snap, q, nobodyProtected)
+      .find((m) => m.shellKey === key)!
+      .members.map((p) => p.pid)
+      .sort((a, b) => a - b);
 
   const cases: { title: string; fakes?: Fake[]; query?: Partial<TerminalQuery>; key?: string; members: number[] }[] = [
     { title: 'the shell, its jobs, and a tagged daemon (with its untagged child) started after the shell', members: [100, 101, 102, 103] },
     { title: 'the second terminal: its own jobs, not the daemon, which started before its shell', key: other.key, members: [200, 201] },
-    { title: 'a daemon started after both shells is counted to both (no session claims it)', fakes: [...base, { pid: 108, ppid: 1, sid: 108, start: 7000, window: 'W' }], key: other.key, members: [108, 200, 201] },
-    { title: 'a daemon the user chose to keep is nobody\'s', query: { kept: ['102:1020'] }, members: [100, 101] },
+    {
+      title: 'a daemon started after both shells is counted to both (no session claims it)',
+      fakes: [...base, { pid: 108, ppid: 1, sid: 108, start: 7000, window: 'W' }],
+      key: other.key,
+      members: [108, 200, 201],
+    },
+    { title: "a daemon the user chose to keep is nobody's", query: { kept: ['102:1020'] }, members: [100, 101] },
     { title: 'a process seen before, if its pid now belongs to another process, is not', members: [100, 101, 102, 103] },
-    { title: 'a shell whose pid now belongs to another process leads nothing', fakes: [...base.filter((f) => f.pid !== 100 && f.pid !== 101), { pid: 100, ppid: 1, start: 90_000, startKey: 5 }, { pid: 109, ppid: 100, sid: 100, pgid: 100, start: 91_000 }], members: [102, 103] },
-    { title: 'without the editor root given, a tagged process under the editor is counted (it is the caller who names the editor)', query: { editorRoot: undefined }, members: [100, 101, 102, 103, 300] },
+    {
+      title: 'a shell whose pid now belongs to another process leads nothing',
+      fakes: [
+        ...base.filter((f) => f.pid !== 100 && f.pid !== 101),
+        { pid: 100, ppid: 1, start: 90_000, startKey: 5 },
+        { pid: 109, ppid: 100, sid: 100, pgid: 100, start: 91_000 },
+      ],
+      members: [102, 103],
+    },
+    {
+      title: 'without the editor root given, a tagged process under the editor is counted (it is the caller who names the editor)',
+      query: { editorRoot: undefined },
+      members: [100, 101, 102, 103, 300],
+    },
     { title: 'with no window tag known, only the session and descendants count', query: { windowTags: [] }, members: [100, 101] },
   ];
   for (const c of cases) {
@@ -117,7 +157,10 @@ describe('terminal trees: which processes are a terminal\'s (synthetic snapshots
 
   it('a leaderless session counts only with proof: a tagged or a seen member, never on a guess', () => {
     // The shell is gone; 106 and 107 are still in its session (they ignored SIGHUP).
-    const orphans: Fake[] = [{ pid: 106, ppid: 1, pgid: 106, sid: 100, start: 2000 }, { pid: 107, ppid: 1, pgid: 107, sid: 100, start: 2100 }];
+    const orphans: Fake[] = [
+      { pid: 106, ppid: 1, pgid: 106, sid: 100, start: 2000 },
+      { pid: 107, ppid: 1, pgid: 107, sid: 100, start: 2100 },
+    ];
     const noProof = snapshot(orphans);
     assert.deepStrictEqual(membersOf(noProof, query({ seen: {} })), []);
     const tagged = snapshot([orphans[0], { ...orphans[1], window: 'W' }]);
@@ -128,19 +171,25 @@ describe('terminal trees: which processes are a terminal\'s (synthetic snapshots
     assert.deepStrictEqual(membersOf(reused, query({ seen: {} })), [107]);
   });
 
-  it('what a closing terminal leaves: not the shell, not another terminal\'s jobs, not what a live owner holds', () => {
+  it("what a closing terminal leaves: not the shell, not another terminal's jobs, not what a live owner holds", () => {
     // The shell has exited; its job 101 ignored SIGHUP; an `agent-trees run` (110) and its tree (111) live on.
     const snap = snapshot([
       ...base.filter((f) => f.pid !== 100).map((f) => (f.pid === 101 ? { ...f, ppid: 1 } : f)),
       { pid: 110, ppid: 1, pgid: 110, sid: 100, start: 2200, window: 'W' },
       { pid: 111, ppid: 110, sid: 111, start: 2300, window: 'W', tree: 'abc' },
     ]);
-    const owners = liveOwnership([{ file: 'x/110.json', record: { version: 1, owner: { pid: 110, startTime: T0 + 2200 }, trees: [{ id: 'abc' } as never] } }]);
-    const left = terminalLeftovers(snap, query(), shell.key, owners, nobodyProtected).map((p) => p.pid).sort((a, b) => a - b);
+    const owners = liveOwnership([
+      { file: 'x/110.json', record: { version: 1, owner: { pid: 110, startTime: T0 + 2200 }, trees: [{ id: 'abc' } as never] } },
+    ]);
+    const left = terminalLeftovers(snap, query(), shell.key, owners, nobodyProtected)
+      .map((p) => p.pid)
+      .sort((a, b) => a - b);
     // 102 and 103 are counted to both terminals (no session claims them), so they are left by this one too.
     assert.deepStrictEqual(left, [101, 102, 103]);
-    const others = terminalLeftovers(snap, query(), other.key, liveOwnership([]), nobodyProtected).map((p) => p.pid).sort((a, b) => a - b);
-    assert.deepStrictEqual(others, [201], 'the second terminal: its job, never the first one\'s');
+    const others = terminalLeftovers(snap, query(), other.key, liveOwnership([]), nobodyProtected)
+      .map((p) => p.pid)
+      .sort((a, b) => a - b);
+    assert.deepStrictEqual(others, [201], "the second terminal: its job, never the first one's");
   });
 });
 
@@ -159,7 +208,11 @@ function startShell(pidfile: string, tag: string): number {
     sleep 0.2
     echo "ready $$" >> "$1"
     exec sleep 120`;
-  const child = spawn('bash', ['-c', script, 'shell', pidfile], { detached: true, stdio: 'ignore', env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag } });
+  const child = spawn('bash', ['-c', script, 'shell', pidfile], {
+    detached: true,
+    stdio: 'ignore',
+    env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag },
+  });
   child.unref();
   register(child.pid!);
   return child.pid!;
@@ -177,7 +230,11 @@ describe('terminal trees on real processes', function () {
     const query: TerminalQuery = { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined };
     const [m] = resolveTerminalTrees(table.snapshot(), query);
     const daemon = roles.get('daemon')![0];
-    for (const pid of all) assert.ok(m.members.some((p) => p.pid === pid), `${pid} (${[...roles].find(([, p]) => p.includes(pid))?.[0]}) is a member`);
+    for (const pid of all)
+      assert.ok(
+        m.members.some((p) => p.pid === pid),
+        `${pid} (${[...roles].find(([, p]) => p.includes(pid))?.[0]}) is a member`,
+      );
     assert.ok(m.unclaimed.includes(daemon), 'the daemon is found by the window tag alone');
     query.seen[shell.key] = m.members.filter((p) => p.pid !== shellPid).map(processKey);
 
@@ -199,7 +256,11 @@ describe('terminal trees on real processes', function () {
     const { all } = await fixturePids(pidfile);
     const shell = readShell(shellPid)!;
     try {
-      const report = await endTerminalTree({ windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined }, shell.key, 2000);
+      const report = await endTerminalTree(
+        { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined },
+        shell.key,
+        2000,
+      );
       assert.strictEqual(report.survivors, 0);
       assert.deepStrictEqual(await waitAllDead(all.filter((p) => p !== shellPid)), []);
       assert.ok(alive(shellPid), 'the shell was spared');
@@ -212,7 +273,7 @@ describe('terminal trees on real processes', function () {
 });
 
 describe('records by owner', () => {
-  it('sorts records into our own, a live owner\'s, and one whose pid now belongs to a newer process', async () => {
+  it("sorts records into our own, a live owner's, and one whose pid now belongs to a newer process", async () => {
     const dir = tmpDir();
     const store = new RecordStore(dir);
     const me = table.read(process.pid)!;
@@ -220,20 +281,42 @@ describe('records by owner', () => {
     const other = spawn('sleep', ['30'], { stdio: 'ignore' });
     register(other.pid!);
     await waitFor('the other owner to run', () => table.read(other.pid!));
-    const tree = { id: 't1', label: 'x', command: ['x'], rootPid: 1, pgid: 1, sid: 1, rootStartTime: 0, trackedAt: 0, envTag: `${TREE_ID_VARIABLE}=t1`, cgroup: null };
+    const tree = {
+      id: 't1',
+      label: 'x',
+      command: ['x'],
+      rootPid: 1,
+      pgid: 1,
+      sid: 1,
+      rootStartTime: 0,
+      trackedAt: 0,
+      envTag: `${TREE_ID_VARIABLE}=t1`,
+      cgroup: null,
+    };
     store.write(self, [tree]);
-    store.write({ pid: other.pid!, startTime: table.read(other.pid!)!.startTime }, [{ ...tree, id: 't2', envTag: `${TREE_ID_VARIABLE}=t2` }]);
+    store.write({ pid: other.pid!, startTime: table.read(other.pid!)!.startTime }, [
+      { ...tree, id: 't2', envTag: `${TREE_ID_VARIABLE}=t2` },
+    ]);
     try {
       const sorted = classifyRecords(store, self);
-      assert.deepStrictEqual(sorted.own.map((r) => r.record.owner.pid), [process.pid]);
-      assert.deepStrictEqual(sorted.live.map((r) => r.record.owner.pid), [other.pid]);
+      assert.deepStrictEqual(
+        sorted.own.map((r) => r.record.owner.pid),
+        [process.pid],
+      );
+      assert.deepStrictEqual(
+        sorted.live.map((r) => r.record.owner.pid),
+        [other.pid],
+      );
       assert.deepStrictEqual(sorted.gone, []);
       // Our pid, but recorded by a process that started long before us: that owner is gone.
       const earlierStore = new RecordStore(tmpDir());
       earlierStore.write({ pid: process.pid, startTime: me.startTime - 60_000 }, [tree]);
       const earlier = classifyRecords(earlierStore, self);
       assert.deepStrictEqual(earlier.own, []);
-      assert.deepStrictEqual(earlier.gone.map((r) => [r.record.owner.pid, r.state]), [[process.pid, 'replaced']]);
+      assert.deepStrictEqual(
+        earlier.gone.map((r) => [r.record.owner.pid, r.state]),
+        [[process.pid, 'replaced']],
+      );
     } finally {
       other.kill('SIGKILL');
       await waitAllDead([other.pid!]);
@@ -262,7 +345,9 @@ describe('the agent-trees launcher for terminals', () => {
     writeCliLauncher(dir, process.execPath, CLI, 'linux', true);
     assert.match(fs.readFileSync(file, 'utf8'), /^ELECTRON_RUN_AS_NODE=1 exec '.+' '.+cli\.js' "\$@"$/m);
     writeCliLauncher(dir, 'C:\\Program Files\\Code\\Code.exe', 'C:\\ext\\dist\\cli.js', 'win32', true);
-    assert.strictEqual(fs.readFileSync(path.join(dir, 'agent-trees.cmd'), 'utf8'),
-      '@echo off\r\nsetlocal\r\nset ELECTRON_RUN_AS_NODE=1\r\n"C:\\Program Files\\Code\\Code.exe" "C:\\ext\\dist\\cli.js" %*\r\n');
+    assert.strictEqual(
+      fs.readFileSync(path.join(dir, 'agent-trees.cmd'), 'utf8'),
+      '@echo off\r\nsetlocal\r\nset ELECTRON_RUN_AS_NODE=1\r\n"C:\\Program Files\\Code\\Code.exe" "C:\\ext\\dist\\cli.js" %*\r\n',
+    );
   });
 });

@@ -16,13 +16,37 @@ const l10n: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g,
 const NOW = 1_800_000_000_000;
 
 function member(pid: number, ppid: number, command: string, extra: Partial<MemberInfo> = {}): MemberInfo {
-  return { pid, ppid, pgid: pid, sid: pid, state: 'S', startKey: pid * 10, startTime: NOW - 60_000 + pid, uid: -1, name: command.split(' ')[0], rssBytes: 10 * 1048576, cpuMs: 1000, command, ...extra };
+  return {
+    pid,
+    ppid,
+    pgid: pid,
+    sid: pid,
+    state: 'S',
+    startKey: pid * 10,
+    startTime: NOW - 60_000 + pid,
+    uid: -1,
+    name: command.split(' ')[0],
+    rssBytes: 10 * 1048576,
+    cpuMs: 1000,
+    command,
+    ...extra,
+  };
 }
 
 /** One of every kind of row: live runs with and without a deadline, an ended run, a window tree, a terminal, orphans. */
 function fullInput(): ViewInput {
   const run = (id: string, extra: Partial<ViewInput['runs'][number]>) => ({
-    id, name: id, kind: 'agent' as const, state: 'running' as const, live: true, endingText: 'running', command: ['claude', '-p', 'hi'], rootPid: 100, pgid: 100, tier: 'group', ...extra,
+    id,
+    name: id,
+    kind: 'agent' as const,
+    state: 'running' as const,
+    live: true,
+    endingText: 'running',
+    command: ['claude', '-p', 'hi'],
+    rootPid: 100,
+    pgid: 100,
+    tier: 'group',
+    ...extra,
   });
   return {
     now: NOW,
@@ -33,7 +57,16 @@ function fullInput(): ViewInput {
       run('ended', { live: false, state: 'exited', exitCode: 0, endingText: 'exited with code 0' }),
     ],
     windowTrees: [
-      { id: 'cli-timeout', label: 'claude', command: ['claude'], rootPid: 300, pgid: 300, ownerPid: 299, deadline: NOW + 900_000, tier: 'group' },
+      {
+        id: 'cli-timeout',
+        label: 'claude',
+        command: ['claude'],
+        rootPid: 300,
+        pgid: 300,
+        ownerPid: 299,
+        deadline: NOW + 900_000,
+        tier: 'group',
+      },
       { id: 'cli-plain', label: 'codex', command: ['codex'], rootPid: 310, pgid: 310, ownerPid: 309, tier: 'group' },
     ],
     terminals: [{ shellKey: '200:2000', name: 'bash', shellPid: 200 }],
@@ -44,7 +77,10 @@ function fullInput(): ViewInput {
       ['cli-timeout', [member(300, 299, 'claude')]],
       ['cli-plain', [member(310, 309, 'codex')]],
       // The shell, its child, a grandchild, and a daemon re-parented to PID 1 (a root of its own).
-      ['200:2000', [member(200, 150, 'bash'), member(201, 200, 'next dev'), member(202, 201, 'node server.js'), member(203, 1, 'sleep 300')]],
+      [
+        '200:2000',
+        [member(200, 150, 'bash'), member(201, 200, 'next dev'), member(202, 201, 'node server.js'), member(203, 1, 'sleep 300')],
+      ],
     ]),
     cpu: new Map(),
   };
@@ -61,18 +97,33 @@ function walk(rows: Row[], out: Row[] = []): Row[] {
 describe('the view model (pure builder)', () => {
   it('lists live runs first, then window trees, terminals and the orphans section, each with its processes beneath', () => {
     const { rows } = buildView(fullInput(), l10n);
-    assert.deepStrictEqual(rows.map((r) => r.id), [
-      'run:with-deadline', 'run:no-deadline', 'run:ended', 'window:cli-timeout', 'window:cli-plain', 'terminal:200:2000', 'orphans',
-    ]);
+    assert.deepStrictEqual(
+      rows.map((r) => r.id),
+      ['run:with-deadline', 'run:no-deadline', 'run:ended', 'window:cli-timeout', 'window:cli-plain', 'terminal:200:2000', 'orphans'],
+    );
     const terminal = rows[5];
     assert.strictEqual(terminal.label, 'bash');
     assert.match(terminal.description!, /^shell 200 · 4 processes · 0% CPU · 40 MB$/);
     // The shell's subtree by parent links, the daemon as a root of its own; ordered by start time.
-    assert.deepStrictEqual(terminal.children.map((r) => r.label), ['bash', 'sleep 300']);
-    assert.deepStrictEqual(terminal.children[0].children.map((r) => r.label), ['next dev']);
-    assert.deepStrictEqual(terminal.children[0].children[0].children.map((r) => r.label), ['node server.js']);
+    assert.deepStrictEqual(
+      terminal.children.map((r) => r.label),
+      ['bash', 'sleep 300'],
+    );
+    assert.deepStrictEqual(
+      terminal.children[0].children.map((r) => r.label),
+      ['next dev'],
+    );
+    assert.deepStrictEqual(
+      terminal.children[0].children[0].children.map((r) => r.label),
+      ['node server.js'],
+    );
     const shellRow = terminal.children[0];
-    assert.deepStrictEqual(shellRow.target, { kind: 'process', pid: 200, startKey: 2000, top: { kind: 'terminal', shellKey: '200:2000', shellPid: 200 } });
+    assert.deepStrictEqual(shellRow.target, {
+      kind: 'process',
+      pid: 200,
+      startKey: 2000,
+      top: { kind: 'terminal', shellKey: '200:2000', shellPid: 200 },
+    });
     assert.strictEqual(rows[6].children[0].description, 'root 400, owner 399 (gone)');
   });
 
@@ -97,7 +148,10 @@ describe('the view model (pure builder)', () => {
     assert.match(row.description!, /50% CPU/);
     assert.notStrictEqual(row.signature, first.rows.find((r) => r.id === 'run:no-deadline')!.signature);
     const same = buildView({ ...fullInput(), cpu: first.cpu }, l10n);
-    assert.strictEqual(same.rows.find((r) => r.id === 'terminal:200:2000')!.signature, first.rows.find((r) => r.id === 'terminal:200:2000')!.signature);
+    assert.strictEqual(
+      same.rows.find((r) => r.id === 'terminal:200:2000')!.signature,
+      first.rows.find((r) => r.id === 'terminal:200:2000')!.signature,
+    );
   });
 
   it('gives every row an id unique in the view, even when one process shows under two top rows', () => {
@@ -156,13 +210,33 @@ describe('the view menus of package.json against the contextValues the view prod
 
   // What each kind of row must offer, and the commands it may offer besides (nothing else).
   const table: { rowKind: string; contextValue: (r: Row) => boolean; must: string[]; may: string[] }[] = [
-    { rowKind: 'a live run with a deadline', contextValue: (r) => r.id === 'run:with-deadline', must: ['agentTrees.killTree', 'agentTrees.extendTimeout', 'agentTrees.showTerminal'], may: [] },
-    { rowKind: 'a live run without a deadline', contextValue: (r) => r.id === 'run:no-deadline', must: ['agentTrees.killTree', 'agentTrees.showTerminal'], may: ['agentTrees.extendTimeout'] },
+    {
+      rowKind: 'a live run with a deadline',
+      contextValue: (r) => r.id === 'run:with-deadline',
+      must: ['agentTrees.killTree', 'agentTrees.extendTimeout', 'agentTrees.showTerminal'],
+      may: [],
+    },
+    {
+      rowKind: 'a live run without a deadline',
+      contextValue: (r) => r.id === 'run:no-deadline',
+      must: ['agentTrees.killTree', 'agentTrees.showTerminal'],
+      may: ['agentTrees.extendTimeout'],
+    },
     { rowKind: 'an ended run', contextValue: (r) => r.id === 'run:ended', must: ['agentTrees.showTerminal'], may: [] },
-    { rowKind: 'a window tree with a deadline', contextValue: (r) => r.id === 'window:cli-timeout', must: ['agentTrees.killTree'], may: [] },
+    {
+      rowKind: 'a window tree with a deadline',
+      contextValue: (r) => r.id === 'window:cli-timeout',
+      must: ['agentTrees.killTree'],
+      may: [],
+    },
     { rowKind: 'a window tree', contextValue: (r) => r.id === 'window:cli-plain', must: ['agentTrees.killTree'], may: [] },
     { rowKind: 'a terminal', contextValue: (r) => r.target.kind === 'terminal', must: ['agentTrees.endTerminal'], may: [] },
-    { rowKind: 'a process (shell, child, daemon)', contextValue: (r) => r.target.kind === 'process', must: ['agentTrees.killProcess'], may: [] },
+    {
+      rowKind: 'a process (shell, child, daemon)',
+      contextValue: (r) => r.target.kind === 'process',
+      must: ['agentTrees.killProcess'],
+      may: [],
+    },
     { rowKind: 'the orphans section', contextValue: (r) => r.target.kind === 'orphans', must: ['agentTrees.sweepOrphans'], may: [] },
     { rowKind: 'an orphan', contextValue: (r) => r.target.kind === 'orphan', must: [], may: [] },
   ];
@@ -180,7 +254,9 @@ describe('the view menus of package.json against the contextValues the view prod
 
   it('every command a menu names is contributed, with its title in package.nls.json', () => {
     const nls = JSON.parse(fs.readFileSync(path.join(REPO, 'package.nls.json'), 'utf8'));
-    const contributed = new Map<string, { title: string }>(manifest.contributes.commands.map((c: { command: string; title: string }) => [c.command, c]));
+    const contributed = new Map<string, { title: string }>(
+      manifest.contributes.commands.map((c: { command: string; title: string }) => [c.command, c]),
+    );
     for (const m of menus) {
       const c = contributed.get(m.command);
       assert.ok(c, `${m.command} is not contributed`);
