@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { execFileSync, spawn } from 'child_process';
-import { cgroupTier, processTable, RecordStore, resolveMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
+import { cgroupTier, localSweepParts, selfIdentity, processTable, RecordStore, resolveMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
 import { cgroupVerified } from '../src/proc/owner';
 import { isAlive, log, processCount, readStat, realKill, register, REPO, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
 
@@ -95,7 +95,7 @@ async function orphanedOwners(dir: string, n: number): Promise<{ pids: number[];
 
 export async function runSweep(opts: { reps: number; mixedReps: number; records: number; budgetMs: number }): Promise<SweepResults> {
   const table = processTable();
-  const self = { pid: process.pid, startTime: table.read(process.pid)!.startTime };
+  const self = selfIdentity(table);
   const n = opts.records;
   let pool = deadPids(2 * n + 20);
   if (pool.length < 2 * n) pool = [...pool, ...deadPids(2 * n)].filter((p, i, a) => a.indexOf(p) === i);
@@ -107,7 +107,7 @@ export async function runSweep(opts: { reps: number; mixedReps: number; records:
   const goneSamples: number[] = [];
   const sweepOnce = async (dir: string, expectTrees: number) => {
     const t0 = nowNs();
-    const result = await sweepOrphans(new RecordStore(dir), { self, graceMs: 1500 });
+    const result = await sweepOrphans(new RecordStore(dir), { ...localSweepParts(), self, graceMs: 1500, cgroups: 'auto' });
     const ms = msSince(t0);
     if (result.trees.length !== expectTrees) throw new Error(`sweep: ${result.trees.length} trees swept, expected ${expectTrees}`);
     const left = fs.readdirSync(dir);

@@ -16,8 +16,8 @@ interface Common {
 export type ParsedArgs =
   | ({ command: 'help' } & Common)
   | ({ command: 'run'; cmd: string[]; timeoutMs: number; label?: string; keepDescendants: boolean; cgroups: boolean } & Common)
-  | ({ command: 'sweep' } & Common)
-  | ({ command: 'ps' } & Common)
+  | ({ command: 'sweep'; cgroups: boolean } & Common)
+  | ({ command: 'ps'; cgroups: boolean } & Common)
   | ({ command: 'kill'; treeId: string } & Common);
 
 const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
@@ -26,7 +26,7 @@ const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
   '--records': { value: true, commands: ['run', 'sweep', 'ps', 'kill'] },
   '--label': { value: true, commands: ['run'] },
   '--keep-descendants': { value: false, commands: ['run'] },
-  '--no-cgroup': { value: false, commands: ['run'] },
+  '--no-cgroup': { value: false, commands: ['run', 'sweep', 'ps'] },
   '--json': { value: false, commands: ['sweep', 'ps'] },
   '--verbose': { value: false, commands: ['run', 'sweep', 'kill'] },
 };
@@ -100,6 +100,6 @@ export function parseArgs(argv: string[]): ParsedArgs {
       return { command, treeId: positional[0], ...common };
     default:
       if (positional.length > 0) throw new UsageError(`'${command}' takes no argument "${positional[0]}"`);
-      return { command: command as 'sweep' | 'ps', ...common };
+      return { command: command as 'sweep' | 'ps', cgroups: values['--no-cgroup'] !== true, ...common };
   }
 }

@@ -2,8 +2,8 @@
  * `agent-trees`: the command-line front end to the process-tree core.
  *
  *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] -- CMD [ARGS...]
- *   agent-trees sweep [--records DIR] [--grace SEC] [--json]
- *   agent-trees ps [--records DIR] [--json]
+ *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose]
+ *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
  *   agent-trees kill TREE_ID [--records DIR] [--grace SEC]
  */
 import * as os from 'os';
@@ -13,10 +13,18 @@ import {
   cgroupVerified,
   freshProcessTable,
   KillReport,
+  localSweepParts,
+  OwnerRecord,
   ownerState,
+  OwnerState,
+  ProcessTable,
   processTable,
+  recordOrigin,
   RecordStore,
+  recordTimeProblem,
   resolveMembers,
+  sameProcess,
+  selfIdentity,
   SpawnError,
   stderrLogger,
   sweepOrphans,
@@ -27,8 +35,8 @@ import { UsageError, parseArgs, ParsedArgs } from './args';
 
 const USAGE = `Usage:
   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--verbose] -- CMD [ARGS...]
-  agent-trees sweep [--records DIR] [--grace SEC] [--json]
-  agent-trees ps [--records DIR] [--json]
+  agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose]
+  agent-trees ps [--records DIR] [--no-cgroup] [--json]
   agent-trees kill TREE_ID [--records DIR] [--grace SEC]
 
 Runs CMD as an owned process tree and kills all of it on timeout (exit 124), Ctrl-C (130), SIGTERM (143),
@@ -141,11 +149,13 @@ async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
 
 async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
   const store = new RecordStore(args.records ?? defaultRecordsDir());
-  const me = processTable().read(process.pid);
+  const parts = localSweepParts();
   const result = await sweepOrphans(store, {
-    self: { pid: process.pid, startTime: me?.startTime ?? Date.now() },
+    ...parts,
+    self: selfIdentity(parts.table),
     graceMs: args.graceMs,
-    log: stderrLogger(false),
+    cgroups: args.cgroups ? 'auto' : 'off',
+    log: stderrLogger(args.verbose),
   });
   if (args.json) {
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
@@ -154,6 +164,7 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
       process.stdout.write(`${t.treeId}\t${t.label}\towner ${t.ownerPid}\t${t.outcome}\tkilled ${t.killed}` +
         (t.survivors ? `\tsurvivors ${t.survivors}` : '') + (t.note ? `\t(${t.note})` : '') + '\n');
     }
+    for (const s of result.skipped) process.stdout.write(`left alone\t${s.file}\t${s.reason}\n`);
     for (const p of result.problems) process.stdout.write(`problem\t${p.file}\t${p.problem}\n`);
     process.stdout.write(`swept ${result.trees.length} tree(s) of dead owners, ended ${result.killed} processes; ` +
       `${result.liveOwners} live owner(s) left alone\n`);
@@ -161,33 +172,61 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
   return result.trees.some((t) => t.outcome === 'survivors') ? 1 : 0;
 }
 
+/** What `ps` and `kill` may do with a record's trees: only one judged from here can be resolved or signalled. */
+function recordStanding(table: ProcessTable, record: OwnerRecord): { state: OwnerState; note?: string; resolvable: boolean } {
+  const state = ownerState(table, record.owner);
+  const bad = recordTimeProblem(record);
+  if (bad) return { state, note: `impossible times (${bad}): not trusted`, resolvable: false };
+  switch (recordOrigin(record.owner)) {
+    case 'earlier-boot':
+      return { state, note: 'recorded before the last boot: nothing of it runs', resolvable: false };
+    case 'elsewhere':
+      return { state, note: 'recorded in another pid namespace or on another machine: not shown', resolvable: false };
+    default:
+      return { state, resolvable: true };
+  }
+}
+
+/** Read-only: lists records and their live members; renames, deletes and signals nothing. */
 async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
   const store = new RecordStore(args.records ?? defaultRecordsDir());
+  const mode = args.cgroups ? 'auto' : 'off';
   const table = await freshProcessTable();
   const snap = table.snapshot();
   const { records, problems } = store.list();
   const owners = records.map(({ file, record }) => {
-    const state = ownerState(table, record.owner.pid, record.owner.startTime);
+    const standing = recordStanding(table, record);
     return {
       file,
-      owner: { ...record.owner, alive: state === 'alive' },
+      owner: { ...record.owner, alive: standing.state === 'alive', state: standing.state },
+      note: standing.note,
       trees: record.trees.map((t) => {
-        const m = resolveMembers(t, snap, { continuouslyOwned: state === 'alive', cgroupVerified: cgroupVerified(t) });
+        const m = standing.resolvable
+          ? resolveMembers(t, snap, { continuouslyOwned: standing.state === 'alive', cgroupVerified: mode !== 'off' && cgroupVerified(t, mode) }).members
+          : [];
         return {
           ...t,
           tier: t.cgroup ? 'cgroup' : 'group',
-          members: m.members.map((p) => ({ pid: p.pid, ppid: p.ppid, pgid: p.pgid, state: p.state, rssBytes: p.rssBytes, cpuMs: p.cpuMs, command: snap.commandLine(p.pid) })),
+          members: m.map((p) => ({ pid: p.pid, ppid: p.ppid, pgid: p.pgid, state: p.state, rssBytes: p.rssBytes, cpuMs: p.cpuMs, command: snap.commandLine(p.pid) })),
         };
       }),
     };
   });
   if (args.json) {
-    process.stdout.write(JSON.stringify({ recordsDir: store.dir, cgroupTier: cgroupTier('auto').tier?.reason ?? null, owners, problems }, null, 2) + '\n');
+    const tier = mode === 'off' ? null : cgroupTier(mode).tier?.reason ?? null;
+    process.stdout.write(JSON.stringify({ recordsDir: store.dir, cgroupTier: tier, owners, problems }, null, 2) + '\n');
     return 0;
   }
   if (owners.length === 0) process.stdout.write(`no owned trees recorded in ${store.dir}\n`);
+  const described: Record<OwnerState, string> = {
+    alive: 'alive',
+    dead: 'dead: run agent-trees sweep',
+    replaced: 'dead, its pid reused: run agent-trees sweep',
+    'earlier-boot': 'gone with an earlier boot: run agent-trees sweep',
+    unknown: 'cannot be judged',
+  };
   for (const o of owners) {
-    process.stdout.write(`owner ${o.owner.pid} (${o.owner.alive ? 'alive' : 'dead: run agent-trees sweep'})\n`);
+    process.stdout.write(`owner ${o.owner.pid} (${described[o.owner.state]})${o.note ? `: ${o.note}` : ''}\n`);
     for (const t of o.trees) {
       process.stdout.write(`  tree ${t.id}  ${t.label}  tier ${t.tier}  root ${t.rootPid}  ${t.members.length} live member(s)\n`);
       for (const m of t.members) process.stdout.write(`    ${String(m.pid).padStart(7)}  ${m.command}\n`);
@@ -200,26 +239,50 @@ async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
 async function kill(args: ParsedArgs & { command: 'kill' }): Promise<number> {
   const store = new RecordStore(args.records ?? defaultRecordsDir());
   const table = processTable();
-  const found = store.list().records.find(({ record }) => record.trees.some((t) => t.id === args.treeId));
+  const { records, problems } = store.list();
+  const found = records.find(({ record }) => record.trees.some((t) => t.id === args.treeId));
   if (!found) {
+    for (const p of problems) process.stderr.write(`agent-trees: warning: ${p.file}: ${p.problem}\n`);
     process.stderr.write(`agent-trees: no recorded tree has the id ${args.treeId} (in ${store.dir})\n`);
     return 1;
   }
   const tree = found.record.trees.find((t) => t.id === args.treeId)!;
-  const ownerAlive = ownerState(table, found.record.owner.pid, found.record.owner.startTime) === 'alive';
+  const standing = recordStanding(table, found.record);
+  if (!standing.resolvable) {
+    process.stderr.write(`agent-trees: tree ${tree.id}: ${standing.note}; not killed\n`);
+    return 1;
+  }
   const report = await treeKiller.kill(tree, {
     graceMs: args.graceMs,
     continuouslyOwned: false,
     cgroupVerified: cgroupVerified(tree),
-    log: stderrLogger(false),
+    log: stderrLogger(args.verbose),
   });
-  if (!ownerAlive && report.survivors === 0) {
-    // Nobody else will update a dead owner's record: take the tree out of it.
-    const file = store.claim(found.record.owner.pid, { pid: process.pid, startTime: table.read(process.pid)?.startTime ?? Date.now() });
-    if (file) store.release(file, found.record, found.record.trees.filter((t) => t.id !== tree.id));
-  }
+  if (['dead', 'replaced'].includes(standing.state) && report.survivors === 0) dropFromDeadOwnersRecord(store, table, found.record, tree.id);
   process.stdout.write(`tree ${tree.id}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived (${report.survivorPids.join(', ')})` : '') + '\n');
   return report.survivors > 0 ? 1 : 0;
+}
+
+/**
+ * Nobody else will update a dead owner's record: take the killed tree out of it. Claimed first, and the claimed
+ * content judged again, so a record its owner rewrote meanwhile (or a new owner with that pid) is given back.
+ */
+function dropFromDeadOwnersRecord(store: RecordStore, table: ProcessTable, record: OwnerRecord, treeId: string): void {
+  const self = selfIdentity(table);
+  const file = store.claim(record.owner.pid, self);
+  if (!file) return;
+  let claimed: OwnerRecord;
+  try {
+    claimed = store.readClaim(file);
+  } catch {
+    return; // left in place: a sweep reports it
+  }
+  const state = ownerState(table, claimed.owner);
+  if (!sameProcess(claimed.owner, record.owner) || (state !== 'dead' && state !== 'replaced')) {
+    store.restoreClaim(file, claimed, sameProcess);
+    return;
+  }
+  store.finishClaim(file, claimed, claimed.trees.filter((t) => t.id !== treeId), self);
 }
 
 main(process.argv.slice(2)).then(

@@ -127,7 +127,7 @@ export class AgentTreesController implements vscode.Disposable {
     this.provider = new ProcessTreeProvider(this.runs, this.windowTerminals, this.records, this.source, () => !this.settings.sweepOnActivation, (m) => log.warn(m));
     this.view = vscode.window.createTreeView('agentTrees.processTrees', { treeDataProvider: this.provider, showCollapseAll: true });
     this.statusBar = new DeadlineStatusBar(this.runs, () => this.settings.timeoutWarningSeconds);
-    this.sweeper = new Sweeper(this.store, this.owner.self, () => this.settings.killGraceSeconds * 1000, log);
+    this.sweeper = new Sweeper(this.store, this.owner.self, () => this.settings.killGraceSeconds * 1000, log, () => this.settings.cgroups);
     this.disposables.push(this.terminals, this.windowTerminals, this.provider, this.source, this.view, this.statusBar, this.sweeper);
 
     this.runs.on('changed', () => {

@@ -4,7 +4,7 @@
  * `sweepIntervalMinutes`. A failing sweep is logged and the next one still runs.
  */
 import * as vscode from 'vscode';
-import { Logger, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
+import { CgroupMode, localSweepParts, Logger, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
 
 export const RECHECK_LIVE_OWNERS_MS = 6000;
 
@@ -19,13 +19,21 @@ export class Sweeper implements vscode.Disposable {
     private readonly self: OwnerInfo,
     private readonly graceMs: () => number,
     private readonly log: Logger,
+    /** `agentTrees.cgroups`: with "off" a sweep neither probes, reads nor removes cgroups. */
+    private readonly cgroups: () => CgroupMode,
   ) {}
 
   /** One sweep now (joins one already running). Notifies only when it ended something. */
   sweep(reason: string): Promise<SweepResult> {
     this.running ??= (async () => {
       try {
-        const result = await sweepOrphans(this.store, { self: this.self, graceMs: this.graceMs(), log: this.log });
+        const result = await sweepOrphans(this.store, {
+          ...localSweepParts(),
+          self: this.self,
+          graceMs: this.graceMs(),
+          cgroups: this.cgroups(),
+          log: this.log,
+        });
         this.log.info(`sweep (${reason}): ${result.trees.length} orphaned tree(s), ${result.killed} process(es) ended, ` +
           `${result.liveOwners} live owner(s) skipped${result.problems.length ? `, ${result.problems.length} bad record file(s)` : ''}`);
         if (result.killed > 0 && !this.disposed) {

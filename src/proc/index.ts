@@ -3,6 +3,7 @@
  * Pure Node: nothing here imports `vscode`, so the CLI, the extension and plain mocha all use it as it is.
  */
 export * from './processTable';
+export * from './bootClock';
 export * from './identity';
 export * from './records';
 export * from './members';

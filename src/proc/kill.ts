@@ -10,7 +10,7 @@ import { EventEmitter } from 'events';
 import { execFile } from 'child_process';
 import { killCgroup, removeCgroup } from './cgroup';
 import { SignalGuard } from './guard';
-import { latestStart } from './identity';
+import { startedNoLaterThanTracking } from './identity';
 import { Logger, silentLogger } from './log';
 import { Membership, resolveMembers, subtreeMembers, TreeIdentity } from './members';
 import { ProcessInfo, processTable, ProcessTable, Snapshot } from './processTable';
@@ -225,7 +225,7 @@ class TreeKill {
   /** The group is ours without a full scan: its leader started before tracking, or we owned it throughout. */
   private groupIsProvenCheaply(): boolean {
     const leader = this.table.read(this.tree.pgid);
-    if (leader) return leader.pgid === this.tree.pgid && latestStart(leader) <= this.tree.trackedAt;
+    if (leader) return leader.pgid === this.tree.pgid && startedNoLaterThanTracking(leader, this.tree);
     return this.options.continuouslyOwned;
   }
 
@@ -310,7 +310,7 @@ export function interruptGroup(tree: TreeIdentity, continuouslyOwned: boolean): 
   if (process.platform === 'win32') return false;
   const table = processTable();
   const leader = table.read(tree.pgid);
-  if (leader ? latestStart(leader) > tree.trackedAt : !continuouslyOwned) return false;
+  if (leader ? !startedNoLaterThanTracking(leader, tree) : !continuouslyOwned) return false;
   if (SignalGuard.current(table).groupRefusal(tree.pgid, leader ? [leader] : [])) return false;
   return sendGroup(tree.pgid, 'SIGINT');
 }

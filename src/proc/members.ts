@@ -4,12 +4,12 @@
  * carrying its exact tag, and every descendant of any member.
  */
 import { cgroupProcs } from './cgroup';
-import { latestStart } from './identity';
+import { isRecordedRoot, startedNoLaterThanTracking } from './identity';
 import { SignalGuard } from './guard';
-import { ProcessInfo, processTable, Snapshot, START_PRECISION_MS } from './processTable';
+import { ProcessInfo, processTable, Snapshot } from './processTable';
 import { TreeRecord } from './records';
 
-export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup'>;
+export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'>;
 
 export interface Membership {
   members: ProcessInfo[];
@@ -52,8 +52,8 @@ export interface ResolveOptions {
 /**
  * Resolves the live members of `tree` in `snap`.
  *
- * A running group leader (pid == pgid) proves the group only if it started no later than `trackedAt` (with the
- * conversion error counted against it). A leaderless group is proven for a continuous owner, or when one of its
+ * A running group leader (pid == pgid) proves the group only if it provably started no later than the tree was
+ * tracked (`startedNoLaterThanTracking`: in boot ticks, the recorded root exactly). A leaderless group is proven for a continuous owner, or when one of its
  * members carries the tree's tag or sits in its cgroup: otherwise its members are not taken on a guess.
  */
 export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions): Membership {
@@ -95,8 +95,10 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
       return false;
     }
     if (leader) {
-      if (latestStart(leader) <= tree.trackedAt) return true;
-      groupDoubt = `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
+      if (startedNoLaterThanTracking(leader, tree)) return true;
+      groupDoubt = tree.trackedAtTicks === undefined && tree.rootStartTicks === undefined
+        ? `${what} ${leaderPid} has a leader whose start cannot be compared with the record (no boot-clock times in it)`
+        : `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
       return false;
     }
     if (options.continuouslyOwned) return true;
@@ -112,7 +114,7 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
 
   // The root itself, if it is not its own group leader (it always is for trees spawned here).
   const root = procs.get(tree.rootPid);
-  if (root && root.pid !== tree.pgid && Math.abs(root.startTime - tree.rootStartTime) <= 2 * START_PRECISION_MS) add(root);
+  if (root && root.pid !== tree.pgid && isRecordedRoot(root, tree)) add(root);
 
   const members = withDescendants(seeds, snap, isProtected);
   return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };

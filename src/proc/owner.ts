@@ -5,12 +5,12 @@
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
 import { CgroupMode, cgroupTier, isOurCgroup, removeCgroup } from './cgroup';
-import { OWNER_CLOCK_SLACK_MS } from './identity';
+import { selfIdentity } from './identity';
 import { interruptGroup, killWindowsTree, KillReport, treeKiller } from './kill';
 import { Logger, silentLogger } from './log';
 import { resolveMembers } from './members';
 import { ProcessInfo, processTable, Snapshot } from './processTable';
-import { OwnerInfo, RecordStore, TreeRecord } from './records';
+import { OwnerInfo, RecordStore, setAsidePreviousRecord, TreeRecord } from './records';
 import { spawnTree, SpawnTreeOptions } from './spawn';
 import type { TreeQuery } from './treeMembers';
 
@@ -66,9 +66,13 @@ export class TreeOwner extends EventEmitter {
     super();
     this.store = new RecordStore(options.recordsDir);
     this.log = options.log ?? silentLogger;
-    const me = processTable().read(process.pid);
-    this.self = { pid: process.pid, startTime: me?.startTime ?? Date.now() };
-    this.setAsidePreviousRecord();
+    this.self = selfIdentity(processTable());
+    const previous = setAsidePreviousRecord(this.store, this.self);
+    if (previous.outcome === 'set-aside') {
+      this.log.info(`record ${this.store.fileOf(this.self.pid)} was left by an earlier process with our pid; kept for the sweep as ${previous.claim}`);
+    } else if (previous.outcome === 'unreadable') {
+      this.log.warn(`record ${this.store.fileOf(this.self.pid)}: ${previous.problem}`);
+    }
     if (options.killTreesOnExit) {
       this.onExit = () => this.killAllNowSync();
       process.on('exit', this.onExit);
@@ -85,23 +89,6 @@ export class TreeOwner extends EventEmitter {
       } catch {
         /* exiting: nothing more can be done here; the next sweep has the record */
       }
-    }
-  }
-
-  /**
-   * A record under our pid but of an earlier process (pids restart in containers) is an orphan's: claim it, so
-   * the next sweep reaps it, rather than overwriting it with ours.
-   */
-  private setAsidePreviousRecord(): void {
-    let previous;
-    try {
-      previous = this.store.read(this.self.pid);
-    } catch {
-      return; // corrupt: the sweep reports and sets it aside
-    }
-    if (previous && Math.abs(previous.owner.startTime - this.self.startTime) > OWNER_CLOCK_SLACK_MS) {
-      this.store.claim(this.self.pid, this.self);
-      this.log.info(`record ${this.store.fileOf(this.self.pid)} was left by an earlier process with our pid; kept for the sweep`);
     }
   }
 

@@ -3,7 +3,7 @@
  * owner's, or a gone owner's (an orphan's). The sweep and the view both ask here, so both apply the same self
  * check (pid and start time) and the same liveness rule.
  */
-import { OWNER_CLOCK_SLACK_MS, OwnerState, ownerState } from './identity';
+import { OwnerState, ownerState, sameProcess } from './identity';
 import { KillReport, treeKiller, TreeKiller } from './kill';
 import { Logger } from './log';
 import { cgroupVerified } from './owner';
@@ -16,14 +16,14 @@ export interface OwnerRecords {
   /** Records of other owners that are alive. */
   live: RecordFile[];
   /** Records of owners that are gone: dead, or their pid now belongs to a newer process. */
-  gone: (RecordFile & { state: Exclude<OwnerState, 'alive'> })[];
+  gone: (RecordFile & { state: Exclude<OwnerState, 'alive' | 'unknown'> })[];
   /** Files that could not be read, and what was done with them. */
   problems: RecordProblem[];
 }
 
-/** Whether a record's owner is `self`: the same pid, started at the same time (within the clock slack). */
+/** Whether a record's owner is `self`: the same process (pid and start tick, on this boot, in this namespace). */
 export function isOwnRecord(owner: OwnerInfo, self: OwnerInfo): boolean {
-  return owner.pid === self.pid && Math.abs(owner.startTime - self.startTime) <= OWNER_CLOCK_SLACK_MS;
+  return sameProcess(owner, self);
 }
 
 /** Reads the folder once and sorts its records by owner. Never throws for a bad record (see RecordStore.list). */
@@ -36,8 +36,8 @@ export function classifyRecords(store: RecordStore, self: OwnerInfo, table: Proc
       out.own.push(r);
       continue;
     }
-    const state = ownerState(table, r.record.owner.pid, r.record.owner.startTime);
-    if (state === 'alive') out.live.push(r);
+    const state = ownerState(table, r.record.owner);
+    if (state === 'alive' || state === 'unknown') out.live.push(r); // unknown is never gone
     else out.gone.push({ ...r, state });
   }
   return out;

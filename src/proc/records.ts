@@ -2,17 +2,29 @@
  * Owned-tree records on disk: one JSON file per owning process, `<dir>/<owner pid>.json`, written atomically
  * (temp file in the same folder, then rename) and removed when the owner tracks nothing.
  *
- * Format (version 1), kept exactly so other tools can read it:
+ * Format (version 1). The original fields are kept exactly, so other tools and older versions read it:
  *   {"version":1,"owner":{"pid":N,"startTime":MS},"trees":[{"id","label","command":[...],"rootPid","pgid",
  *    "sid","rootStartTime","trackedAt","envTag","cgroup":null|path,"deadline"?:MS}]}
  * `deadline` is optional (absent: no timeout), so readers of the first version's files read these too.
+ * Added compatibly (optional; a version-1 reader ignores them): `owner.startTicks`, `owner.bootId`,
+ * `owner.pidNs`, `owner.machineId`, `trees[].rootStartTicks`, `trees[].trackedAtTicks`. Identities are judged
+ * by these (see identity.ts); the epoch fields are for display. A record without them is an older writer's.
+ *
+ * Nothing here trusts the folder's contents: a record is read only when it is a regular file of ours (owner
+ * uid, not writable by others) in a folder of ours that others cannot write, opened without following a
+ * symlink or blocking on a FIFO, and read up to a bound. Anything else is reported and left where it is.
  */
 import * as fs from 'fs';
 import * as path from 'path';
-
+import { createHash, randomBytes } from 'crypto';
+import type { HostClock } from './bootClock';
+import { sameProcess } from './identity';
 import { TREE_ID_VARIABLE } from './processTable';
 
 export const RECORD_VERSION = 1;
+
+/** A record is a few hundred bytes per tree; anything past this is not one of ours. */
+export const MAX_RECORD_BYTES = 1 << 20;
 
 export interface TreeRecord {
   id: string;
@@ -21,9 +33,9 @@ export interface TreeRecord {
   rootPid: number;
   pgid: number;
   sid: number;
-  /** Root's start time, ms since the epoch. */
+  /** Root's start time, ms since the epoch (display; the identity is `rootStartTicks`). */
   rootStartTime: number;
-  /** When tracking began, ms since the epoch; the root started no later than this. */
+  /** When tracking began, ms since the epoch (display; the identity is `trackedAtTicks`). */
   trackedAt: number;
   /** `AGENT_TREES_TREE_ID=<id>`, the exact environment entry every member inherits. */
   envTag: string;
@@ -31,11 +43,25 @@ export interface TreeRecord {
   cgroup: string | null;
   /** When the owner kills the tree (its timeout), ms since the epoch; absent when it has none. */
   deadline?: number;
+  /** Root's start time in clock ticks since boot (its `/proc/<pid>/stat` start time), where known. */
+  rootStartTicks?: number;
+  /** Ticks since boot when tracking began; the root started no later. */
+  trackedAtTicks?: number;
 }
 
+/** A process's identity as records and claim names carry it. */
 export interface OwnerInfo {
   pid: number;
+  /** Start time, ms since the epoch (display, and the identity where there is no boot clock). */
   startTime: number;
+  /** Start time in clock ticks since boot. */
+  startTicks?: number;
+  /** The boot those ticks count from (`/proc/sys/kernel/random/boot_id`). */
+  bootId?: string;
+  /** The pid namespace the pid is of (inode of `/proc/self/ns/pid`). */
+  pidNs?: number;
+  /** The machine (`/etc/machine-id`, else `host:<name>`). */
+  machineId?: string;
 }
 
 export interface OwnerRecord {
@@ -52,22 +78,42 @@ export interface RecordFile {
 export interface RecordProblem {
   file: string;
   problem: string;
-  /** Where the file was moved so it is not read again, if it was. */
+  /** Where the file was moved so it is not read again, if it was (by a sweep only). */
   setAsideTo?: string;
 }
 
+/** A claim found in the folder: whose record it holds, and who claimed it. */
+export interface ClaimFile {
+  file: string;
+  ownerPid: number;
+  claimant: OwnerInfo;
+}
+
 const RECORD_NAME = /^(\d+)\.json$/;
-const CLAIM_NAME = /^(\d+)\.json\.claimed-(\d+)-(\d+)$/;
+/** `<pid>-t<ticks>-h<machine hash>-b<boot hash>-n<pid ns>` or, without a boot clock, `<pid>-m<start ms>`. */
+const PROCESS_TAG = String.raw`(\d+)-(?:t(\d+)-h([0-9a-f]{8})-b([0-9a-f]{8})-n(\d+)|m(\d+))`;
+const CLAIM_NAME = new RegExp(String.raw`^(\d+)\.json\.claimed-${PROCESS_TAG}-[0-9a-f]{12}$`);
+/** Claims of older versions: `<pid>.json.claimed-<claimant pid>-<claimant start ms>`. */
+const OLD_CLAIM_NAME = /^(\d+)\.json\.claimed-(\d+)-(\d+)$/;
+const TEMP_NAME = new RegExp(String.raw`^\.(\d+)\.json\.${PROCESS_TAG}\.[0-9a-f]{12}\.tmp$`);
+/** Temp files of older versions: `.<pid>.json.<writer pid>.<base-36 random>.tmp`. */
+const OLD_TEMP_NAME = /^\.(\d+)\.json\.(\d+)\.[0-9a-z]+\.tmp$/;
 
 /** Says what is wrong with a parsed record, or undefined when it has the version-1 shape. */
 export function recordShapeProblem(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
   const v = value as Record<string, unknown>;
-  if (v.version !== RECORD_VERSION) return `version is ${JSON.stringify(v.version)}, expected ${RECORD_VERSION}`;
+  if (v.version !== RECORD_VERSION) return `version is ${String(JSON.stringify(v.version)).slice(0, 20)}, expected ${RECORD_VERSION}`;
   const owner = v.owner as Record<string, unknown> | undefined;
   if (typeof owner !== 'object' || owner === null) return 'owner: missing';
   if (!isPid(owner.pid)) return 'owner.pid: expected a positive integer';
   if (!isTime(owner.startTime)) return 'owner.startTime: expected ms since the epoch';
+  const ticks = ['startTicks', 'bootId', 'pidNs', 'machineId'].filter((k) => owner[k] !== undefined);
+  if (ticks.length > 0 && ticks.length < 4) return `owner: ${ticks.join(', ')} without the rest of startTicks, bootId, pidNs, machineId`;
+  if (owner.startTicks !== undefined && !isTicks(owner.startTicks)) return 'owner.startTicks: expected clock ticks since boot';
+  if (owner.bootId !== undefined && (typeof owner.bootId !== 'string' || !/^[0-9a-f-]{16,64}$/.test(owner.bootId))) return 'owner.bootId: expected a boot id';
+  if (owner.pidNs !== undefined && !isPid(owner.pidNs)) return 'owner.pidNs: expected a namespace inode';
+  if (owner.machineId !== undefined && (typeof owner.machineId !== 'string' || owner.machineId.length > 300)) return 'owner.machineId: expected a string';
   if (!Array.isArray(v.trees)) return 'trees: expected an array';
   for (let i = 0; i < v.trees.length; i++) {
     const t = v.trees[i] as Record<string, unknown>;
@@ -78,6 +124,12 @@ export function recordShapeProblem(value: unknown): string | undefined {
     if (!Array.isArray(t.command) || !t.command.every((c) => typeof c === 'string')) return `${at}.command: expected an array of strings`;
     for (const key of ['rootPid', 'pgid', 'sid'] as const) if (!isPid(t[key])) return `${at}.${key}: expected a positive integer`;
     for (const key of ['rootStartTime', 'trackedAt'] as const) if (!isTime(t[key])) return `${at}.${key}: expected ms since the epoch`;
+    for (const key of ['rootStartTicks', 'trackedAtTicks'] as const) {
+      if (t[key] !== undefined && !isTicks(t[key])) return `${at}.${key}: expected clock ticks since boot`;
+    }
+    if ((t.rootStartTicks !== undefined || t.trackedAtTicks !== undefined) && owner.startTicks === undefined) {
+      return `${at}: start ticks without the owner's boot identity`;
+    }
     if (t.envTag !== `${TREE_ID_VARIABLE}=${t.id}`) return `${at}.envTag: expected "${TREE_ID_VARIABLE}=${t.id}"`;
     if (t.cgroup !== null && typeof t.cgroup !== 'string') return `${at}.cgroup: expected a path or null`;
     if (t.deadline !== undefined && !isTime(t.deadline)) return `${at}.deadline: expected ms since the epoch, or no such field`;
@@ -91,12 +143,160 @@ function isPid(x: unknown): x is number {
 function isTime(x: unknown): x is number {
   return typeof x === 'number' && Number.isFinite(x) && x >= 0;
 }
+function isTicks(x: unknown): x is number {
+  return Number.isSafeInteger(x) && (x as number) >= 0;
+}
+
+// ------------------------------------------------------------------------------------------ process tags
+
+const shortHash = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 8);
+
+/**
+ * A process identity in a file name (claims, temp files), so whether its process still runs can be told
+ * from the name alone. The machine and boot are hashed to keep names short.
+ */
+export function processTag(p: OwnerInfo): string {
+  if (p.startTicks !== undefined && p.bootId !== undefined && p.pidNs !== undefined && p.machineId !== undefined) {
+    return `${p.pid}-t${p.startTicks}-h${shortHash(p.machineId)}-b${shortHash(p.bootId)}-n${p.pidNs}`;
+  }
+  return `${p.pid}-m${Math.round(p.startTime)}`;
+}
+
+/**
+ * The identity a tag names, in the terms of `clock`: its machine and boot are `clock`'s own when their hashes
+ * match, else stand-ins that match nothing (so the judge sees "another boot" or "elsewhere", never "here").
+ */
+function identityOfTag(m: RegExpExecArray, at: number, clock: HostClock | undefined): OwnerInfo {
+  const pid = Number(m[at]);
+  if (m[at + 5] !== undefined) return { pid, startTime: Number(m[at + 5]) };
+  const sameMachine = clock !== undefined && m[at + 2] === shortHash(clock.machineId);
+  const sameBoot = sameMachine && m[at + 3] === shortHash(clock.bootId);
+  return {
+    pid,
+    startTime: 0,
+    startTicks: Number(m[at + 1]),
+    machineId: sameMachine ? clock!.machineId : `other-machine:${m[at + 2]}`,
+    bootId: sameBoot ? clock!.bootId : `00000000-other-boot-${m[at + 3]}`,
+    pidNs: Number(m[at + 4]),
+  };
+}
+
+const randomSuffix = () => randomBytes(6).toString('hex');
+
+// ------------------------------------------------------------------------------------------ trusted reading
+
+/** A file that is not ours to read, or not a record file at all: reported, never acted on, never moved. */
+export class UntrustedFileError extends Error {}
+export class RecordError extends Error {}
+class RecordVersionError extends RecordError {}
+
+const OPEN_FOR_READING = fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0);
+
+function euid(): number | undefined {
+  return typeof process.geteuid === 'function' ? process.geteuid() : undefined;
+}
+
+function kindOf(st: fs.Stats): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSymbolicLink()) return 'a symbolic link';
+  if (st.isDirectory()) return 'a folder';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+/** Why a file's metadata makes it untrustworthy, or undefined. */
+function fileTrustProblem(st: fs.Stats, uid: number | undefined): string | undefined {
+  if (!st.isFile()) return `${kindOf(st)}, not a regular file`;
+  if (uid !== undefined && st.uid !== uid) return `owned by uid ${st.uid}, not by this user (uid ${uid})`;
+  if (uid !== undefined && (st.mode & 0o022) !== 0) return `writable by other users (mode ${(st.mode & 0o7777).toString(8)})`;
+  if (st.size > MAX_RECORD_BYTES) return `${st.size} bytes, more than a record can be (${MAX_RECORD_BYTES})`;
+  return undefined;
+}
+
+/**
+ * Reads a file only if it is a regular file of ours, never following a symlink and never blocking (a FIFO
+ * opened with O_NONBLOCK returns at once, and fstat then refuses it). Undefined when it does not exist.
+ * Messages never quote the file's content or a link's target.
+ */
+function readTrusted(file: string, uid: number | undefined): string | undefined {
+  if (!fs.constants.O_NOFOLLOW) {
+    // No O_NOFOLLOW (Windows): look before opening.
+    try {
+      if (fs.lstatSync(file).isSymbolicLink()) throw new UntrustedFileError('a symbolic link, not a regular file: not followed');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+  }
+  let fd: number;
+  try {
+    fd = fs.openSync(file, OPEN_FOR_READING);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') throw new UntrustedFileError('a symbolic link, not a regular file: not followed');
+    throw new UntrustedFileError(`cannot be opened (${code ?? 'error'})`);
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    const problem = fileTrustProblem(st, uid);
+    if (problem) throw new UntrustedFileError(problem);
+    let buf = Buffer.allocUnsafe(Math.min(MAX_RECORD_BYTES + 1, Math.max(st.size + 1, 4096)));
+    let length = 0;
+    for (;;) {
+      if (length === buf.length) {
+        if (length > MAX_RECORD_BYTES) throw new UntrustedFileError(`more than a record can be (${MAX_RECORD_BYTES} bytes)`);
+        const bigger = Buffer.allocUnsafe(Math.min(MAX_RECORD_BYTES + 1, buf.length * 2));
+        buf.copy(bigger, 0, 0, length);
+        buf = bigger;
+      }
+      const n = fs.readSync(fd, buf, length, buf.length - length, null);
+      if (n === 0) break;
+      length += n;
+    }
+    return buf.toString('utf8', 0, length);
+  } catch (e) {
+    if (e instanceof UntrustedFileError) throw e;
+    throw new UntrustedFileError(`cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+// ------------------------------------------------------------------------------------------ the store
 
 export class RecordStore {
-  constructor(readonly dir: string) {}
+  /** The uid files and the folder must belong to: ours (undefined where there are no uids: Windows). */
+  private readonly uid: number | undefined;
 
+  constructor(readonly dir: string, options: { uid?: number } = {}) {
+    this.uid = options.uid ?? euid();
+  }
+
+  /** Creates the folder (0700) if needed, then checks it is ours and closed to others; throws if not. */
   ensureDir(): void {
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const problem = this.folderProblem();
+    if (problem) throw new UntrustedFileError(`records folder ${this.dir}: ${problem}`);
+  }
+
+  /**
+   * Why the folder cannot be trusted (someone else could plant, swap or remove records in it), or undefined.
+   * Checked on every use, not only at creation: modes and owners change. 'missing' when it does not exist.
+   */
+  folderProblem(): string | undefined {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(this.dir);
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `cannot be looked at (${(e as NodeJS.ErrnoException).code})`;
+    }
+    if (!st.isDirectory()) return 'not a folder';
+    if (this.uid === undefined) return undefined;
+    if (st.uid !== this.uid) return `owned by uid ${st.uid}, not by this user (uid ${this.uid}): its records are not trusted`;
+    if ((st.mode & 0o022) !== 0) return `writable by other users (mode ${(st.mode & 0o7777).toString(8)}): its records are not trusted`;
+    return undefined;
   }
 
   fileOf(ownerPid: number): string {
@@ -110,14 +310,10 @@ export class RecordStore {
       rmQuiet(file);
       return;
     }
-    const record: OwnerRecord = { version: RECORD_VERSION, owner, trees };
-    this.writeAtomic(file, record);
-  }
-
-  private writeAtomic(file: string, record: OwnerRecord): void {
-    this.ensureDir();
-    const tmp = path.join(this.dir, `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
-    fs.writeFileSync(tmp, JSON.stringify(record) + '\n', { mode: 0o600 });
+    // Ticks mean something only with the boot they count from: without the owner's, none is written.
+    const withTicks = owner.startTicks !== undefined && owner.bootId !== undefined;
+    const written = withTicks ? trees : trees.map(({ rootStartTicks, trackedAtTicks, ...epochOnly }) => epochOnly);
+    const tmp = this.writeTemp({ version: RECORD_VERSION, owner, trees: written }, owner);
     try {
       fs.renameSync(tmp, file);
     } catch (e) {
@@ -126,64 +322,80 @@ export class RecordStore {
     }
   }
 
-  /** Reads one owner's record; undefined when there is none. Throws on a corrupt file. */
-  read(ownerPid: number): OwnerRecord | undefined {
-    const file = this.fileOf(ownerPid);
-    let text: string;
+  /** Writes a record to a new temp file named after its writer (so a sweep can tell a dead writer's). */
+  private writeTemp(record: OwnerRecord, writer: OwnerInfo): string {
+    this.ensureDir();
+    const tmp = path.join(this.dir, `.${record.owner.pid}.json.${processTag(writer)}.${randomSuffix()}.tmp`);
+    const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | (fs.constants.O_NOFOLLOW ?? 0), 0o600);
     try {
-      text = fs.readFileSync(file, 'utf8');
+      fs.writeSync(fd, JSON.stringify(record) + '\n');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      fs.closeSync(fd);
+      rmQuiet(tmp);
       throw e;
     }
-    return parseRecord(text);
+    fs.closeSync(fd);
+    return tmp;
+  }
+
+  /** Reads one owner's record; undefined when there is none. Throws on a corrupt or untrusted file. */
+  read(ownerPid: number): OwnerRecord | undefined {
+    const problem = this.folderProblem();
+    if (problem === 'missing') return undefined;
+    if (problem) throw new UntrustedFileError(`records folder ${this.dir}: ${problem}`);
+    const text = readTrusted(this.fileOf(ownerPid), this.uid);
+    return text === undefined ? undefined : parseRecord(text);
   }
 
   /**
-   * Every readable record. Corrupt, truncated or foreign files are reported and set aside (renamed to
-   * `<name>.bad-<time>`), so no reader trips on them again; a record of another format version is reported and
-   * left where it is, for the tool that wrote it.
+   * Every record that can be trusted and read. What cannot is reported: a folder others can write (nothing in
+   * it is read), a file that is not a regular file of ours (left where it is), a record of another format
+   * version (left for the tool that wrote it). A corrupt, truncated or foreign file of ours is set aside as
+   * `<name>.bad-<time>-<random>` only with `setAside` (the sweep): listing alone changes nothing.
    */
-  list(): { records: RecordFile[]; problems: RecordProblem[] } {
+  list(options: { setAside?: boolean } = {}): { records: RecordFile[]; problems: RecordProblem[] } {
     const records: RecordFile[] = [];
     const problems: RecordProblem[] = [];
+    const folder = this.folderProblem();
+    if (folder === 'missing') return { records, problems };
+    if (folder) {
+      problems.push({ file: this.dir, problem: `records folder ${folder}; nothing in it was read` });
+      return { records, problems };
+    }
     let names: string[];
     try {
       names = fs.readdirSync(this.dir);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { records, problems };
-      problems.push({ file: this.dir, problem: `cannot list the records folder: ${(e as Error).message}` });
+      problems.push({ file: this.dir, problem: `cannot list the records folder (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` });
       return { records, problems };
     }
     for (const name of names) {
       const m = RECORD_NAME.exec(name);
       if (!m) continue;
       const file = path.join(this.dir, name);
-      let text: string;
+      let text: string | undefined;
       try {
-        text = fs.readFileSync(file, 'utf8');
+        text = readTrusted(file, this.uid);
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') problems.push({ file, problem: `unreadable: ${(e as Error).message}` });
+        problems.push({ file, problem: `${(e as Error).message}; not trusted, left in place` });
         continue;
       }
+      if (text === undefined) continue; // gone since the listing
       try {
         const record = parseRecord(text);
         if (record.owner.pid !== Number(m[1])) throw new RecordError(`owner.pid ${record.owner.pid} does not match the file name`);
         records.push({ file, record });
       } catch (e) {
         const problem = (e as Error).message;
-        if (e instanceof RecordVersionError) {
-          problems.push({ file, problem });
-          continue;
-        }
-        problems.push({ file, problem, setAsideTo: this.setAside(file) });
+        if (e instanceof RecordVersionError || !options.setAside) problems.push({ file, problem });
+        else problems.push({ file, problem, setAsideTo: this.setAside(file) });
       }
     }
     return { records, problems };
   }
 
   private setAside(file: string): string | undefined {
-    const to = `${file}.bad-${Date.now()}`;
+    const to = `${file}.bad-${Date.now()}-${randomSuffix()}`;
     try {
       fs.renameSync(file, to);
       return to;
@@ -194,85 +406,159 @@ export class RecordStore {
 
   /**
    * Claims a record for sweeping by renaming it, so two sweepers never handle one record: the rename succeeds
-   * for one of them only. Returns the claimed path, or undefined when someone else got it first.
+   * for one of them only. Every claim has a name of its own (claimant and a random part), so no claim ever
+   * replaces another. Returns the claim's path, or undefined when someone else got the record first. The
+   * caller must read and judge the claim's content again: the file may have changed since it was read.
    */
   claim(ownerPid: number, claimant: OwnerInfo): string | undefined {
-    const to = path.join(this.dir, `${ownerPid}.json.claimed-${claimant.pid}-${Math.round(claimant.startTime)}`);
+    return this.renameNoReplace(this.fileOf(ownerPid), this.claimName(ownerPid, claimant));
+  }
+
+  /** Takes over a claim whose claimant is gone, under a claim name of our own. */
+  takeOverClaim(claimFile: string, ownerPid: number, claimant: OwnerInfo): string | undefined {
+    return this.renameNoReplace(claimFile, this.claimName(ownerPid, claimant));
+  }
+
+  private claimName(ownerPid: number, claimant: OwnerInfo): string {
+    return path.join(this.dir, `${ownerPid}.json.claimed-${processTag(claimant)}-${randomSuffix()}`);
+  }
+
+  /** rename(2) to a fresh unique name: never replaces a file (the name is new and random). */
+  private renameNoReplace(from: string, to: string): string | undefined {
+    if (this.folderProblem()) return undefined;
     try {
-      fs.renameSync(this.fileOf(ownerPid), to);
+      fs.renameSync(from, to);
       return to;
     } catch {
       return undefined;
     }
   }
 
-  /** Claims left by sweepers that died mid-sweep: (file, owner pid, claimant). */
-  claims(): { file: string; ownerPid: number; claimant: OwnerInfo }[] {
+  /** Claims in the folder (in progress, or left by sweepers that died mid-sweep), each with its claimant. */
+  claims(clock: HostClock | undefined): ClaimFile[] {
+    if (this.folderProblem()) return [];
     let names: string[];
     try {
       names = fs.readdirSync(this.dir);
     } catch {
       return [];
     }
-    const out = [];
+    const out: ClaimFile[] = [];
     for (const name of names) {
+      const file = path.join(this.dir, name);
       const m = CLAIM_NAME.exec(name);
-      if (m) out.push({ file: path.join(this.dir, name), ownerPid: Number(m[1]), claimant: { pid: Number(m[2]), startTime: Number(m[3]) } });
+      if (m) {
+        out.push({ file, ownerPid: Number(m[1]), claimant: identityOfTag(m, 2, clock) });
+        continue;
+      }
+      const old = OLD_CLAIM_NAME.exec(name);
+      if (old) out.push({ file, ownerPid: Number(old[1]), claimant: { pid: Number(old[2]), startTime: Number(old[3]) } });
     }
     return out;
   }
 
-  /** Takes over a stale claim (its claimant died) by renaming it to a claim of ours. */
-  reclaim(claimFile: string, ownerPid: number, claimant: OwnerInfo): string | undefined {
-    const to = path.join(this.dir, `${ownerPid}.json.claimed-${claimant.pid}-${Math.round(claimant.startTime)}`);
+  /** Reads a claim we hold, with the same trust checks as a record. Throws when it cannot be trusted or read. */
+  readClaim(claimFile: string): OwnerRecord {
+    const text = readTrusted(claimFile, this.uid);
+    if (text === undefined) throw new RecordError('the claim is gone');
+    return parseRecord(text);
+  }
+
+  /**
+   * Gives a claimed record back to its owner (judged alive after all): linked back under the owner's name,
+   * never over a record written since. Returns 'restored'; 'superseded' when the owner has written a newer
+   * record since (the claimed copy is dropped); 'kept' when another process's record now has that name (the
+   * claim stays, for a later sweep to judge again).
+   */
+  restoreClaim(claimFile: string, record: OwnerRecord, isSameOwner: (a: OwnerInfo, b: OwnerInfo) => boolean): 'restored' | 'superseded' | 'kept' {
+    const file = this.fileOf(record.owner.pid);
     try {
-      fs.renameSync(claimFile, to);
-      return to;
+      fs.linkSync(claimFile, file);
+      rmQuiet(claimFile);
+      return 'restored';
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return 'kept';
+    }
+    let current: OwnerRecord | undefined;
+    try {
+      current = this.read(record.owner.pid);
     } catch {
-      return undefined;
+      return 'kept';
+    }
+    if (current && isSameOwner(current.owner, record.owner)) {
+      rmQuiet(claimFile);
+      return 'superseded';
+    }
+    return 'kept';
+  }
+
+  /**
+   * Ends a sweep of a claimed record: the trees still alive (`remaining`) go back under the owner's name for a
+   * later sweep, never over a record written since under that name (then they stay in the claim, rewritten);
+   * with none left, the claim is deleted.
+   */
+  finishClaim(claimFile: string, record: OwnerRecord, remaining: TreeRecord[], writer: OwnerInfo): void {
+    if (remaining.length === 0) {
+      rmQuiet(claimFile);
+      return;
+    }
+    const tmp = this.writeTemp({ ...record, trees: remaining }, writer);
+    try {
+      fs.linkSync(tmp, this.fileOf(record.owner.pid));
+      rmQuiet(claimFile);
+      rmQuiet(tmp);
+    } catch {
+      try {
+        fs.renameSync(tmp, claimFile);
+      } catch {
+        rmQuiet(tmp);
+      }
     }
   }
 
-  readClaim(claimFile: string): OwnerRecord {
-    return parseRecord(fs.readFileSync(claimFile, 'utf8'));
-  }
-
-  /** Ends a claim: trees still alive go back under the owner's name for a later sweep; none left, no file. */
-  release(claimFile: string, record: OwnerRecord, remaining: TreeRecord[]): void {
-    if (remaining.length > 0) this.writeAtomic(this.fileOf(record.owner.pid), { ...record, trees: remaining });
-    rmQuiet(claimFile);
-  }
-
-  /** Removes temp files left by writers that died between write and rename (older than a minute). */
-  removeStaleTempFiles(now = Date.now()): void {
+  /**
+   * Removes temp files that a writer left when it died between write and rename: only files of our own
+   * naming, regular and ours, whose writer is gone (`writerGone`, judged from the name's identity). Temp files
+   * of older versions (no identity in the name) go when older than a minute. Anything else is left alone.
+   */
+  removeStaleTempFiles(writerGone: (writer: OwnerInfo) => boolean, clock: HostClock | undefined, now = Date.now()): string[] {
+    const removed: string[] = [];
+    if (this.folderProblem()) return removed;
     let names: string[];
     try {
       names = fs.readdirSync(this.dir);
     } catch {
-      return;
+      return removed;
     }
     for (const name of names) {
-      if (!name.startsWith('.') || !name.endsWith('.tmp')) continue;
+      const m = TEMP_NAME.exec(name);
+      const old = m ? undefined : OLD_TEMP_NAME.exec(name);
+      if (!m && !old) continue;
       const file = path.join(this.dir, name);
       try {
-        if (now - fs.statSync(file).mtimeMs > 60_000) fs.rmSync(file, { force: true });
+        const st = fs.lstatSync(file);
+        if (!st.isFile() || (this.uid !== undefined && st.uid !== this.uid)) continue;
+        const stale = m ? writerGone(identityOfTag(m, 2, clock)) : now - st.mtimeMs > 60_000;
+        if (!stale) continue;
+        fs.rmSync(file, { force: true });
+        removed.push(file);
       } catch {
         /* gone already */
       }
     }
+    return removed;
   }
 }
-
-export class RecordError extends Error {}
-class RecordVersionError extends RecordError {}
 
 function parseRecord(text: string): OwnerRecord {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (e) {
-    const what = text.trim() === '' ? 'empty file' : `not valid JSON (${(e as Error).message})`;
-    throw new RecordError(what);
+    if (text.trim() === '') throw new RecordError('empty file');
+    // Never quote the text: V8's message does ("Unexpected token 'r', "root:x:0:0"... is not valid JSON").
+    const at = /position (\d+)/.exec((e as Error).message);
+    throw new RecordError(`not valid JSON${at ? ` (at byte ${at[1]} of ${Buffer.byteLength(text)})` : ` (${Buffer.byteLength(text)} bytes)`}`);
   }
   const problem = recordShapeProblem(value);
   if (problem) {
@@ -291,4 +577,31 @@ function rmQuiet(file: string): void {
   } catch {
     /* nothing to remove */
   }
+}
+
+export type PreviousRecord =
+  | { outcome: 'none' }
+  | { outcome: 'ours' }
+  | { outcome: 'set-aside'; claim: string }
+  | { outcome: 'unreadable'; problem: string };
+
+/**
+ * At an owner's start: a record under our pid but of an earlier process (pids restart in containers, and
+ * after a reboot) is an orphan's. It is claimed rather than overwritten with ours, in the name of that
+ * earlier process: its claimant is then provably gone (we hold its pid, or it ran on an earlier boot), so
+ * the next sweeper anywhere takes the claim over, judges its content and sweeps it. A claim in our own name
+ * would wait for our death. An older version's record (no boot identity) is set aside the same way; its
+ * claimant cannot be judged while we hold the pid, so it is swept once we are gone: never on a guess.
+ */
+export function setAsidePreviousRecord(store: RecordStore, self: OwnerInfo): PreviousRecord {
+  let previous: OwnerRecord | undefined;
+  try {
+    previous = store.read(self.pid);
+  } catch (e) {
+    return { outcome: 'unreadable', problem: (e as Error).message };
+  }
+  if (!previous) return { outcome: 'none' };
+  if (sameProcess(previous.owner, self)) return { outcome: 'ours' };
+  const claim = store.claim(self.pid, previous.owner);
+  return claim ? { outcome: 'set-aside', claim } : { outcome: 'none' };
 }

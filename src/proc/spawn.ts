@@ -8,6 +8,7 @@ import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupMode, cgroupTier, launchInCgroup, removeCgroup, treeCgroupPath } from './cgroup';
+import { hostClock } from './bootClock';
 import { latestStart } from './identity';
 import { processTable, START_PRECISION_MS, TREE_ID_VARIABLE } from './processTable';
 import { TreeRecord } from './records';
@@ -150,6 +151,7 @@ export function spawnTree(options: SpawnTreeOptions): SpawnedTree {
   }
   const root = processTable().read(child.pid);
   const rootStartTime = root ? root.startTime : spawnedAt;
+  const ticks = bootTicksOf(root);
   const record: TreeRecord = {
     id,
     label: options.label ?? path.basename(options.command),
@@ -164,6 +166,23 @@ export function spawnTree(options: SpawnTreeOptions): SpawnedTree {
     trackedAt: Math.max(Date.now(), root ? latestStart(root) + START_PRECISION_MS : spawnedAt),
     envTag: `${TREE_ID_VARIABLE}=${id}`,
     cgroup,
+    ...ticks,
   };
   return { child, record, tier: cgroup ? 'cgroup' : 'group', tierNote };
+}
+
+/**
+ * The root's identity in boot ticks: its exact start tick, and the tick tracking began at, read after the
+ * root so the root provably started no later (both are floor(boot time / 10 ms)). None where there is no boot
+ * clock; without the root's start tick (it could not be read) the tracking tick alone still bounds the leader.
+ */
+function bootTicksOf(root: { startKey: number } | undefined): Pick<TreeRecord, 'rootStartTicks' | 'trackedAtTicks'> {
+  const clock = hostClock();
+  if (!clock || !clock.procIsOurs) return {};
+  try {
+    const trackedAtTicks = clock.nowTicks();
+    return root && root.startKey <= trackedAtTicks ? { rootStartTicks: root.startKey, trackedAtTicks } : { trackedAtTicks };
+  } catch {
+    return {};
+  }
 }

@@ -1,16 +1,28 @@
 /**
- * Sweeping orphaned trees: the records of owners that are gone (dead, or their pid reused by a newer process)
+ * Sweeping orphaned trees: the records of owners that are gone (dead, or their pid reused by a later process)
  * are claimed one at a time, each tree in them that provably is the recorded one is killed, and the record is
  * deleted. A live owner's record and our own are never touched.
+ *
+ * The order that keeps two sweepers (or a sweeper and a watchdog) from ever acting on one record, and keeps
+ * a sweep from acting on a stale read:
+ *   1. judge each record as listed (trusted files only, times bounded by now, owner identity in boot ticks);
+ *   2. claim the file by renaming it to a name unique to this claim (only one rename of a file succeeds);
+ *   3. read the claimed file again and judge that content: it is what the sweep acts on. A record that turns
+ *      out to belong to a live owner (rewritten between 1 and 2, say) goes back under its name;
+ *   4. claims whose claimant is gone are taken over the same way (renamed, re-read, re-judged).
+ * A record from an earlier boot is only cleaned up (nothing of it can run); a record from another pid
+ * namespace or machine, or whose owner cannot be judged (unreadable /proc, an older version's record whose
+ * owner pid is in use), is left alone.
  */
-import { cgroupTier, removeCgroup, removeUnnamedEmptyCgroups } from './cgroup';
-import { ownerState } from './identity';
-import { KillReport, treeKiller } from './kill';
+import { HostClock, hostClock } from './bootClock';
+import { CgroupMode, cgroupTier, removeCgroup, removeUnnamedEmptyCgroups } from './cgroup';
+import { ownerState, OwnerState, PresenceProbe, recordOrigin, recordTimeProblem, sameProcess } from './identity';
+import { SignalGuard } from './guard';
+import { KillOptions, KillReport, treeKiller } from './kill';
 import { Logger, silentLogger } from './log';
-import { resolveMembers } from './members';
+import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
-import { processTable, Snapshot } from './processTable';
-import { classifyRecords } from './recordOwners';
+import { ProcessInfo, processTable, ProcessTable, Snapshot } from './processTable';
 import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface SweptTree {
@@ -32,97 +44,220 @@ export interface SweepResult {
   killed: number;
   /** Records of owners still alive, left alone. */
   liveOwners: number;
-  /** Record files that could not be read, and what was done with them. */
+  /** Records left alone for another reason (owner cannot be judged, another namespace), and why. */
+  skipped: { file: string; reason: string }[];
+  /** Record files that could not be read or trusted, and what was done with them. */
   problems: RecordProblem[];
   /** Empty cgroup directories of ours that no record named, removed. */
   cgroupsRemoved: string[];
 }
 
+/** What the sweep kills with: a `TreeKiller` in production, a recording fake in unit tests. */
+export interface SweepKiller {
+  kill(tree: TreeIdentity, options: KillOptions): Promise<KillReport>;
+}
+
+/** Who may never be a member (ourselves, our ancestors, our group, PID 1): a `SignalGuard`. */
+export interface SweepGuard {
+  protectedReason(p: ProcessInfo): string | undefined;
+}
+
 export interface SweepOptions {
-  /** The sweeping process itself: its own record is never swept. */
+  /** The sweeping process itself: its own record is never swept, and its claims carry this identity. */
   self: OwnerInfo;
   graceMs: number;
+  table: ProcessTable & PresenceProbe;
+  killer: SweepKiller;
+  guard: SweepGuard;
+  /** 'off': no cgroup is probed, read or removed (trees are found by group, session, tag and parentage). */
+  cgroups: CgroupMode;
+  /**
+   * Sweep only this owner's record (a watchdog that saw its owner die): no other record, claim, temp file
+   * or cgroup is looked at, and nothing is set aside.
+   */
+  onlyOwner?: OwnerInfo;
+  /** The boot clock identities are compared in; defaults to this machine's. */
+  clock?: HostClock;
   log?: Logger;
+}
+
+/**
+ * This process's table, killer and guard, for front ends: `sweepOrphans` itself takes them as parameters
+ * (unit tests pass synthetic ones).
+ */
+export function localSweepParts(): Pick<SweepOptions, 'table' | 'killer' | 'guard'> {
+  const table = processTable();
+  return { table, killer: treeKiller, guard: SignalGuard.current(table) };
 }
 
 /** Claim files this process is working on right now (a second sweep in this process leaves them alone). */
 const activeClaims = new Set<string>();
 
+type Verdict =
+  | { act: 'sweep'; why: string }
+  | { act: 'clean-up'; why: string }
+  | { act: 'leave'; why: string; live: boolean }
+  | { act: 'refuse'; problem: string };
+
+const OWNER_GONE: Record<OwnerState, string> = {
+  dead: 'is gone',
+  replaced: 'is gone (its pid now belongs to a later process)',
+  'earlier-boot': 'ran before the last boot',
+  alive: 'is alive',
+  unknown: 'cannot be judged',
+};
+
 /** Sweeps the records folder once. Never throws for a bad record: problems are reported in the result. */
 export async function sweepOrphans(store: RecordStore, options: SweepOptions): Promise<SweepResult> {
   const log = options.log ?? silentLogger;
-  const table = processTable();
-  const result: SweepResult = { trees: [], killed: 0, liveOwners: 0, problems: [], cgroupsRemoved: [] };
-  const { own, live, gone, problems } = classifyRecords(store, options.self, table);
-  result.problems.push(...problems);
-  for (const p of problems) log.warn(`record ${p.file}: ${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}`);
+  const { table, self } = options;
+  const clock = 'clock' in options ? options.clock : hostClock();
+  const result: SweepResult = { trees: [], killed: 0, liveOwners: 0, skipped: [], problems: [], cgroupsRemoved: [] };
+  const problem = (p: RecordProblem) => {
+    result.problems.push(p);
+    log.warn(`record ${p.file}: ${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}`);
+  };
+  if (clock && !clock.procIsOurs) {
+    problem({ file: '/proc', problem: 'the /proc mounted here is not of this pid namespace: no process identity can be proven; nothing swept' });
+    return result;
+  }
 
-  const claimed: { file: string; record: OwnerRecord }[] = [];
-  const take = (file: string | undefined, fallback?: OwnerRecord) => {
-    if (!file || activeClaims.has(file)) return;
-    const record = safeReadClaim(store, file) ?? fallback;
-    if (!record) {
-      result.problems.push({ file, problem: 'claimed record could not be read; left in place' });
+  const judge = (record: OwnerRecord): Verdict => {
+    const owner = record.owner;
+    if (sameProcess(owner, self)) return { act: 'leave', why: 'our own record', live: true };
+    if (options.onlyOwner && !sameProcess(owner, options.onlyOwner)) return { act: 'leave', why: 'not the owner this sweep is for', live: false };
+    const bad = recordTimeProblem(record, clock);
+    if (bad) return { act: 'refuse', problem: `impossible times (${bad}): not trusted, left in place` };
+    const state = ownerState(table, owner, clock);
+    if (state === 'dead' || state === 'replaced') return { act: 'sweep', why: `owner ${owner.pid} ${OWNER_GONE[state]}` };
+    if (state === 'earlier-boot') return { act: 'clean-up', why: `owner ${owner.pid} ${OWNER_GONE[state]}` };
+    if (state === 'alive') return { act: 'leave', why: 'its owner is alive', live: true };
+    const origin = recordOrigin(owner, clock);
+    const why = origin === 'elsewhere' ? 'recorded in another pid namespace or on another machine: not ours to judge'
+      : origin === 'no-boot-identity' ? `an older version's record (no boot-clock identity) whose owner pid ${owner.pid} is in use or cannot be read`
+        : `whether owner ${owner.pid} still runs cannot be read`;
+    return { act: 'leave', why, live: false };
+  };
+
+  const namedCgroups = new Set<string>();
+  const keep = (trees: TreeRecord[]) => {
+    for (const t of trees) if (t.cgroup) namedCgroups.add(t.cgroup);
+  };
+  const leave = (file: string, v: Verdict & { act: 'leave' | 'refuse' }, record: OwnerRecord) => {
+    keep(record.trees);
+    if (v.act === 'refuse') problem({ file, problem: v.problem });
+    else if (v.live) result.liveOwners++;
+    else if (v.why !== 'not the owner this sweep is for') result.skipped.push({ file, reason: v.why });
+  };
+
+  const claimed: { file: string; record: OwnerRecord; cleanUpOnly: boolean }[] = [];
+  /** Judges a claim we hold by its content now; keeps it to act on, or gives it back. */
+  const takeClaim = (file: string) => {
+    if (activeClaims.has(file)) return;
+    let record: OwnerRecord;
+    try {
+      record = store.readClaim(file);
+    } catch (e) {
+      problem({ file, problem: `claimed record: ${(e as Error).message}; left in place` });
       return;
     }
-    activeClaims.add(file);
-    claimed.push({ file, record });
+    const v = judge(record);
+    if (v.act === 'sweep' || v.act === 'clean-up') {
+      activeClaims.add(file);
+      claimed.push({ file, record, cleanUpOnly: v.act === 'clean-up' });
+      log.info(`${v.why}: sweeping its ${record.trees.length} tree(s)${v.act === 'clean-up' ? ' (record only)' : ''}`);
+      return;
+    }
+    leave(store.fileOf(record.owner.pid), v, record);
+    const back = store.restoreClaim(file, record, sameProcess);
+    log.info(`claimed record of owner ${record.owner.pid} not swept (${v.act === 'refuse' ? v.problem : v.why}): ${back}`);
   };
-  const namedCgroups = new Set<string>();
-  for (const { record } of [...own, ...live]) for (const t of record.trees) if (t.cgroup) namedCgroups.add(t.cgroup);
-  result.liveOwners = live.length;
-  for (const { record, state } of gone) {
-    const owner = record.owner;
-    const file = store.claim(owner.pid, options.self);
-    if (!file) continue; // another sweeper claimed it first
-    log.info(`owner ${owner.pid} is ${state === 'dead' ? 'gone' : 'gone (its pid now belongs to a newer process)'}: sweeping its ${record.trees.length} tree(s)`);
-    take(file, record);
+
+  const { records, problems } = store.list({ setAside: !options.onlyOwner });
+  for (const p of problems) problem(p);
+  for (const { file, record } of records) {
+    const v = judge(record);
+    if (v.act === 'leave' || v.act === 'refuse') {
+      leave(file, v, record);
+      continue;
+    }
+    const claim = store.claim(record.owner.pid, self);
+    if (claim) takeClaim(claim); // else another sweeper claimed it first
   }
-  // Claims of sweepers that died mid-sweep are taken over; our own (set aside at start-up) are taken up.
-  for (const c of store.claims()) {
-    const ours = c.claimant.pid === options.self.pid && c.claimant.startTime === Math.round(options.self.startTime);
-    if (ours) take(c.file);
-    else if (ownerState(table, c.claimant.pid, c.claimant.startTime) !== 'alive') take(store.reclaim(c.file, c.ownerPid, options.self));
+  // Claims of sweepers that died mid-sweep are taken over; our own (left by an earlier sweep here) taken up.
+  for (const c of store.claims(clock)) {
+    if (activeClaims.has(c.file) || (options.onlyOwner && c.ownerPid !== options.onlyOwner.pid)) continue;
+    if (sameProcess(c.claimant, self)) {
+      takeClaim(c.file);
+      continue;
+    }
+    const claimant = ownerState(table, c.claimant, clock);
+    if (claimant !== 'dead' && claimant !== 'replaced' && claimant !== 'earlier-boot') continue;
+    const taken = store.takeOverClaim(c.file, c.ownerPid, self);
+    if (!taken) continue; // another sweeper took it over first
+    log.info(`claim ${c.file}: its sweeper ${c.claimant.pid} ${OWNER_GONE[claimant]}; taken over`);
+    takeClaim(taken);
   }
 
   // One snapshot proves every tree's membership; only trees with live members get a kill (and its snapshots).
-  const snap = claimed.length > 0 ? table.snapshot() : undefined;
-  await Promise.all(claimed.map(async ({ file, record }) => {
-    const remaining: TreeRecord[] = [];
-    const swept = await Promise.all(record.trees.map((tree) => sweepTree(record, tree, snap!, options, log)));
-    swept.forEach((s, i) => {
-      result.trees.push(s);
-      result.killed += s.killed;
-      if (s.outcome === 'survivors') remaining.push(record.trees[i]);
-    });
+  let snap: Snapshot | undefined;
+  try {
+    if (claimed.some((c) => !c.cleanUpOnly)) snap = table.snapshot();
+  } catch (e) {
+    problem({ file: '/proc', problem: `cannot take a process snapshot (${(e as Error).message}): claimed records given back` });
+    for (const c of claimed) {
+      store.restoreClaim(c.file, c.record, sameProcess);
+      keep(c.record.trees);
+      activeClaims.delete(c.file);
+    }
+    claimed.length = 0;
+  }
+  await Promise.all(claimed.map(async ({ file, record, cleanUpOnly }) => {
     try {
-      store.release(file, record, remaining);
+      const remaining: TreeRecord[] = [];
+      const swept = cleanUpOnly
+        ? record.trees.map((tree): SweptTree => ({ ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: 'recorded before the last boot: nothing of it can still run' }))
+        : await Promise.all(record.trees.map((tree) => sweepTree(record, tree, snap!, options, log)));
+      swept.forEach((s, i) => {
+        result.trees.push(s);
+        result.killed += s.killed;
+        if (s.outcome === 'survivors') remaining.push(record.trees[i]);
+      });
+      keep(remaining);
+      store.finishClaim(file, record, remaining, self);
     } finally {
       activeClaims.delete(file);
     }
   }));
 
-  const tier = cgroupTier('auto').tier;
-  if (tier) {
-    result.cgroupsRemoved = removeUnnamedEmptyCgroups(tier, namedCgroups);
-    for (const dir of result.cgroupsRemoved) log.info(`removed empty cgroup ${dir} left by a killed owner`);
+  if (!options.onlyOwner) {
+    const tier = options.cgroups === 'off' ? undefined : cgroupTier(options.cgroups).tier;
+    if (tier) {
+      result.cgroupsRemoved = removeUnnamedEmptyCgroups(tier, namedCgroups);
+      for (const dir of result.cgroupsRemoved) log.info(`removed empty cgroup ${dir} left by a killed owner`);
+    }
+    const gone = (writer: OwnerInfo) => ['dead', 'replaced', 'earlier-boot'].includes(ownerState(table, writer, clock));
+    for (const file of store.removeStaleTempFiles(gone, clock)) log.info(`removed ${file}, left by a writer that is gone`);
   }
-  store.removeStaleTempFiles();
   if (result.killed > 0) log.info(`sweep: ended ${result.killed} orphaned processes in ${result.trees.filter((t) => t.killed > 0).length} tree(s)`);
   return result;
 }
 
+function base(record: OwnerRecord, tree: TreeRecord) {
+  return { ownerPid: record.owner.pid, treeId: tree.id, label: tree.label, rootPid: tree.rootPid };
+}
+
 async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, options: SweepOptions, log: Logger): Promise<SweptTree> {
-  const base = { ownerPid: record.owner.pid, treeId: tree.id, label: tree.label, rootPid: tree.rootPid };
-  const verified = cgroupVerified(tree);
-  if (tree.cgroup && !verified) log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
-  const membership = resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified });
+  const verified = options.cgroups !== 'off' && cgroupVerified(tree, options.cgroups);
+  if (tree.cgroup && options.cgroups !== 'off' && !verified) log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
+  const protectedReason = (p: ProcessInfo) => options.guard.protectedReason(p);
+  const membership = resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason });
   if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
   if (membership.members.length === 0) {
     if (verified && tree.cgroup) removeCgroup(tree.cgroup);
-    return { ...base, outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
+    return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
   }
-  const report: KillReport = await treeKiller.kill(tree, {
+  const report = await options.killer.kill(tree, {
     graceMs: options.graceMs,
     continuouslyOwned: false,
     cgroupVerified: verified,
@@ -131,18 +266,10 @@ async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, 
   log.info(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${report.signalled} processes` +
     (report.survivors ? `, ${report.survivors} survived` : ''));
   return {
-    ...base,
+    ...base(record, tree),
     outcome: report.survivors > 0 ? 'survivors' : 'killed',
     killed: report.signalled,
     survivors: report.survivors,
-    note: report.groupDoubt,
+    note: report.groupDoubt ?? membership.groupDoubt,
   };
-}
-
-function safeReadClaim(store: RecordStore, file: string): OwnerRecord | undefined {
-  try {
-    return store.readClaim(file);
-  } catch {
-    return undefined;
-  }
 }

@@ -13,6 +13,7 @@
  *
  * The shell itself is never a member of anything that is killed here: ending a terminal's processes spares it.
  */
+import { hostClock, START_KEYS_ARE_BOOT_TICKS } from './bootClock';
 import { KillReport, treeKiller, TreeKiller } from './kill';
 import { Logger } from './log';
 import { Membership, ProcessKey, resolveMembers, subtreesMembers, TreeIdentity } from './members';
@@ -37,6 +38,8 @@ export interface TerminalShell {
   sid: number;
   /** When it was first seen: it started no later. */
   trackedAt: number;
+  /** The same in clock ticks since boot (Linux): what identities are compared in (see bootClock.ts). */
+  trackedAtTicks?: number;
 }
 
 /** `pid:startKey`: a process's name for as long as it runs (pids are reused, start keys are not). */
@@ -62,7 +65,18 @@ export function readShell(pid: number, table: ProcessTable = processTable(), now
     pgid: p.pgid,
     sid: p.sid,
     trackedAt: Math.max(now, p.startTime),
+    ...firstSeenTicks(p.startKey),
   };
+}
+
+function firstSeenTicks(startKey: number): { trackedAtTicks?: number } {
+  const clock = hostClock();
+  if (!clock) return {};
+  try {
+    return { trackedAtTicks: Math.max(clock.nowTicks(), startKey) };
+  } catch {
+    return {};
+  }
 }
 
 /** Everything needed to resolve the terminal trees of one window in one snapshot (plain data: it crosses to the snapshot worker). */
@@ -106,6 +120,8 @@ function terminalIdentity(shell: TerminalShell): TreeIdentity {
     rootStartTime: shell.startTime,
     trackedAt: shell.trackedAt,
     cgroup: null,
+    // In boot ticks (Linux): the shell exactly, and any other leader only if it started before the shell was seen.
+    ...(START_KEYS_ARE_BOOT_TICKS ? { rootStartTicks: shell.startKey, trackedAtTicks: shell.trackedAtTicks } : {}),
   };
 }
 

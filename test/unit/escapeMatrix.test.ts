@@ -6,7 +6,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { cgroupTier, processTable, RecordStore, sweepOrphans, TreeOwner } from '../../src/proc';
+import { cgroupTier, localSweepParts, processTable, RecordStore, selfIdentity, sweepOrphans, TreeOwner } from '../../src/proc';
 import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
 import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor } from './helpers';
 import { SCENARIOS } from '../fixtures/scenarios';
@@ -81,13 +81,10 @@ for (const tier of ['cgroup', 'group'] as const) {
         ownerProc.kill('SIGKILL');
         await new Promise((resolve) => ownerProc.once('exit', resolve));
         if (pids.roles.has('unsupported')) {
-          await sweepOrphans(new RecordStore(records), { self: { pid: process.pid, startTime: processTable().read(process.pid)!.startTime }, graceMs: 200 });
+          await sweepOrphans(new RecordStore(records), { ...localSweepParts(), self: selfIdentity(processTable()), graceMs: 200, cgroups: 'auto' });
           this.skip();
         }
-        const result = await sweepOrphans(new RecordStore(records), {
-          self: { pid: process.pid, startTime: processTable().read(process.pid)!.startTime },
-          graceMs: 300,
-        });
+        const result = await sweepOrphans(new RecordStore(records), { ...localSweepParts(), self: selfIdentity(processTable()), graceMs: 300, cgroups: 'auto' });
         assert.strictEqual(result.trees.length, 1);
         await waitAllDead(pids.all, 3000);
         expectSurvivors(mode, tier, survivors(pids, treeId), pids);

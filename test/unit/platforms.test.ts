@@ -129,7 +129,7 @@ describe('Linux /proc parsing', () => {
     await waitFor('zombie state', () => fs.readFileSync(`/proc/${zombie}/stat`, 'latin1').includes(') Z '));
     assert.strictEqual(table.read(zombie), undefined);
     assert.ok(!table.snapshot().processes.has(zombie));
-    assert.strictEqual(ownerState(table, zombie, Date.now()), 'dead');
+    assert.strictEqual(ownerState(table, { pid: zombie, startTime: Date.now() }), 'dead');
     parent.kill('SIGKILL');
   });
 

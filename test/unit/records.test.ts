@@ -1,45 +1,64 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ownerState, ProcessTable, RecordStore, recordShapeProblem, TreeRecord } from '../../src/proc';
+import { execFileSync } from 'child_process';
+import {
+  MAX_RECORD_BYTES,
+  OwnerInfo,
+  ownerState,
+  processTag,
+  RecordStore,
+  recordShapeProblem,
+  sameProcess,
+  setAsidePreviousRecord,
+} from '../../src/proc';
 import { tmpDir } from './helpers';
+import { clock, identity, proc, syntheticTable, treeRecord } from './recordHelpers';
 
-const tree = (id: string, extra: Partial<TreeRecord> = {}): TreeRecord => ({
-  id,
-  label: 'demo',
-  command: ['bash', '-c', 'sleep 1'],
-  rootPid: 4242,
-  pgid: 4242,
-  sid: 4242,
-  rootStartTime: 1_700_000_000_000,
-  trackedAt: 1_700_000_000_100,
-  envTag: `AGENT_TREES_TREE_ID=${id}`,
-  cgroup: null,
-  ...extra,
-});
+const tree = (id: string, extra = {}) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100, ...extra });
 
 describe('owned-tree records', () => {
-  it('writes exactly the documented shape, atomically, and removes the file when nothing is tracked', () => {
+  it('writes the version-1 shape with the boot-clock fields added after it, atomically, and removes the file when nothing is tracked', () => {
     const store = new RecordStore(tmpDir());
-    store.write({ pid: 777, startTime: 1_700_000_000_000 }, [tree('abc')]);
+    const owner = identity(777, 500, 1_700_000_000_000);
+    store.write(owner, [tree('abc', { rootStartTicks: 600, trackedAtTicks: 601 })]);
     const text = fs.readFileSync(path.join(store.dir, '777.json'), 'utf8');
     assert.deepStrictEqual(Object.keys(JSON.parse(text)), ['version', 'owner', 'trees']);
+    assert.deepStrictEqual(Object.keys(JSON.parse(text).owner), ['pid', 'startTime', 'startTicks', 'bootId', 'pidNs', 'machineId']);
     assert.deepStrictEqual(Object.keys(JSON.parse(text).trees[0]),
-      ['id', 'label', 'command', 'rootPid', 'pgid', 'sid', 'rootStartTime', 'trackedAt', 'envTag', 'cgroup']);
-    assert.deepStrictEqual(store.read(777)?.trees[0], tree('abc'));
+      ['id', 'label', 'command', 'rootPid', 'pgid', 'sid', 'rootStartTime', 'trackedAt', 'envTag', 'cgroup', 'rootStartTicks', 'trackedAtTicks']);
+    assert.deepStrictEqual(store.read(777)?.trees[0], tree('abc', { rootStartTicks: 600, trackedAtTicks: 601 }));
     assert.deepStrictEqual(fs.readdirSync(store.dir), ['777.json'], 'no temp file left');
-    store.write({ pid: 777, startTime: 1_700_000_000_000 }, []);
+    assert.strictEqual(fs.statSync(path.join(store.dir, '777.json')).mode & 0o777, 0o600);
+    store.write(owner, []);
     assert.deepStrictEqual(fs.readdirSync(store.dir), []);
   });
 
-  it('reports a corrupt, a truncated and a foreign file, sets them aside, and still reads the good one', () => {
+  it('writes no ticks for an owner without a boot identity (they would mean nothing)', () => {
+    const store = new RecordStore(tmpDir());
+    store.write({ pid: 778, startTime: 1 }, [tree('abc', { rootStartTicks: 600, trackedAtTicks: 601 })]);
+    assert.deepStrictEqual(store.read(778)?.trees[0], tree('abc'));
+  });
+
+  it('reads a record of an older version (no boot-clock fields) as it is', () => {
+    const store = new RecordStore(tmpDir());
+    fs.writeFileSync(path.join(store.dir, '31.json'), JSON.stringify({ version: 1, owner: { pid: 31, startTime: 5 }, trees: [tree('old')] }), { mode: 0o600 });
+    assert.deepStrictEqual(store.list().records[0].record.trees, [tree('old')]);
+  });
+
+  it('reports a corrupt, a truncated and a foreign file; only a sweep (setAside) moves them', () => {
     const store = new RecordStore(tmpDir());
     store.write({ pid: 10, startTime: 1 }, [tree('good')]);
-    fs.writeFileSync(path.join(store.dir, '11.json'), '{"version":1,"owner":{"pid":11,"startTime":1},"trees":[{"id":"x"');
-    fs.writeFileSync(path.join(store.dir, '12.json'), '{"hello":"world"}');
-    fs.writeFileSync(path.join(store.dir, '13.json'), '');
-    fs.writeFileSync(path.join(store.dir, '14.json'), JSON.stringify({ version: 1, owner: { pid: 14, startTime: 1 }, trees: [tree('y', { pgid: -3 })] }));
-    const { records, problems } = store.list();
+    const write = (name: string, text: string) => fs.writeFileSync(path.join(store.dir, name), text, { mode: 0o600 });
+    write('11.json', '{"version":1,"owner":{"pid":11,"startTime":1},"trees":[{"id":"x"');
+    write('12.json', '{"hello":"world"}');
+    write('13.json', '');
+    write('14.json', JSON.stringify({ version: 1, owner: { pid: 14, startTime: 1 }, trees: [tree('y', { pgid: -3 })] }));
+    const before = fs.readdirSync(store.dir).sort();
+    const listed = store.list();
+    assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), before, 'listing alone changes nothing');
+    assert.ok(listed.problems.every((p) => p.setAsideTo === undefined));
+    const { records, problems } = store.list({ setAside: true });
     assert.deepStrictEqual(records.map((r) => r.record.owner.pid), [10]);
     const byFile = new Map(problems.map((p) => [path.basename(p.file), p]));
     assert.match(byFile.get('11.json')!.problem, /not valid JSON/);
@@ -47,45 +66,242 @@ describe('owned-tree records', () => {
     assert.match(byFile.get('13.json')!.problem, /empty file/);
     assert.match(byFile.get('14.json')!.problem, /trees\[0\]\.pgid: expected a positive integer/);
     for (const p of problems) assert.ok(p.setAsideTo && fs.existsSync(p.setAsideTo), `${p.file} set aside`);
-    // Set aside: a second reader is not bothered again.
-    assert.deepStrictEqual(store.list().problems, []);
+    assert.deepStrictEqual(store.list().problems, [], 'set aside: a second reader is not bothered again');
+  });
+
+  it('never quotes a corrupt file in its problem', () => {
+    const store = new RecordStore(tmpDir());
+    fs.writeFileSync(path.join(store.dir, '16.json'), 'root:x:0:0:SECRET-CONTENT', { mode: 0o600 });
+    const [p] = store.list().problems;
+    assert.match(p.problem, /not valid JSON/);
+    assert.doesNotMatch(p.problem, /root|SECRET/);
   });
 
   it('leaves a record of another format version where it is', () => {
     const store = new RecordStore(tmpDir());
-    fs.writeFileSync(path.join(store.dir, '15.json'), JSON.stringify({ version: 2, owner: { pid: 15 }, trees: [] }));
-    const { problems } = store.list();
+    fs.writeFileSync(path.join(store.dir, '15.json'), JSON.stringify({ version: 2, owner: { pid: 15 }, trees: [] }), { mode: 0o600 });
+    const { problems } = store.list({ setAside: true });
     assert.match(problems[0].problem, /format version 2/);
     assert.strictEqual(problems[0].setAsideTo, undefined);
     assert.ok(fs.existsSync(path.join(store.dir, '15.json')));
   });
 
-  it('rejects a tag that does not match the id exactly', () => {
+  it('rejects a tag that does not match the id exactly, and half a boot identity', () => {
     assert.match(recordShapeProblem({ version: 1, owner: { pid: 1, startTime: 1 }, trees: [tree('abc', { envTag: 'AGENT_TREES_TREE_ID=abcdef' })] })!, /envTag/);
-  });
-
-  it('lets only one of two claimants claim a record', () => {
-    const store = new RecordStore(tmpDir());
-    store.write({ pid: 20, startTime: 1 }, [tree('t')]);
-    const a = store.claim(20, { pid: 1001, startTime: 5 });
-    const b = store.claim(20, { pid: 1002, startTime: 6 });
-    assert.ok(a && !b);
-    assert.deepStrictEqual(store.claims().map((c) => c.claimant.pid), [1001]);
+    assert.match(recordShapeProblem({ version: 1, owner: { pid: 1, startTime: 1, startTicks: 5 }, trees: [] })!, /without the rest/);
+    assert.match(recordShapeProblem({ version: 1, owner: { pid: 1, startTime: 1 }, trees: [tree('t', { trackedAtTicks: 3 })] })!, /without the owner's boot identity/);
   });
 });
 
-describe('owner liveness', () => {
-  const fakeTable = (read: ProcessTable['read']): ProcessTable => ({ read, snapshot: () => { throw new Error('unused'); } });
-  const proc = (startTime: number) => ({ pid: 5, ppid: 1, pgid: 5, sid: 5, state: 'S', startKey: 1, startTime, uid: 0, name: 'x', rssBytes: 0, cpuMs: 0 });
+describe('records nobody else can plant', () => {
+  const other = 12345;
 
-  it('counts an owner alive when its start time cannot be read', () => {
-    assert.strictEqual(ownerState(fakeTable(() => { throw new Error('EIO'); }), 5, 1000), 'alive');
+  it('refuses every file of a folder others can write, and moves nothing', function () {
+    if (process.getuid?.() !== 0) this.skip();
+    const store = new RecordStore(tmpDir());
+    store.write({ pid: 21, startTime: 1 }, [tree('t')]);
+    fs.chmodSync(store.dir, 0o1777);
+    const { records, problems } = store.list({ setAside: true });
+    assert.deepStrictEqual(records, []);
+    assert.match(problems[0].problem, /writable by other users \(mode 1777\)/);
+    assert.strictEqual(store.claim(21, identity(process.pid, 1)), undefined, 'nothing in it is claimed');
+    assert.throws(() => store.ensureDir(), /writable by other users/);
+    assert.deepStrictEqual(fs.readdirSync(store.dir), ['21.json']);
   });
-  it('counts an owner replaced when its pid belongs to a process started later, beyond the clock slack', () => {
-    assert.strictEqual(ownerState(fakeTable(() => proc(10_000)), 5, 1000), 'replaced');
-    assert.strictEqual(ownerState(fakeTable(() => proc(2_500)), 5, 1000), 'alive', 'within the 2 s slack');
+
+  it("refuses another user's file, a file others can write, a symlink, a FIFO and a folder, each left in place", function () {
+    if (process.getuid?.() !== 0) this.skip();
+    const store = new RecordStore(tmpDir());
+    const f = (name: string) => path.join(store.dir, name);
+    const valid = (pid: number) => JSON.stringify({ version: 1, owner: { pid, startTime: 1 }, trees: [tree(`t${pid}`)] });
+    fs.writeFileSync(f('41.json'), valid(41), { mode: 0o600 });
+    fs.chownSync(f('41.json'), other, other);
+    fs.writeFileSync(f('42.json'), valid(42));
+    fs.chmodSync(f('42.json'), 0o666);
+    const target = path.join(tmpDir(), 'secret-target-name');
+    fs.writeFileSync(target, valid(43));
+    fs.symlinkSync(target, f('43.json'));
+    execFileSync('mkfifo', [f('44.json')]);
+    fs.mkdirSync(f('45.json'));
+    fs.writeFileSync(f('46.json'), ' '.repeat(MAX_RECORD_BYTES + 10), { mode: 0o600 });
+    const { records, problems } = store.list({ setAside: true });
+    assert.deepStrictEqual(records, []);
+    const byFile = new Map(problems.map((p) => [path.basename(p.file), p.problem]));
+    assert.match(byFile.get('41.json')!, new RegExp(`owned by uid ${other}, not by this user`));
+    assert.match(byFile.get('42.json')!, /writable by other users \(mode 666\)/);
+    assert.match(byFile.get('43.json')!, /a symbolic link, not a regular file: not followed/);
+    assert.doesNotMatch(byFile.get('43.json')!, /secret|target|tmp\/agent/);
+    assert.match(byFile.get('44.json')!, /a FIFO, not a regular file/);
+    assert.match(byFile.get('45.json')!, /a folder, not a regular file/);
+    assert.match(byFile.get('46.json')!, /more than a record can be/);
+    for (const p of problems) assert.match(p.problem, /left in place/);
+    assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), ['41.json', '42.json', '43.json', '44.json', '45.json', '46.json']);
   });
-  it('counts an owner dead when its pid is gone', () => {
-    assert.strictEqual(ownerState(fakeTable(() => undefined), 4_000_000, 1000), 'dead');
+});
+
+describe('claims', () => {
+  const claimant = () => identity(process.pid, 77);
+
+  it('lets only one of two claimants claim a record, under names that never collide', () => {
+    const store = new RecordStore(tmpDir());
+    store.write({ pid: 20, startTime: 1 }, [tree('t')]);
+    const a = store.claim(20, identity(1001, 5));
+    const b = store.claim(20, identity(1002, 6));
+    assert.ok(a && !b);
+    assert.deepStrictEqual(store.claims(clock()).map((c) => [c.ownerPid, c.claimant.pid, c.claimant.startTicks]), [[20, 1001, 5]]);
+    assert.ok(sameProcess(store.claims(clock())[0].claimant, identity(1001, 5)), 'the claimant reads back from the name');
+  });
+
+  it('gives the same claimant two names for two claims of one owner pid: neither replaces the other', () => {
+    const store = new RecordStore(tmpDir());
+    store.write({ pid: 22, startTime: 1 }, [tree('first')]);
+    const first = store.claim(22, claimant())!;
+    store.write({ pid: 22, startTime: 2 }, [tree('second')]);
+    const second = store.claim(22, claimant())!;
+    const third = store.takeOverClaim(first, 22, claimant())!;
+    assert.strictEqual(new Set([first, second, third]).size, 3);
+    assert.deepStrictEqual([store.readClaim(second).trees[0].id, store.readClaim(third).trees[0].id], ['second', 'first']);
+  });
+
+  it('reads back an older version claim name (claimant pid and start ms)', () => {
+    const store = new RecordStore(tmpDir());
+    fs.writeFileSync(path.join(store.dir, '23.json.claimed-999-1700000000000'), '{}', { mode: 0o600 });
+    assert.deepStrictEqual(store.claims(clock())[0].claimant, { pid: 999, startTime: 1_700_000_000_000 });
+  });
+
+  it('restores a claim under its owner name, never over a newer record, and drops a superseded copy', () => {
+    const store = new RecordStore(tmpDir());
+    const owner = identity(24, 100);
+    store.write(owner, [tree('old')]);
+    const c1 = store.claim(24, claimant())!;
+    assert.strictEqual(store.restoreClaim(c1, store.readClaim(c1), sameProcess), 'restored');
+    assert.deepStrictEqual(fs.readdirSync(store.dir), ['24.json']);
+    const c2 = store.claim(24, claimant())!;
+    store.write(owner, [tree('newer')]);
+    assert.strictEqual(store.restoreClaim(c2, store.readClaim(c2), sameProcess), 'superseded');
+    assert.strictEqual(store.read(24)!.trees[0].id, 'newer');
+    const c3 = store.claim(24, claimant())!;
+    store.write(identity(24, 200), [tree('another-owner')]);
+    assert.strictEqual(store.restoreClaim(c3, store.readClaim(c3), sameProcess), 'kept');
+    assert.ok(fs.existsSync(c3));
+    assert.strictEqual(store.read(24)!.trees[0].id, 'another-owner');
+  });
+
+  it('finishes a claim: remaining trees back under the owner name, or kept in the claim if that name is taken', () => {
+    const store = new RecordStore(tmpDir());
+    const owner = identity(25, 100);
+    store.write(owner, [tree('a'), tree('b')]);
+    const c1 = store.claim(25, claimant())!;
+    store.finishClaim(c1, store.readClaim(c1), [tree('b')], claimant());
+    assert.deepStrictEqual(fs.readdirSync(store.dir), ['25.json']);
+    assert.deepStrictEqual(store.read(25)!.trees.map((t) => t.id), ['b']);
+    const c2 = store.claim(25, claimant())!;
+    store.write(identity(25, 300), [tree('new-owner')]);
+    store.finishClaim(c2, store.readClaim(c2), [tree('b')], claimant());
+    assert.strictEqual(store.read(25)!.trees[0].id, 'new-owner', 'never written over');
+    assert.deepStrictEqual(store.readClaim(c2).trees.map((t) => t.id), ['b']);
+    store.finishClaim(c2, store.readClaim(c2), [], claimant());
+    assert.deepStrictEqual(fs.readdirSync(store.dir), ['25.json']);
+  });
+});
+
+describe('removeStaleTempFiles', () => {
+  const cases: { name: string; writer?: 'alive' | 'gone'; ageMs: number; removed: boolean }[] = [
+    { name: 'ours, writer gone', writer: 'gone', ageMs: 0, removed: true },
+    { name: 'ours, writer alive (mid-write), however old', writer: 'alive', ageMs: 3_600_000, removed: false },
+    { name: 'an older version temp file, over a minute old', ageMs: 120_000, removed: true },
+    { name: 'an older version temp file, fresh', ageMs: 1_000, removed: false },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const store = new RecordStore(tmpDir());
+      const writer = identity(31, c.writer === 'alive' ? 1 : 2);
+      const name = c.writer ? `.31.json.${processTag(writer)}.0123456789ab.tmp` : '.31.json.4242.k3j4h5.tmp';
+      const file = path.join(store.dir, name);
+      fs.writeFileSync(file, '{}', { mode: 0o600 });
+      const at = (Date.now() - c.ageMs) / 1000;
+      fs.utimesSync(file, at, at);
+      const gone = (w: OwnerInfo) => w.startTicks === 2;
+      const removed = store.removeStaleTempFiles(gone, clock());
+      assert.deepStrictEqual(removed, c.removed ? [file] : []);
+      assert.strictEqual(fs.existsSync(file), !c.removed);
+    });
+  }
+
+  it('leaves every file not of its own naming, however old', () => {
+    const store = new RecordStore(tmpDir());
+    const names = ['.draft.tmp', '.31.json.tmp', 'notes.tmp', '.31.json.12-t5-hzz.0123456789ab.tmp', '31.json.bad-1-0123456789ab'];
+    for (const n of names) {
+      fs.writeFileSync(path.join(store.dir, n), 'x', { mode: 0o600 });
+      fs.utimesSync(path.join(store.dir, n), 1, 1);
+    }
+    assert.deepStrictEqual(store.removeStaleTempFiles(() => true, clock(), Date.now()), []);
+    assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), names.sort());
+  });
+});
+
+describe('setAsidePreviousRecord', () => {
+  const c = () => clock();
+  // claimant: how a sweeper judges the claim's claimant (the earlier process): gone means it takes it over now.
+  const cases: { name: string; previous?: (self: OwnerInfo) => OwnerInfo; expect: string; claimant?: string }[] = [
+    { name: 'no record', expect: 'none' },
+    { name: 'our own record', previous: (self) => self, expect: 'ours' },
+    { name: 'an earlier process with our pid (other start tick)', previous: (self) => ({ ...self, startTicks: self.startTicks! - 10 }), expect: 'set-aside', claimant: 'replaced' },
+    { name: 'a process of an earlier boot with our pid', previous: (self) => ({ ...self, bootId: '00000000-0000-0000-0000-000000000000' }), expect: 'set-aside', claimant: 'earlier-boot' },
+    { name: 'an older version record with our pid (swept once we are gone: never on a guess)', previous: (self) => ({ pid: self.pid, startTime: self.startTime }), expect: 'set-aside', claimant: 'unknown' },
+  ];
+  for (const k of cases) {
+    it(k.name, () => {
+      const store = new RecordStore(tmpDir());
+      const self = identity(process.pid, 1000);
+      const table = syntheticTable([proc(process.pid, 1000)]);
+      const prev = k.previous?.(self);
+      if (prev) store.write(prev, [tree('p')]);
+      const outcome = setAsidePreviousRecord(store, self);
+      assert.strictEqual(outcome.outcome, k.expect);
+      if (outcome.outcome === 'set-aside') {
+        assert.ok(!fs.existsSync(store.fileOf(self.pid)), 'our name is free for our own record');
+        const [claim] = store.claims(c());
+        assert.strictEqual(claim.claimant.pid, prev!.pid, 'claimed in the name of the earlier process');
+        assert.strictEqual(ownerState(table, claim.claimant, c()), k.claimant);
+        assert.deepStrictEqual(store.readClaim(claim.file).trees.map((t) => t.id), ['p']);
+      } else if (prev) {
+        assert.ok(fs.existsSync(store.fileOf(self.pid)));
+      }
+    });
+  }
+
+  it('reports an unreadable record and leaves it', () => {
+    const store = new RecordStore(tmpDir());
+    execFileSync('mkfifo', [store.fileOf(process.pid)]);
+    const outcome = setAsidePreviousRecord(store, identity(process.pid, 1000));
+    assert.strictEqual(outcome.outcome, 'unreadable');
+    assert.ok(fs.statSync(store.fileOf(process.pid)).isFIFO());
+  });
+});
+
+describe('owner liveness, in boot ticks', () => {
+  const here = () => clock();
+  const cases: { name: string; table: ReturnType<typeof syntheticTable>; owner: () => OwnerInfo; expect: string }[] = [
+    { name: 'same pid, same start tick: alive', table: syntheticTable([proc(500, 1234)]), owner: () => identity(500, 1234), expect: 'alive' },
+    { name: 'pid gone: dead', table: syntheticTable([]), owner: () => identity(500, 1234), expect: 'dead' },
+    { name: 'pid held by a later process: replaced', table: syntheticTable([proc(500, 1235)]), owner: () => identity(500, 1234), expect: 'replaced' },
+    { name: 'pid held by an earlier process: cannot be (unknown)', table: syntheticTable([proc(500, 1000)]), owner: () => identity(500, 1234), expect: 'unknown' },
+    { name: 'unreadable (EMFILE): unknown, never dead', table: syntheticTable([], { unreadable: [500] }), owner: () => identity(500, 1234), expect: 'unknown' },
+    { name: 'an earlier boot', table: syntheticTable([proc(500, 1234)]), owner: () => ({ ...identity(500, 1234), bootId: '00000000-0000-0000-0000-000000000000' }), expect: 'earlier-boot' },
+    { name: 'another pid namespace: unknown', table: syntheticTable([]), owner: () => ({ ...identity(500, 1234), pidNs: 1 }), expect: 'unknown' },
+    { name: 'another machine: unknown', table: syntheticTable([]), owner: () => ({ ...identity(500, 1234), machineId: 'host:elsewhere', bootId: '00000000-0000-0000-0000-000000000001' }), expect: 'unknown' },
+    { name: 'older record, pid gone: dead', table: syntheticTable([]), owner: () => ({ pid: 500, startTime: 1 }), expect: 'dead' },
+    { name: 'older record, pid held by anyone: unknown', table: syntheticTable([proc(500, 99_999_999)]), owner: () => ({ pid: 500, startTime: 1 }), expect: 'unknown' },
+  ];
+  for (const k of cases) it(k.name, () => assert.strictEqual(ownerState(k.table, k.owner(), here()), k.expect));
+
+  it('a table that throws (EMFILE) is unknown', () => {
+    const throwing = { read: () => { throw new Error('EMFILE'); }, snapshot: () => { throw new Error('EMFILE'); } };
+    assert.strictEqual(ownerState(throwing, identity(5, 1), here()), 'unknown');
+  });
+
+  it('judges nothing from a /proc of another pid namespace', () => {
+    assert.strictEqual(ownerState(syntheticTable([]), identity(500, 1234), { ...here(), procIsOurs: false }), 'unknown');
   });
 });

@@ -1,10 +1,11 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { spawn, spawnSync } from 'child_process';
-import { processTable, RecordStore, sweepOrphans, TreeOwner, TreeRecord } from '../../src/proc';
+import { spawn } from 'child_process';
+import { processTable, RecordStore, TreeOwner, TreeRecord } from '../../src/proc';
 import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
 import { runCli, startCli } from './cliHelpers';
+import { deadPid, identity, nowTicks, sweep } from './recordHelpers';
 
 /** Starts `agent-trees run` on a fixture as an owner process of its own; resolves once the tree is ready. */
 async function cliOwner(records: string, mode = 'deep', extra: string[] = []) {
@@ -13,10 +14,6 @@ async function cliOwner(records: string, mode = 'deep', extra: string[] = []) {
   const pids = await fixturePids(pidfile);
   await waitFor('record', () => fs.existsSync(path.join(records, `${run.child.pid}.json`)));
   return { run, pids, ownerPid: run.child.pid! };
-}
-
-function self() {
-  return { pid: process.pid, startTime: processTable().read(process.pid)!.startTime };
 }
 
 describe('sweeping orphaned trees', () => {
@@ -53,37 +50,41 @@ describe('sweeping orphaned trees', () => {
     const owner = new TreeOwner({ recordsDir: records, cgroups: 'off' });
     const tree = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     register(tree.child.pid!);
-    const result = await sweepOrphans(owner.store, { self: owner.self, graceMs: 500 });
+    const result = await sweep(owner.store, { self: owner.self });
     assert.strictEqual(result.trees.length, 0);
     assert.ok(aliveOf([tree.child.pid!]).length === 1);
     await owner.dispose(500);
     assert.deepStrictEqual(fs.readdirSync(records), []);
   });
 
-  it('never signals a recorded group id that now belongs to a newer, unrelated group', async () => {
-    const records = tmpDir();
-    const store = new RecordStore(records);
-    const deadOwner = spawnSync('true').pid!;
-    // An unrelated process that leads its own group, started after the record's trackedAt.
-    const trackedAt = Date.now() - 60_000;
-    const unrelated = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
-    register(unrelated.pid!);
-    try {
-      await waitFor('unrelated', () => processTable().read(unrelated.pid!));
-      const record: TreeRecord = {
-        id: 'reused-group', label: 'old', command: ['old'], rootPid: unrelated.pid!, pgid: unrelated.pid!, sid: unrelated.pid!,
-        rootStartTime: trackedAt - 10, trackedAt, envTag: 'AGENT_TREES_TREE_ID=reused-group', cgroup: null,
-      };
-      store.write({ pid: deadOwner, startTime: trackedAt - 1000 }, [record]);
-      const result = await sweepOrphans(store, { self: self(), graceMs: 500 });
-      assert.strictEqual(result.trees[0].outcome, 'gone');
-      assert.match(result.trees[0].note ?? '', /started after the tree was tracked/);
-      assert.strictEqual(aliveOf([unrelated.pid!]).length, 1, 'the unrelated process lives');
-      assert.deepStrictEqual(fs.readdirSync(records), []);
-    } finally {
-      unrelated.kill('SIGKILL');
-    }
-  });
+  for (const format of ['boot ticks', 'an older version (epoch ms only)'] as const) {
+    it(`never signals a recorded group id that now belongs to a newer, unrelated group (record in ${format})`, async () => {
+      const records = tmpDir();
+      const store = new RecordStore(records);
+      const deadOwner = deadPid();
+      // An unrelated process that leads its own group, started after the record's tracking.
+      const trackedAt = Date.now() - 1_000;
+      const trackedAtTicks = nowTicks() - 100;
+      const unrelated = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+      register(unrelated.pid!);
+      try {
+        await waitFor('unrelated', () => processTable().read(unrelated.pid!));
+        const record: TreeRecord = {
+          id: 'reused-group', label: 'old', command: ['old'], rootPid: unrelated.pid!, pgid: unrelated.pid!, sid: unrelated.pid!,
+          rootStartTime: trackedAt - 10, trackedAt, envTag: 'AGENT_TREES_TREE_ID=reused-group', cgroup: null,
+          ...(format === 'boot ticks' ? { rootStartTicks: trackedAtTicks - 1, trackedAtTicks } : {}),
+        };
+        store.write(format === 'boot ticks' ? identity(deadOwner, trackedAtTicks - 50) : { pid: deadOwner, startTime: trackedAt - 1000 }, [record]);
+        const result = await sweep(store);
+        assert.strictEqual(result.trees[0].outcome, 'gone');
+        assert.match(result.trees[0].note ?? '', format === 'boot ticks' ? /started after the tree was tracked/ : /cannot be compared/);
+        assert.strictEqual(aliveOf([unrelated.pid!]).length, 1, 'the unrelated process lives');
+        assert.deepStrictEqual(fs.readdirSync(records), []);
+      } finally {
+        unrelated.kill('SIGKILL');
+      }
+    });
+  }
 
   it('reports and skips a corrupt record while sweeping the good ones', async () => {
     const records = tmpDir();
@@ -124,7 +125,7 @@ describe('sweeping orphaned trees', () => {
     await new Promise((resolve) => owner.once('exit', resolve));
     assert.deepStrictEqual(await waitAllDead(pids.all), [], 'SIGKILLed in the exit event, though SIGTERM is ignored');
     assert.strictEqual(fs.readdirSync(records).length, 1, 'the exit path does not write: the record stays');
-    const result = await sweepOrphans(new RecordStore(records), { self: self(), graceMs: 100 });
+    const result = await sweep(new RecordStore(records), { graceMs: 100 });
     assert.strictEqual(result.trees[0].outcome, 'gone');
     assert.deepStrictEqual(fs.readdirSync(records), []);
   });
@@ -140,10 +141,11 @@ describe('sweeping orphaned trees', () => {
     const living = spawn('sleep', ['60'], { stdio: 'ignore' });
     register(living.pid!);
     try {
-      rec.owner = { pid: living.pid, startTime: rec.owner.startTime - 3_600_000 };
+      // The recorded owner (its start tick kept) started before the process now holding the pid.
+      rec.owner = { ...rec.owner, pid: living.pid };
       fs.rmSync(file);
-      fs.writeFileSync(path.join(records, `${living.pid}.json`), JSON.stringify(rec));
-      const result = await sweepOrphans(new RecordStore(records), { self: self(), graceMs: 500 });
+      fs.writeFileSync(path.join(records, `${living.pid}.json`), JSON.stringify(rec), { mode: 0o600 });
+      const result = await sweep(new RecordStore(records));
       assert.strictEqual(result.trees.length, 1);
       assert.deepStrictEqual(await waitAllDead(pids.all), []);
       assert.strictEqual(aliveOf([living.pid!]).length, 1, 'the new holder of the pid is not touched');

@@ -18,6 +18,7 @@ import {
   processKey,
   readShell,
   RecordStore,
+  selfIdentity,
   resolveTerminalTrees,
   settleLeftovers,
   Snapshot,
@@ -276,8 +277,7 @@ describe('records by owner', () => {
   it("sorts records into our own, a live owner's, and one whose pid now belongs to a newer process", async () => {
     const dir = tmpDir();
     const store = new RecordStore(dir);
-    const me = table.read(process.pid)!;
-    const self = { pid: process.pid, startTime: me.startTime };
+    const self = selfIdentity(table);
     const other = spawn('sleep', ['30'], { stdio: 'ignore' });
     register(other.pid!);
     await waitFor('the other owner to run', () => table.read(other.pid!));
@@ -294,7 +294,7 @@ describe('records by owner', () => {
       cgroup: null,
     };
     store.write(self, [tree]);
-    store.write({ pid: other.pid!, startTime: table.read(other.pid!)!.startTime }, [
+    store.write({ ...self, pid: other.pid!, startTicks: table.read(other.pid!)!.startKey }, [
       { ...tree, id: 't2', envTag: `${TREE_ID_VARIABLE}=t2` },
     ]);
     try {
@@ -308,9 +308,9 @@ describe('records by owner', () => {
         [other.pid],
       );
       assert.deepStrictEqual(sorted.gone, []);
-      // Our pid, but recorded by a process that started long before us: that owner is gone.
+      // Our pid, but recorded by a process that started before us: that owner is gone.
       const earlierStore = new RecordStore(tmpDir());
-      earlierStore.write({ pid: process.pid, startTime: me.startTime - 60_000 }, [tree]);
+      earlierStore.write({ ...self, startTicks: self.startTicks! - 100 }, [tree]);
       const earlier = classifyRecords(earlierStore, self);
       assert.deepStrictEqual(earlier.own, []);
       assert.deepStrictEqual(

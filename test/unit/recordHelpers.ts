@@ -1,0 +1,103 @@
+/**
+ * Helpers for the record, identity and sweep tests: identities in this machine's boot clock, dead pids,
+ * synthetic process tables, and a sweep with this process's table, killer and guard.
+ */
+import { spawnSync } from 'child_process';
+import {
+  hostClock,
+  HostClock,
+  localSweepParts,
+  OwnerInfo,
+  PresenceProbe,
+  ProcessInfo,
+  processTable,
+  ProcessTable,
+  RecordStore,
+  selfIdentity,
+  Snapshot,
+  sweepOrphans,
+  SweepOptions,
+  TreeRecord,
+} from '../../src/proc';
+import { childrenOf } from '../../src/proc/processTable';
+
+export function clock(): HostClock {
+  const c = hostClock();
+  if (!c) throw new Error('these tests need the Linux boot clock');
+  return c;
+}
+
+export function nowTicks(): number {
+  return clock().nowTicks();
+}
+
+/** A full boot-clock identity on this machine, as this version writes it. */
+export function identity(pid: number, startTicks: number, startTime = Date.now()): OwnerInfo {
+  const c = clock();
+  return { pid, startTime, startTicks, bootId: c.bootId, pidNs: c.pidNs, machineId: c.machineId };
+}
+
+/** The pid of a process that has exited and been reaped, checked to be free right now. */
+export function deadPid(): number {
+  for (;;) {
+    const pid = spawnSync('true').pid!;
+    try {
+      process.kill(pid, 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') return pid;
+    }
+  }
+}
+
+export function treeRecord(id: string, extra: Partial<TreeRecord> = {}): TreeRecord {
+  return {
+    id,
+    label: 'demo',
+    command: ['sleep', '60'],
+    rootPid: 4242,
+    pgid: 4242,
+    sid: 4242,
+    rootStartTime: Date.now() - 60_000,
+    trackedAt: Date.now() - 59_900,
+    envTag: `AGENT_TREES_TREE_ID=${id}`,
+    cgroup: null,
+    ...extra,
+  };
+}
+
+/** A sweep by this process as a front end runs it (cgroups off unless asked). */
+export function sweep(store: RecordStore, extra: Partial<SweepOptions> = {}) {
+  const parts = localSweepParts();
+  return sweepOrphans(store, { ...parts, self: selfIdentity(parts.table), graceMs: 500, cgroups: 'off', ...extra });
+}
+
+/** A process of a synthetic table. */
+export function proc(pid: number, startKey: number, extra: Partial<ProcessInfo> = {}): ProcessInfo {
+  return { pid, ppid: 1, pgid: pid, sid: pid, state: 'S', startKey, startTime: startKey * 10, uid: 0, name: 'p', rssBytes: 0, cpuMs: 0, ...extra };
+}
+
+/**
+ * A synthetic process table: exactly these processes, the rest gone; `unreadable` pids answer as a table
+ * under EMFILE does. Snapshots have no tags unless given.
+ */
+export function syntheticTable(processes: ProcessInfo[], options: { unreadable?: number[]; tags?: Record<string, number[]> } = {}): ProcessTable & PresenceProbe {
+  const byPid = new Map(processes.map((p) => [p.pid, p]));
+  const unreadable = new Set(options.unreadable ?? []);
+  const snapshot = (): Snapshot => ({
+    takenAt: Date.now(),
+    processes: new Map(byPid),
+    commandLine: (pid) => (byPid.has(pid) ? `cmd ${pid}` : ''),
+    tagged: () => new Map(Object.entries(options.tags ?? {}).map(([id, pids]) => [id, pids.map((pid) => byPid.get(pid)!).filter(Boolean)])),
+    children: () => childrenOf(byPid),
+  });
+  return {
+    snapshot,
+    read: (pid) => {
+      if (unreadable.has(pid)) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+      return byPid.get(pid);
+    },
+    probe: (pid) => (unreadable.has(pid) ? 'unreadable' : byPid.get(pid) ?? 'gone'),
+  };
+}
+
+export { processTable };
