@@ -176,7 +176,7 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
 function recordStanding(table: ProcessTable, record: OwnerRecord): { state: OwnerState; note?: string; resolvable: boolean } {
   const state = ownerState(table, record.owner);
   const bad = recordTimeProblem(record);
-  if (bad) return { state, note: `impossible times (${bad}): not trusted`, resolvable: false };
+  if (bad) return { state, note: bad.unreadable ? bad.message : `impossible times (${bad.message}): not trusted`, resolvable: false };
   switch (recordOrigin(record.owner)) {
     case 'earlier-boot':
       return { state, note: 'recorded before the last boot: nothing of it runs', resolvable: false };

@@ -168,29 +168,48 @@ export function isRecordedRoot(p: ProcessInfo, tree: TreeTimes, bootTicks = STAR
  * are checked in ticks (only when from this boot); older ones in epoch ms, against a clock that may itself
  * have stepped back (so a true record can be refused: never the other way round).
  */
-export function recordTimeProblem(record: OwnerRecord, clock: HostClock | undefined = hostClock(), nowMs = Date.now()): string | undefined {
+export function recordTimeProblem(record: OwnerRecord, clock: HostClock | undefined = hostClock(), nowMs = Date.now()): TimeProblem | undefined {
   const origin = recordOrigin(record.owner, clock);
   if (origin === 'here') {
     let now: number;
     try {
       now = clock!.nowTicks();
     } catch (e) {
-      return `cannot read the boot clock to check its times (${(e as Error).message})`;
+      return { unreadable: true, message: `the boot clock cannot be read to check its times (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
     }
-    const o = record.owner;
-    if (o.startTicks! > now) return `owner.startTicks ${o.startTicks} is after now (${now})`;
-    for (const [i, t] of record.trees.entries()) {
-      if (t.trackedAtTicks !== undefined) {
-        if (t.trackedAtTicks > now) return `trees[${i}].trackedAtTicks ${t.trackedAtTicks} is after now (${now})`;
-        if (t.trackedAtTicks < o.startTicks!) return `trees[${i}].trackedAtTicks ${t.trackedAtTicks} is before its owner started`;
-        if (t.rootStartTicks !== undefined && t.rootStartTicks > t.trackedAtTicks) return `trees[${i}].rootStartTicks is after its trackedAtTicks`;
-      } else if (t.rootStartTicks !== undefined && t.rootStartTicks > now) {
-        return `trees[${i}].rootStartTicks ${t.rootStartTicks} is after now (${now})`;
-      }
-    }
-    return undefined;
+    const impossible = tickProblem(record, now);
+    return impossible === undefined ? undefined : { unreadable: false, message: impossible };
   }
   if (origin !== 'no-boot-identity') return undefined; // not compared with anything here
+  const impossible = epochProblem(record, nowMs);
+  return impossible === undefined ? undefined : { unreadable: false, message: impossible };
+}
+
+/**
+ * What is wrong with a record's times: impossible ones (`unreadable` false: the record is refused), or the
+ * clock to check them could not be read (`unreadable`: nothing is decided, as for an unreadable owner).
+ */
+export interface TimeProblem {
+  unreadable: boolean;
+  message: string;
+}
+
+function tickProblem(record: OwnerRecord, now: number): string | undefined {
+  const o = record.owner;
+  if (o.startTicks! > now) return `owner.startTicks ${o.startTicks} is after now (${now})`;
+  for (const [i, t] of record.trees.entries()) {
+    if (t.trackedAtTicks !== undefined) {
+      if (t.trackedAtTicks > now) return `trees[${i}].trackedAtTicks ${t.trackedAtTicks} is after now (${now})`;
+      if (t.trackedAtTicks < o.startTicks!) return `trees[${i}].trackedAtTicks ${t.trackedAtTicks} is before its owner started`;
+      if (t.rootStartTicks !== undefined && t.rootStartTicks > t.trackedAtTicks) return `trees[${i}].rootStartTicks is after its trackedAtTicks`;
+    } else if (t.rootStartTicks !== undefined && t.rootStartTicks > now) {
+      return `trees[${i}].rootStartTicks ${t.rootStartTicks} is after now (${now})`;
+    }
+  }
+  return undefined;
+}
+
+function epochProblem(record: OwnerRecord, nowMs: number): string | undefined {
   const latest = nowMs + OWNER_CLOCK_SLACK_MS;
   if (record.owner.startTime > latest) return `owner.startTime is in the future`;
   for (const [i, t] of record.trees.entries()) {

@@ -127,7 +127,8 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     if (sameProcess(owner, self)) return { act: 'leave', why: 'our own record', live: true };
     if (options.onlyOwner && !sameProcess(owner, options.onlyOwner)) return { act: 'leave', why: 'not the owner this sweep is for', live: false };
     const bad = recordTimeProblem(record, clock);
-    if (bad) return { act: 'refuse', problem: `impossible times (${bad}): not trusted, left in place` };
+    if (bad?.unreadable) return { act: 'leave', why: `its times cannot be checked: ${bad.message}`, live: false };
+    if (bad) return { act: 'refuse', problem: `impossible times (${bad.message}): not trusted, left in place` };
     const state = ownerState(table, owner, clock);
     if (state === 'dead' || state === 'replaced') return { act: 'sweep', why: `owner ${owner.pid} ${OWNER_GONE[state]}` };
     if (state === 'earlier-boot') return { act: 'clean-up', why: `owner ${owner.pid} ${OWNER_GONE[state]}` };
