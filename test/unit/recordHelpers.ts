@@ -2,7 +2,9 @@
  * Helpers for the record, identity and sweep tests: identities in this machine's boot clock, dead pids,
  * synthetic process tables, and a sweep with this process's table, killer and guard.
  */
-import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { spawn, SpawnOptions, spawnSync } from 'child_process';
 import {
   hostClock,
   HostClock,
@@ -20,6 +22,8 @@ import {
   TreeRecord,
 } from '../../src/proc';
 import { childrenOf } from '../../src/proc/processTable';
+import { FIXTURE, fixturePids, register, tmpDir, waitFor } from './helpers';
+import { startCli } from './cliHelpers';
 
 export function clock(): HostClock {
   const c = hostClock();
@@ -101,3 +105,46 @@ export function syntheticTable(processes: ProcessInfo[], options: { unreadable?:
 }
 
 export { processTable };
+
+/** Starts `agent-trees run` on a fixture as an owner process of its own; resolves once the tree is recorded. */
+export async function cliOwner(records: string, mode = 'deep', extra: string[] = ['--no-cgroup']) {
+  const pidfile = path.join(tmpDir(), 'pids');
+  const run = startCli(['run', '--records', records, ...extra, '--', FIXTURE, mode, pidfile]);
+  const pids = await fixturePids(pidfile);
+  const file = path.join(records, `${run.child.pid}.json`);
+  await waitFor('record', () => fs.existsSync(file));
+  return { run, pids, ownerPid: run.child.pid!, file };
+}
+
+export interface Ran {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** It had to be SIGKILLed at the time limit. */
+  timedOut: boolean;
+}
+
+/** Runs a command to its end, or SIGKILLs it after `timeoutMs` (a hang fails the caller, not the suite). */
+export function runBounded(file: string, args: string[], timeoutMs = 20_000, options: SpawnOptions = {}): Promise<Ran> {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  register(child.pid!);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
+  return new Promise((resolve) => child.on('close', (code, signal) => {
+    clearTimeout(timer);
+    resolve({ code, signal, stdout, stderr, timedOut });
+  }));
+}
+
+/** Whether a program is on PATH (the Debian test tools: faketime, unshare, setpriv). */
+export function hasTool(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
+}

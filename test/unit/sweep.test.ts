@@ -3,18 +3,9 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { processTable, RecordStore, TreeOwner, TreeRecord } from '../../src/proc';
-import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
-import { runCli, startCli } from './cliHelpers';
-import { deadPid, identity, nowTicks, sweep } from './recordHelpers';
-
-/** Starts `agent-trees run` on a fixture as an owner process of its own; resolves once the tree is ready. */
-async function cliOwner(records: string, mode = 'deep', extra: string[] = []) {
-  const pidfile = path.join(tmpDir(), 'pids');
-  const run = startCli(['run', '--records', records, ...extra, '--', FIXTURE, mode, pidfile]);
-  const pids = await fixturePids(pidfile);
-  await waitFor('record', () => fs.existsSync(path.join(records, `${run.child.pid}.json`)));
-  return { run, pids, ownerPid: run.child.pid! };
-}
+import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
+import { runCli } from './cliHelpers';
+import { cliOwner, deadPid, identity, nowTicks, sweep } from './recordHelpers';
 
 describe('sweeping orphaned trees', () => {
   it('reaps the tree of an owner that was SIGKILLed, from another process, and deletes its record', async () => {
