@@ -38,12 +38,16 @@ export interface HostClock {
 /** Where start keys are boot ticks, and a host clock can be read. */
 export const START_KEYS_ARE_BOOT_TICKS = process.platform === 'linux';
 
-let cached: HostClock | null | undefined;
+let cached: HostClock | undefined;
 
-/** This machine's clock (cached: boot id, namespace and /proc do not change under a running process). */
+/**
+ * This machine's clock. Cached once read (boot id, namespace and /proc do not change under a running
+ * process); a failed read (EMFILE, say) is not cached, so a passing error does not turn into "no boot clock"
+ * for the life of an extension host.
+ */
 export function hostClock(): HostClock | undefined {
-  if (cached === undefined) cached = readHostClock() ?? null;
-  return cached ?? undefined;
+  if (!START_KEYS_ARE_BOOT_TICKS) return undefined;
+  return (cached ??= readHostClock());
 }
 
 /** Reads the host clock from `procRoot`; undefined where there is none (not Linux, or /proc unreadable). */

@@ -10,8 +10,8 @@ import { interruptGroup, killWindowsTree, KillReport, treeKiller } from './kill'
 import { Logger, silentLogger } from './log';
 import { resolveMembers } from './members';
 import { ProcessInfo, processTable, Snapshot } from './processTable';
-import { OwnerInfo, RecordStore, setAsidePreviousRecord, TreeRecord } from './records';
-import { spawnTree, SpawnTreeOptions } from './spawn';
+import { OwnerInfo, RecordStore, setAsidePreviousRecord, TreeRecord, UntrustedFileError } from './records';
+import { SpawnError, spawnTree, SpawnTreeOptions } from './spawn';
 import type { TreeQuery } from './treeMembers';
 
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
@@ -95,7 +95,13 @@ export class TreeOwner extends EventEmitter {
   /** Spawns an owned tree and records it before returning. Throws SpawnError when nothing could start. */
   spawn(options: OwnerSpawnOptions): OwnedTree {
     if (this.disposed) throw new Error('this tree owner has been disposed');
-    this.store.ensureDir();
+    try {
+      this.store.ensureDir();
+    } catch (e) {
+      // A tree is never started without a record it can be swept by: a folder that cannot be made, or that
+      // others could plant records in, refuses the spawn with one line saying why.
+      throw new SpawnError(e instanceof UntrustedFileError ? e.message : `records folder ${this.store.dir}: ${(e as Error).message}`, 'EACCES');
+    }
     const { deadline, ...spawnOptions } = options;
     const spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions });
     if (deadline !== undefined) spawned.record.deadline = Math.round(deadline);

@@ -18,7 +18,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { createHash, randomBytes } from 'crypto';
 import type { HostClock } from './bootClock';
-import { sameProcess } from './identity';
+import { hasBootIdentity, sameProcess } from './identity';
 import { TREE_ID_VARIABLE } from './processTable';
 
 export const RECORD_VERSION = 1;
@@ -276,9 +276,16 @@ export class RecordStore {
 
   /** Creates the folder (0700) if needed, then checks it is ours and closed to others; throws if not. */
   ensureDir(): void {
-    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    let made: Error | undefined;
+    try {
+      makeFolders(this.dir);
+    } catch (e) {
+      made = e as Error;
+    }
     const problem = this.folderProblem();
-    if (problem) throw new UntrustedFileError(`records folder ${this.dir}: ${problem}`);
+    if (problem && problem !== 'missing') throw new UntrustedFileError(`records folder ${this.dir}: ${problem}`);
+    if (made) throw new UntrustedFileError(`records folder ${this.dir}: cannot be created (${(made as NodeJS.ErrnoException).code ?? made.message})`);
+    if (problem) throw new UntrustedFileError(`records folder ${this.dir}: a symbolic link to nothing`);
   }
 
   /**
@@ -311,8 +318,7 @@ export class RecordStore {
       return;
     }
     // Ticks mean something only with the boot they count from: without the owner's, none is written.
-    const withTicks = owner.startTicks !== undefined && owner.bootId !== undefined;
-    const written = withTicks ? trees : trees.map(({ rootStartTicks, trackedAtTicks, ...epochOnly }) => epochOnly);
+    const written = hasBootIdentity(owner) ? trees : trees.map(({ rootStartTicks, trackedAtTicks, ...epochOnly }) => epochOnly);
     const tmp = this.writeTemp({ version: RECORD_VERSION, owner, trees: written }, owner);
     try {
       fs.renameSync(tmp, file);
@@ -550,6 +556,25 @@ export class RecordStore {
   }
 }
 
+/**
+ * mkdir -p with mode 0700, one level at a time. (Node's recursive mkdirSync loops forever where mkdir answers
+ * ENOENT under a parent that exists, as in /proc.)
+ */
+function makeFolders(dir: string): void {
+  const missing: string[] = [];
+  for (let d = path.resolve(dir); !fs.existsSync(d); d = path.dirname(d)) {
+    missing.unshift(d);
+    if (path.dirname(d) === d) break;
+  }
+  for (const d of missing) {
+    try {
+      fs.mkdirSync(d, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+}
+
 function parseRecord(text: string): OwnerRecord {
   let value: unknown;
   try {
@@ -594,6 +619,7 @@ export type PreviousRecord =
  * claimant cannot be judged while we hold the pid, so it is swept once we are gone: never on a guess.
  */
 export function setAsidePreviousRecord(store: RecordStore, self: OwnerInfo): PreviousRecord {
+  if (store.folderProblem()) return { outcome: 'none' }; // missing, or not ours: nothing to read (spawns refuse it)
   let previous: OwnerRecord | undefined;
   try {
     previous = store.read(self.pid);
