@@ -14,14 +14,13 @@ import {
   freshProcessTable,
   KillReport,
   localSweepParts,
+  judgeRecord,
   OwnerRecord,
   ownerState,
   OwnerState,
   ProcessTable,
   processTable,
-  recordOrigin,
   RecordStore,
-  recordTimeProblem,
   resolveMembers,
   sameProcess,
   selfIdentity,
@@ -172,19 +171,13 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
   return result.trees.some((t) => t.outcome === 'survivors') ? 1 : 0;
 }
 
-/** What `ps` and `kill` may do with a record's trees: only one judged from here can be resolved or signalled. */
+/** What `ps` and `kill` may do with a record's trees: the sweep's own verdict, so the rules are one. */
 function recordStanding(table: ProcessTable, record: OwnerRecord): { state: OwnerState; note?: string; resolvable: boolean } {
-  const state = ownerState(table, record.owner);
-  const bad = recordTimeProblem(record);
-  if (bad) return { state, note: bad.unreadable ? bad.message : `impossible times (${bad.message}): not trusted`, resolvable: false };
-  switch (recordOrigin(record.owner)) {
-    case 'earlier-boot':
-      return { state, note: 'recorded before the last boot: nothing of it runs', resolvable: false };
-    case 'elsewhere':
-      return { state, note: 'recorded in another pid namespace or on another machine: not shown', resolvable: false };
-    default:
-      return { state, resolvable: true };
-  }
+  const v = judgeRecord(record, { table, self: selfIdentity(table) });
+  const state = v.act === 'refuse' ? 'unknown' : v.state ?? 'unknown';
+  if (v.act === 'refuse') return { state, note: v.problem, resolvable: false };
+  if (v.act === 'clean-up') return { state, note: 'recorded before the last boot: nothing of it runs', resolvable: false };
+  return { state, note: v.resolvable ? undefined : v.why, resolvable: v.resolvable === true };
 }
 
 /** Read-only: lists records and their live members; renames, deletes and signals nothing. */

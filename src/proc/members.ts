@@ -53,8 +53,9 @@ export interface ResolveOptions {
  * Resolves the live members of `tree` in `snap`.
  *
  * A running group leader (pid == pgid) proves the group only if it provably started no later than the tree was
- * tracked (`startedNoLaterThanTracking`: in boot ticks, the recorded root exactly). A leaderless group is proven for a continuous owner, or when one of its
- * members carries the tree's tag or sits in its cgroup: otherwise its members are not taken on a guess.
+ * tracked (`startedNoLaterThanTracking`: in boot ticks, the recorded root exactly). A leaderless group is proven
+ * for a continuous owner, or when one of its members carries the tree's tag or sits in its cgroup: otherwise
+ * its members are not taken on a guess.
  */
 export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions): Membership {
   const procs = snap.processes;

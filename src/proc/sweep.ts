@@ -16,7 +16,8 @@
  */
 import { HostClock, hostClock } from './bootClock';
 import { CgroupMode, cgroupTier, removeCgroup, removeUnnamedEmptyCgroups } from './cgroup';
-import { ownerState, OwnerState, PresenceProbe, recordOrigin, recordTimeProblem, sameProcess } from './identity';
+import { ownerState, PresenceProbe, sameProcess } from './identity';
+import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
 import { SignalGuard } from './guard';
 import { KillOptions, KillReport, treeKiller } from './kill';
 import { Logger, silentLogger } from './log';
@@ -93,20 +94,6 @@ export function localSweepParts(): Pick<SweepOptions, 'table' | 'killer' | 'guar
 /** Claim files this process is working on right now (a second sweep in this process leaves them alone). */
 const activeClaims = new Set<string>();
 
-type Verdict =
-  | { act: 'sweep'; why: string }
-  | { act: 'clean-up'; why: string }
-  | { act: 'leave'; why: string; live: boolean }
-  | { act: 'refuse'; problem: string };
-
-const OWNER_GONE: Record<OwnerState, string> = {
-  dead: 'is gone',
-  replaced: 'is gone (its pid now belongs to a later process)',
-  'earlier-boot': 'ran before the last boot',
-  alive: 'is alive',
-  unknown: 'cannot be judged',
-};
-
 /** Sweeps the records folder once. Never throws for a bad record: problems are reported in the result. */
 export async function sweepOrphans(store: RecordStore, options: SweepOptions): Promise<SweepResult> {
   const log = options.log ?? silentLogger;
@@ -123,21 +110,8 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   }
 
   const judge = (record: OwnerRecord): Verdict => {
-    const owner = record.owner;
-    if (sameProcess(owner, self)) return { act: 'leave', why: 'our own record', live: true };
-    if (options.onlyOwner && !sameProcess(owner, options.onlyOwner)) return { act: 'leave', why: 'not the owner this sweep is for', live: false };
-    const bad = recordTimeProblem(record, clock);
-    if (bad?.unreadable) return { act: 'leave', why: `its times cannot be checked: ${bad.message}`, live: false };
-    if (bad) return { act: 'refuse', problem: `impossible times (${bad.message}): not trusted, left in place` };
-    const state = ownerState(table, owner, clock);
-    if (state === 'dead' || state === 'replaced') return { act: 'sweep', why: `owner ${owner.pid} ${OWNER_GONE[state]}` };
-    if (state === 'earlier-boot') return { act: 'clean-up', why: `owner ${owner.pid} ${OWNER_GONE[state]}` };
-    if (state === 'alive') return { act: 'leave', why: 'its owner is alive', live: true };
-    const origin = recordOrigin(owner, clock);
-    const why = origin === 'elsewhere' ? 'recorded in another pid namespace or on another machine: not ours to judge'
-      : origin === 'no-boot-identity' ? `an older version's record (no boot-clock identity) whose owner pid ${owner.pid} is in use or cannot be read`
-        : `whether owner ${owner.pid} still runs cannot be read`;
-    return { act: 'leave', why, live: false };
+    if (options.onlyOwner && !sameProcess(record.owner, options.onlyOwner)) return { act: 'leave', why: 'not the owner this sweep is for', live: false };
+    return judgeRecord(record, { table, self, clock });
   };
 
   const namedCgroups = new Set<string>();
