@@ -164,7 +164,7 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
         (t.survivors ? `\tsurvivors ${t.survivors}` : '') + (t.note ? `\t(${t.note})` : '') + '\n');
     }
     for (const s of result.skipped) process.stdout.write(`left alone\t${s.file}\t${s.reason}\n`);
-    for (const p of result.problems) process.stdout.write(`problem\t${p.file}\t${p.problem}\n`);
+    for (const p of result.problems) process.stdout.write(`problem\t${p.file}\t${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}\n`);
     process.stdout.write(`swept ${result.trees.length} tree(s) of dead owners, ended ${result.killed} processes; ` +
       `${result.liveOwners} live owner(s) left alone\n`);
   }
