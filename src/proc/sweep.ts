@@ -126,8 +126,12 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   };
 
   const claimed: { file: string; record: OwnerRecord; cleanUpOnly: boolean }[] = [];
-  /** Judges a claim we hold by its content now; keeps it to act on, or gives it back. */
-  const takeClaim = (file: string) => {
+  /**
+   * Judges a claim we hold by its content now; keeps it to act on, or gives it back. `judged` is what was
+   * read and judged before the claim, with its verdict: when the claimed content is that very record, the
+   * verdict stands (an owner found gone, or from an earlier boot, never comes back).
+   */
+  const takeClaim = (file: string, judged?: { record: OwnerRecord; verdict: Verdict }) => {
     if (activeClaims.has(file)) return;
     let record: OwnerRecord;
     try {
@@ -136,7 +140,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
       problem({ file, problem: `claimed record: ${(e as Error).message}; left in place` });
       return;
     }
-    const v = judge(record);
+    const v = judged && JSON.stringify(judged.record) === JSON.stringify(record) ? judged.verdict : judge(record);
     if (v.act === 'sweep' || v.act === 'clean-up') {
       activeClaims.add(file);
       claimed.push({ file, record, cleanUpOnly: v.act === 'clean-up' });
@@ -157,7 +161,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
       continue;
     }
     const claim = store.claim(record.owner.pid, self);
-    if (claim) takeClaim(claim); // else another sweeper claimed it first
+    if (claim) takeClaim(claim, { record, verdict: v }); // else another sweeper claimed it first
   }
   // Claims of sweepers that died mid-sweep are taken over; our own (left by an earlier sweep here) taken up.
   for (const c of store.claims(clock)) {
