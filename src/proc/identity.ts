@@ -168,14 +168,21 @@ export function isRecordedRoot(p: ProcessInfo, tree: TreeTimes, bootTicks = STAR
  * are checked in ticks (only when from this boot); older ones in epoch ms, against a clock that may itself
  * have stepped back (so a true record can be refused: never the other way round).
  */
-export function recordTimeProblem(record: OwnerRecord, clock: HostClock | undefined = hostClock(), nowMs = Date.now()): TimeProblem | undefined {
+export function recordTimeProblem(
+  record: OwnerRecord,
+  clock: HostClock | undefined = hostClock(),
+  nowMs = Date.now(),
+): TimeProblem | undefined {
   const origin = recordOrigin(record.owner, clock);
   if (origin === 'here') {
     let now: number;
     try {
       now = clock!.nowTicks();
     } catch (e) {
-      return { unreadable: true, message: `the boot clock cannot be read to check its times (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+      return {
+        unreadable: true,
+        message: `the boot clock cannot be read to check its times (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      };
     }
     const impossible = tickProblem(record, now);
     return impossible === undefined ? undefined : { unreadable: false, message: impossible };
@@ -201,7 +208,8 @@ function tickProblem(record: OwnerRecord, now: number): string | undefined {
     if (t.trackedAtTicks !== undefined) {
       if (t.trackedAtTicks > now) return `trees[${i}].trackedAtTicks ${t.trackedAtTicks} is after now (${now})`;
       if (t.trackedAtTicks < o.startTicks!) return `trees[${i}].trackedAtTicks ${t.trackedAtTicks} is before its owner started`;
-      if (t.rootStartTicks !== undefined && t.rootStartTicks > t.trackedAtTicks) return `trees[${i}].rootStartTicks is after its trackedAtTicks`;
+      if (t.rootStartTicks !== undefined && t.rootStartTicks > t.trackedAtTicks)
+        return `trees[${i}].rootStartTicks is after its trackedAtTicks`;
     } else if (t.rootStartTicks !== undefined && t.rootStartTicks > now) {
       return `trees[${i}].rootStartTicks ${t.rootStartTicks} is after now (${now})`;
     }

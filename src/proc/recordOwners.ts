@@ -70,7 +70,10 @@ export const OWNER_GONE: Record<OwnerState, string> = {
   unknown: 'cannot be judged',
 };
 
-export function judgeRecord(record: OwnerRecord, here: { table: ProcessTable & PresenceProbe; self: OwnerInfo; clock?: HostClock }): Verdict {
+export function judgeRecord(
+  record: OwnerRecord,
+  here: { table: ProcessTable & PresenceProbe; self: OwnerInfo; clock?: HostClock },
+): Verdict {
   const { table, self } = here;
   const clock = 'clock' in here ? here.clock : hostClock();
   const owner = record.owner;
@@ -79,13 +82,17 @@ export function judgeRecord(record: OwnerRecord, here: { table: ProcessTable & P
   if (bad?.unreadable) return { act: 'leave', why: `its times cannot be checked: ${bad.message}`, live: false, resolvable: false };
   if (bad) return { act: 'refuse', problem: `impossible times (${bad.message}): not trusted, left in place`, resolvable: false };
   const state = ownerState(table, owner, clock);
-  if (state === 'dead' || state === 'replaced') return { act: 'sweep', why: `owner ${owner.pid} ${OWNER_GONE[state]}`, state, resolvable: true };
+  if (state === 'dead' || state === 'replaced')
+    return { act: 'sweep', why: `owner ${owner.pid} ${OWNER_GONE[state]}`, state, resolvable: true };
   if (state === 'earlier-boot') return { act: 'clean-up', why: `owner ${owner.pid} ${OWNER_GONE[state]}`, state, resolvable: false };
   if (state === 'alive') return { act: 'leave', why: 'its owner is alive', live: true, state, resolvable: true };
   const origin = recordOrigin(owner, clock);
-  const why = origin === 'elsewhere' ? 'recorded in another pid namespace or on another machine: not ours to judge'
-    : origin === 'no-boot-identity' ? `an older version's record (no boot-clock identity) whose owner pid ${owner.pid} is in use or cannot be read`
-      : `whether owner ${owner.pid} still runs cannot be read`;
+  const why =
+    origin === 'elsewhere'
+      ? 'recorded in another pid namespace or on another machine: not ours to judge'
+      : origin === 'no-boot-identity'
+        ? `an older version's record (no boot-clock identity) whose owner pid ${owner.pid} is in use or cannot be read`
+        : `whether owner ${owner.pid} still runs cannot be read`;
   return { act: 'leave', why, live: false, state, resolvable: origin !== 'elsewhere' };
 }
 

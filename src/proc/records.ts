@@ -111,15 +111,18 @@ export function recordShapeProblem(value: unknown): string | undefined {
   const ticks = ['startTicks', 'bootId', 'pidNs', 'machineId'].filter((k) => owner[k] !== undefined);
   if (ticks.length > 0 && ticks.length < 4) return `owner: ${ticks.join(', ')} without the rest of startTicks, bootId, pidNs, machineId`;
   if (owner.startTicks !== undefined && !isTicks(owner.startTicks)) return 'owner.startTicks: expected clock ticks since boot';
-  if (owner.bootId !== undefined && (typeof owner.bootId !== 'string' || !/^[0-9a-f-]{16,64}$/.test(owner.bootId))) return 'owner.bootId: expected a boot id';
+  if (owner.bootId !== undefined && (typeof owner.bootId !== 'string' || !/^[0-9a-f-]{16,64}$/.test(owner.bootId)))
+    return 'owner.bootId: expected a boot id';
   if (owner.pidNs !== undefined && !isPid(owner.pidNs)) return 'owner.pidNs: expected a namespace inode';
-  if (owner.machineId !== undefined && (typeof owner.machineId !== 'string' || owner.machineId.length > 300)) return 'owner.machineId: expected a string';
+  if (owner.machineId !== undefined && (typeof owner.machineId !== 'string' || owner.machineId.length > 300))
+    return 'owner.machineId: expected a string';
   if (!Array.isArray(v.trees)) return 'trees: expected an array';
   for (let i = 0; i < v.trees.length; i++) {
     const t = v.trees[i] as Record<string, unknown>;
     const at = `trees[${i}]`;
     if (typeof t !== 'object' || t === null) return `${at}: expected an object`;
-    if (typeof t.id !== 'string' || !/^[A-Za-z0-9._-]{1,128}$/.test(t.id)) return `${at}.id: expected an id of letters, digits, '.', '_', '-'`;
+    if (typeof t.id !== 'string' || !/^[A-Za-z0-9._-]{1,128}$/.test(t.id))
+      return `${at}.id: expected an id of letters, digits, '.', '_', '-'`;
     if (typeof t.label !== 'string') return `${at}.label: expected a string`;
     if (!Array.isArray(t.command) || !t.command.every((c) => typeof c === 'string')) return `${at}.command: expected an array of strings`;
     for (const key of ['rootPid', 'pgid', 'sid'] as const) if (!isPid(t[key])) return `${at}.${key}: expected a positive integer`;
@@ -270,7 +273,10 @@ export class RecordStore {
   /** The uid files and the folder must belong to: ours (undefined where there are no uids: Windows). */
   private readonly uid: number | undefined;
 
-  constructor(readonly dir: string, options: { uid?: number } = {}) {
+  constructor(
+    readonly dir: string,
+    options: { uid?: number } = {},
+  ) {
     this.uid = options.uid ?? euid();
   }
 
@@ -284,7 +290,10 @@ export class RecordStore {
     }
     const problem = this.folderProblem();
     if (problem && problem !== 'missing') throw new UntrustedFileError(`records folder ${this.dir}: ${problem}`);
-    if (made) throw new UntrustedFileError(`records folder ${this.dir}: cannot be created (${(made as NodeJS.ErrnoException).code ?? made.message})`);
+    if (made)
+      throw new UntrustedFileError(
+        `records folder ${this.dir}: cannot be created (${(made as NodeJS.ErrnoException).code ?? made.message})`,
+      );
     if (problem) throw new UntrustedFileError(`records folder ${this.dir}: a symbolic link to nothing`);
   }
 
@@ -318,7 +327,9 @@ export class RecordStore {
       return;
     }
     // Ticks mean something only with the boot they count from: without the owner's, none is written.
-    const written = hasBootIdentity(owner) ? trees : trees.map(({ rootStartTicks, trackedAtTicks, ...epochOnly }) => epochOnly);
+    const written = hasBootIdentity(owner)
+      ? trees
+      : trees.map(({ rootStartTicks: _start, trackedAtTicks: _tracked, ...epochOnly }) => epochOnly);
     const tmp = this.writeTemp({ version: RECORD_VERSION, owner, trees: written }, owner);
     try {
       fs.renameSync(tmp, file);
@@ -372,7 +383,10 @@ export class RecordStore {
     try {
       names = fs.readdirSync(this.dir);
     } catch (e) {
-      problems.push({ file: this.dir, problem: `cannot list the records folder (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` });
+      problems.push({
+        file: this.dir,
+        problem: `cannot list the records folder (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      });
       return { records, problems };
     }
     for (const name of names) {
@@ -476,7 +490,11 @@ export class RecordStore {
    * record since (the claimed copy is dropped); 'kept' when another process's record now has that name (the
    * claim stays, for a later sweep to judge again).
    */
-  restoreClaim(claimFile: string, record: OwnerRecord, isSameOwner: (a: OwnerInfo, b: OwnerInfo) => boolean): 'restored' | 'superseded' | 'kept' {
+  restoreClaim(
+    claimFile: string,
+    record: OwnerRecord,
+    isSameOwner: (a: OwnerInfo, b: OwnerInfo) => boolean,
+  ): 'restored' | 'superseded' | 'kept' {
     const file = this.fileOf(record.owner.pid);
     try {
       fs.linkSync(claimFile, file);
@@ -583,7 +601,9 @@ function parseRecord(text: string): OwnerRecord {
     if (text.trim() === '') throw new RecordError('empty file');
     // Never quote the text: V8's message does ("Unexpected token 'r', "root:x:0:0"... is not valid JSON").
     const at = /position (\d+)/.exec((e as Error).message);
-    throw new RecordError(`not valid JSON${at ? ` (at byte ${at[1]} of ${Buffer.byteLength(text)})` : ` (${Buffer.byteLength(text)} bytes)`}`);
+    throw new RecordError(
+      `not valid JSON${at ? ` (at byte ${at[1]} of ${Buffer.byteLength(text)})` : ` (${Buffer.byteLength(text)} bytes)`}`,
+    );
   }
   const problem = recordShapeProblem(value);
   if (problem) {
@@ -605,10 +625,7 @@ function rmQuiet(file: string): void {
 }
 
 export type PreviousRecord =
-  | { outcome: 'none' }
-  | { outcome: 'ours' }
-  | { outcome: 'set-aside'; claim: string }
-  | { outcome: 'unreadable'; problem: string };
+  { outcome: 'none' } | { outcome: 'ours' } | { outcome: 'set-aside'; claim: string } | { outcome: 'unreadable'; problem: string };
 
 /**
  * At an owner's start: a record under our pid but of an earlier process (pids restart in containers, and

@@ -105,12 +105,16 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     log.warn(`record ${p.file}: ${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}`);
   };
   if (clock && !clock.procIsOurs) {
-    problem({ file: '/proc', problem: 'the /proc mounted here is not of this pid namespace: no process identity can be proven; nothing swept' });
+    problem({
+      file: '/proc',
+      problem: 'the /proc mounted here is not of this pid namespace: no process identity can be proven; nothing swept',
+    });
     return result;
   }
 
   const judge = (record: OwnerRecord): Verdict => {
-    if (options.onlyOwner && !sameProcess(record.owner, options.onlyOwner)) return { act: 'leave', why: 'not the owner this sweep is for', live: false };
+    if (options.onlyOwner && !sameProcess(record.owner, options.onlyOwner))
+      return { act: 'leave', why: 'not the owner this sweep is for', live: false };
     return judgeRecord(record, { table, self, clock });
   };
 
@@ -191,23 +195,31 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     }
     claimed.length = 0;
   }
-  await Promise.all(claimed.map(async ({ file, record, cleanUpOnly }) => {
-    try {
-      const remaining: TreeRecord[] = [];
-      const swept = cleanUpOnly
-        ? record.trees.map((tree): SweptTree => ({ ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: 'recorded before the last boot: nothing of it can still run' }))
-        : await Promise.all(record.trees.map((tree) => sweepTree(record, tree, snap!, options, log)));
-      swept.forEach((s, i) => {
-        result.trees.push(s);
-        result.killed += s.killed;
-        if (s.outcome === 'survivors') remaining.push(record.trees[i]);
-      });
-      keep(remaining);
-      store.finishClaim(file, record, remaining, self);
-    } finally {
-      activeClaims.delete(file);
-    }
-  }));
+  await Promise.all(
+    claimed.map(async ({ file, record, cleanUpOnly }) => {
+      try {
+        const remaining: TreeRecord[] = [];
+        const swept = cleanUpOnly
+          ? record.trees.map((tree): SweptTree => ({
+              ...base(record, tree),
+              outcome: 'gone',
+              killed: 0,
+              survivors: 0,
+              note: 'recorded before the last boot: nothing of it can still run',
+            }))
+          : await Promise.all(record.trees.map((tree) => sweepTree(record, tree, snap!, options, log)));
+        swept.forEach((s, i) => {
+          result.trees.push(s);
+          result.killed += s.killed;
+          if (s.outcome === 'survivors') remaining.push(record.trees[i]);
+        });
+        keep(remaining);
+        store.finishClaim(file, record, remaining, self);
+      } finally {
+        activeClaims.delete(file);
+      }
+    }),
+  );
 
   if (!options.onlyOwner) {
     const tier = options.cgroups === 'off' ? undefined : cgroupTier(options.cgroups).tier;
@@ -218,7 +230,8 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     const gone = (writer: OwnerInfo) => ['dead', 'replaced', 'earlier-boot'].includes(ownerState(table, writer, clock));
     for (const file of store.removeStaleTempFiles(gone, clock)) log.info(`removed ${file}, left by a writer that is gone`);
   }
-  if (result.killed > 0) log.info(`sweep: ended ${result.killed} orphaned processes in ${result.trees.filter((t) => t.killed > 0).length} tree(s)`);
+  if (result.killed > 0)
+    log.info(`sweep: ended ${result.killed} orphaned processes in ${result.trees.filter((t) => t.killed > 0).length} tree(s)`);
   return result;
 }
 
@@ -228,7 +241,8 @@ function base(record: OwnerRecord, tree: TreeRecord) {
 
 async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, options: SweepOptions, log: Logger): Promise<SweptTree> {
   const verified = options.cgroups !== 'off' && cgroupVerified(tree, options.cgroups);
-  if (tree.cgroup && options.cgroups !== 'off' && !verified) log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
+  if (tree.cgroup && options.cgroups !== 'off' && !verified)
+    log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
   const protectedReason = (p: ProcessInfo) => options.guard.protectedReason(p);
   const membership = resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason });
   if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
@@ -242,8 +256,10 @@ async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, 
     cgroupVerified: verified,
     log,
   });
-  log.info(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${report.signalled} processes` +
-    (report.survivors ? `, ${report.survivors} survived` : ''));
+  log.info(
+    `tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${report.signalled} processes` +
+      (report.survivors ? `, ${report.survivors} survived` : ''),
+  );
   return {
     ...base(record, tree),
     outcome: report.survivors > 0 ? 'survivors' : 'killed',

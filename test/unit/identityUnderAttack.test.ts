@@ -80,12 +80,25 @@ describe('issue 10 probes on real processes', () => {
         // fresh process's pid (a pid collision, as after wraparound).
         const trackedAtTicks = info.startKey - 50;
         const tree: TreeRecord = {
-          id: 'collided', label: 'old', command: ['old'], rootPid: fresh.pid!, pgid: fresh.pid!, sid: fresh.pid!,
-          rootStartTime: info.startTime - 600, trackedAt: info.startTime - 500, envTag: 'AGENT_TREES_TREE_ID=collided', cgroup: null,
+          id: 'collided',
+          label: 'old',
+          command: ['old'],
+          rootPid: fresh.pid!,
+          pgid: fresh.pid!,
+          sid: fresh.pid!,
+          rootStartTime: info.startTime - 600,
+          trackedAt: info.startTime - 500,
+          envTag: 'AGENT_TREES_TREE_ID=collided',
+          cgroup: null,
           ...(format === 'boot ticks' ? { rootStartTicks: trackedAtTicks - 1, trackedAtTicks } : {}),
         };
         const dead = deadPid();
-        new RecordStore(records).write(format === 'boot ticks' ? identity(dead, trackedAtTicks - 10, info.startTime - 700) : { pid: dead, startTime: info.startTime - 700 }, [tree]);
+        new RecordStore(records).write(
+          format === 'boot ticks'
+            ? identity(dead, trackedAtTicks - 10, info.startTime - 700)
+            : { pid: dead, startTime: info.startTime - 700 },
+          [tree],
+        );
         try {
           const ran = await runBounded('faketime', ['-f', '-1h', node, CLI, 'sweep', '--records', records, '--json', '--grace', '1']);
           const result = sweepJson(ran);
@@ -119,8 +132,13 @@ describe('issue 10 probes on real processes', () => {
 
     /** How many pids node takes (its threads) before `agent-trees run` spawns the root, in a fresh namespace. */
     async function pidsBeforeRoot(): Promise<number> {
-      const ran = await runBounded('unshare', ['-pf', '--mount-proc', 'sh', '-c',
-        `echo 999 > /proc/sys/kernel/ns_last_pid; "${node}" "${CLI}" run --records "${tmpDir()}" --no-cgroup -- sh -c 'echo $$'; exit $?`]);
+      const ran = await runBounded('unshare', [
+        '-pf',
+        '--mount-proc',
+        'sh',
+        '-c',
+        `echo 999 > /proc/sys/kernel/ns_last_pid; "${node}" "${CLI}" run --records "${tmpDir()}" --no-cgroup -- sh -c 'echo $$'; exit $?`,
+      ]);
       return Number(ran.stdout.trim()) - 1000;
     }
 
@@ -151,8 +169,17 @@ describe('issue 10 probes on real processes', () => {
       const k = await pidsBeforeRoot();
       assert.ok(k > 0 && k < 100, `node took ${k} pids before the root`);
       const { dead, leader } = await hostLeaderAt(k);
-      const ns = spawn('unshare', ['-pf', '--mount-proc', 'sh', '-c',
-        `echo ${dead - 1} > /proc/sys/kernel/ns_last_pid; "${node}" "${CLI}" run --records "${records}" --no-cgroup -- sleep 60; exit $?`], { stdio: 'ignore' });
+      const ns = spawn(
+        'unshare',
+        [
+          '-pf',
+          '--mount-proc',
+          'sh',
+          '-c',
+          `echo ${dead - 1} > /proc/sys/kernel/ns_last_pid; "${node}" "${CLI}" run --records "${records}" --no-cgroup -- sleep 60; exit $?`,
+        ],
+        { stdio: 'ignore' },
+      );
       register(ns.pid!);
       try {
         const file = path.join(records, `${dead}.json`);
@@ -214,12 +241,31 @@ describe('issue 10 probes on real processes', () => {
       const planted = path.join(records, `${dead}.json`);
       const future = Date.now() + 86_400_000;
       const record = {
-        version: 1, owner: { pid: dead, startTime: Date.now() - 5000 },
-        trees: [{ id: 'planted', label: 'x', command: ['x'], rootPid: victim.pid, pgid: victim.pid, sid: victim.pid,
-          rootStartTime: future - 500, trackedAt: future, envTag: 'AGENT_TREES_TREE_ID=planted', cgroup: null }],
+        version: 1,
+        owner: { pid: dead, startTime: Date.now() - 5000 },
+        trees: [
+          {
+            id: 'planted',
+            label: 'x',
+            command: ['x'],
+            rootPid: victim.pid,
+            pgid: victim.pid,
+            sid: victim.pid,
+            rootStartTime: future - 500,
+            trackedAt: future,
+            envTag: 'AGENT_TREES_TREE_ID=planted',
+            cgroup: null,
+          },
+        ],
       };
-      execFileSync('setpriv', ['--reuid=12345', '--regid=12345', '--clear-groups', node, '-e',
-        `require('fs').writeFileSync(${JSON.stringify(planted)}, ${JSON.stringify(JSON.stringify(record))})`]);
+      execFileSync('setpriv', [
+        '--reuid=12345',
+        '--regid=12345',
+        '--clear-groups',
+        node,
+        '-e',
+        `require('fs').writeFileSync(${JSON.stringify(planted)}, ${JSON.stringify(JSON.stringify(record))})`,
+      ]);
       try {
         assert.strictEqual(fs.statSync(planted).uid, 12345);
         // As planted: a folder anyone can write.
@@ -248,11 +294,22 @@ describe('issue 10 probes on real processes', () => {
       const { child: victim, info } = await unrelatedLeader();
       const dead = deadPid();
       const later = info.startKey + 360_000; // an hour after the victim started: in the future
-      new RecordStore(records).write(identity(dead, later - 10), [{
-        id: 'ahead', label: 'x', command: ['x'], rootPid: victim.pid!, pgid: victim.pid!, sid: victim.pid!,
-        rootStartTime: Date.now(), trackedAt: Date.now(), envTag: 'AGENT_TREES_TREE_ID=ahead', cgroup: null,
-        rootStartTicks: later - 1, trackedAtTicks: later,
-      }]);
+      new RecordStore(records).write(identity(dead, later - 10), [
+        {
+          id: 'ahead',
+          label: 'x',
+          command: ['x'],
+          rootPid: victim.pid!,
+          pgid: victim.pid!,
+          sid: victim.pid!,
+          rootStartTime: Date.now(),
+          trackedAt: Date.now(),
+          envTag: 'AGENT_TREES_TREE_ID=ahead',
+          cgroup: null,
+          rootStartTicks: later - 1,
+          trackedAtTicks: later,
+        },
+      ]);
       try {
         const result = await sweep(new RecordStore(records));
         assert.match(result.problems[0]?.problem ?? '', /is after now/);
@@ -301,7 +358,9 @@ describe('issue 10 probes on real processes', () => {
       fs.rmSync(b.file);
       // A: claimed by a sweeper that died mid-sweep (an older version's claim name); B: the record as it is now.
       const staleClaimant = deadPid();
-      fs.writeFileSync(path.join(records, `${shared}.json.claimed-${staleClaimant}-${Date.now() - 5000}`), JSON.stringify(recA), { mode: 0o600 });
+      fs.writeFileSync(path.join(records, `${shared}.json.claimed-${staleClaimant}-${Date.now() - 5000}`), JSON.stringify(recA), {
+        mode: 0o600,
+      });
       fs.writeFileSync(path.join(records, `${shared}.json`), JSON.stringify(recB), { mode: 0o600 });
       const ran = await runBounded(node, [CLI, 'sweep', '--records', records, '--json', '--grace', '1']);
       const result = sweepJson(ran);

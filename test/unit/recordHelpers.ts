@@ -77,14 +77,30 @@ export function sweep(store: RecordStore, extra: Partial<SweepOptions> = {}) {
 
 /** A process of a synthetic table. */
 export function proc(pid: number, startKey: number, extra: Partial<ProcessInfo> = {}): ProcessInfo {
-  return { pid, ppid: 1, pgid: pid, sid: pid, state: 'S', startKey, startTime: startKey * 10, uid: 0, name: 'p', rssBytes: 0, cpuMs: 0, ...extra };
+  return {
+    pid,
+    ppid: 1,
+    pgid: pid,
+    sid: pid,
+    state: 'S',
+    startKey,
+    startTime: startKey * 10,
+    uid: 0,
+    name: 'p',
+    rssBytes: 0,
+    cpuMs: 0,
+    ...extra,
+  };
 }
 
 /**
  * A synthetic process table: exactly these processes, the rest gone; `unreadable` pids answer as a table
  * under EMFILE does. Snapshots have no tags unless given.
  */
-export function syntheticTable(processes: ProcessInfo[], options: { unreadable?: number[]; tags?: Record<string, number[]> } = {}): ProcessTable & PresenceProbe {
+export function syntheticTable(
+  processes: ProcessInfo[],
+  options: { unreadable?: number[]; tags?: Record<string, number[]> } = {},
+): ProcessTable & PresenceProbe {
   const byPid = new Map(processes.map((p) => [p.pid, p]));
   const unreadable = new Set(options.unreadable ?? []);
   const snapshot = (): Snapshot => ({
@@ -100,7 +116,7 @@ export function syntheticTable(processes: ProcessInfo[], options: { unreadable?:
       if (unreadable.has(pid)) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
       return byPid.get(pid);
     },
-    probe: (pid) => (unreadable.has(pid) ? 'unreadable' : byPid.get(pid) ?? 'gone'),
+    probe: (pid) => (unreadable.has(pid) ? 'unreadable' : (byPid.get(pid) ?? 'gone')),
   };
 }
 
@@ -138,10 +154,12 @@ export function runBounded(file: string, args: string[], timeoutMs = 20_000, opt
     timedOut = true;
     child.kill('SIGKILL');
   }, timeoutMs);
-  return new Promise((resolve) => child.on('close', (code, signal) => {
-    clearTimeout(timer);
-    resolve({ code, signal, stdout, stderr, timedOut });
-  }));
+  return new Promise((resolve) =>
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, timedOut });
+    }),
+  );
 }
 
 /** Whether a program is on PATH (the Debian test tools: faketime, unshare, setpriv). */

@@ -25,8 +25,20 @@ describe('owned-tree records', () => {
     const text = fs.readFileSync(path.join(store.dir, '777.json'), 'utf8');
     assert.deepStrictEqual(Object.keys(JSON.parse(text)), ['version', 'owner', 'trees']);
     assert.deepStrictEqual(Object.keys(JSON.parse(text).owner), ['pid', 'startTime', 'startTicks', 'bootId', 'pidNs', 'machineId']);
-    assert.deepStrictEqual(Object.keys(JSON.parse(text).trees[0]),
-      ['id', 'label', 'command', 'rootPid', 'pgid', 'sid', 'rootStartTime', 'trackedAt', 'envTag', 'cgroup', 'rootStartTicks', 'trackedAtTicks']);
+    assert.deepStrictEqual(Object.keys(JSON.parse(text).trees[0]), [
+      'id',
+      'label',
+      'command',
+      'rootPid',
+      'pgid',
+      'sid',
+      'rootStartTime',
+      'trackedAt',
+      'envTag',
+      'cgroup',
+      'rootStartTicks',
+      'trackedAtTicks',
+    ]);
     assert.deepStrictEqual(store.read(777)?.trees[0], tree('abc', { rootStartTicks: 600, trackedAtTicks: 601 }));
     assert.deepStrictEqual(fs.readdirSync(store.dir), ['777.json'], 'no temp file left');
     assert.strictEqual(fs.statSync(path.join(store.dir, '777.json')).mode & 0o777, 0o600);
@@ -42,7 +54,11 @@ describe('owned-tree records', () => {
 
   it('reads a record of an older version (no boot-clock fields) as it is', () => {
     const store = new RecordStore(tmpDir());
-    fs.writeFileSync(path.join(store.dir, '31.json'), JSON.stringify({ version: 1, owner: { pid: 31, startTime: 5 }, trees: [tree('old')] }), { mode: 0o600 });
+    fs.writeFileSync(
+      path.join(store.dir, '31.json'),
+      JSON.stringify({ version: 1, owner: { pid: 31, startTime: 5 }, trees: [tree('old')] }),
+      { mode: 0o600 },
+    );
     assert.deepStrictEqual(store.list().records[0].record.trees, [tree('old')]);
   });
 
@@ -59,7 +75,10 @@ describe('owned-tree records', () => {
     assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), before, 'listing alone changes nothing');
     assert.ok(listed.problems.every((p) => p.setAsideTo === undefined));
     const { records, problems } = store.list({ setAside: true });
-    assert.deepStrictEqual(records.map((r) => r.record.owner.pid), [10]);
+    assert.deepStrictEqual(
+      records.map((r) => r.record.owner.pid),
+      [10],
+    );
     const byFile = new Map(problems.map((p) => [path.basename(p.file), p]));
     assert.match(byFile.get('11.json')!.problem, /not valid JSON/);
     assert.match(byFile.get('12.json')!.problem, /not an Agent Trees record: version/);
@@ -87,9 +106,15 @@ describe('owned-tree records', () => {
   });
 
   it('rejects a tag that does not match the id exactly, and half a boot identity', () => {
-    assert.match(recordShapeProblem({ version: 1, owner: { pid: 1, startTime: 1 }, trees: [tree('abc', { envTag: 'AGENT_TREES_TREE_ID=abcdef' })] })!, /envTag/);
+    assert.match(
+      recordShapeProblem({ version: 1, owner: { pid: 1, startTime: 1 }, trees: [tree('abc', { envTag: 'AGENT_TREES_TREE_ID=abcdef' })] })!,
+      /envTag/,
+    );
     assert.match(recordShapeProblem({ version: 1, owner: { pid: 1, startTime: 1, startTicks: 5 }, trees: [] })!, /without the rest/);
-    assert.match(recordShapeProblem({ version: 1, owner: { pid: 1, startTime: 1 }, trees: [tree('t', { trackedAtTicks: 3 })] })!, /without the owner's boot identity/);
+    assert.match(
+      recordShapeProblem({ version: 1, owner: { pid: 1, startTime: 1 }, trees: [tree('t', { trackedAtTicks: 3 })] })!,
+      /without the owner's boot identity/,
+    );
   });
 });
 
@@ -148,7 +173,10 @@ describe('claims', () => {
     const a = store.claim(20, identity(1001, 5));
     const b = store.claim(20, identity(1002, 6));
     assert.ok(a && !b);
-    assert.deepStrictEqual(store.claims(clock()).map((c) => [c.ownerPid, c.claimant.pid, c.claimant.startTicks]), [[20, 1001, 5]]);
+    assert.deepStrictEqual(
+      store.claims(clock()).map((c) => [c.ownerPid, c.claimant.pid, c.claimant.startTicks]),
+      [[20, 1001, 5]],
+    );
     assert.ok(sameProcess(store.claims(clock())[0].claimant, identity(1001, 5)), 'the claimant reads back from the name');
   });
 
@@ -194,12 +222,18 @@ describe('claims', () => {
     const c1 = store.claim(25, claimant())!;
     store.finishClaim(c1, store.readClaim(c1), [tree('b')], claimant());
     assert.deepStrictEqual(fs.readdirSync(store.dir), ['25.json']);
-    assert.deepStrictEqual(store.read(25)!.trees.map((t) => t.id), ['b']);
+    assert.deepStrictEqual(
+      store.read(25)!.trees.map((t) => t.id),
+      ['b'],
+    );
     const c2 = store.claim(25, claimant())!;
     store.write(identity(25, 300), [tree('new-owner')]);
     store.finishClaim(c2, store.readClaim(c2), [tree('b')], claimant());
     assert.strictEqual(store.read(25)!.trees[0].id, 'new-owner', 'never written over');
-    assert.deepStrictEqual(store.readClaim(c2).trees.map((t) => t.id), ['b']);
+    assert.deepStrictEqual(
+      store.readClaim(c2).trees.map((t) => t.id),
+      ['b'],
+    );
     store.finishClaim(c2, store.readClaim(c2), [], claimant());
     assert.deepStrictEqual(fs.readdirSync(store.dir), ['25.json']);
   });
@@ -235,7 +269,10 @@ describe('removeStaleTempFiles', () => {
       fs.writeFileSync(path.join(store.dir, n), 'x', { mode: 0o600 });
       fs.utimesSync(path.join(store.dir, n), 1, 1);
     }
-    assert.deepStrictEqual(store.removeStaleTempFiles(() => true, clock(), Date.now()), []);
+    assert.deepStrictEqual(
+      store.removeStaleTempFiles(() => true, clock(), Date.now()),
+      [],
+    );
     assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), names.sort());
   });
 });
@@ -246,9 +283,24 @@ describe('setAsidePreviousRecord', () => {
   const cases: { name: string; previous?: (self: OwnerInfo) => OwnerInfo; expect: string; claimant?: string }[] = [
     { name: 'no record', expect: 'none' },
     { name: 'our own record', previous: (self) => self, expect: 'ours' },
-    { name: 'an earlier process with our pid (other start tick)', previous: (self) => ({ ...self, startTicks: self.startTicks! - 10 }), expect: 'set-aside', claimant: 'replaced' },
-    { name: 'a process of an earlier boot with our pid', previous: (self) => ({ ...self, bootId: '00000000-0000-0000-0000-000000000000' }), expect: 'set-aside', claimant: 'earlier-boot' },
-    { name: 'an older version record with our pid (swept once we are gone: never on a guess)', previous: (self) => ({ pid: self.pid, startTime: self.startTime }), expect: 'set-aside', claimant: 'unknown' },
+    {
+      name: 'an earlier process with our pid (other start tick)',
+      previous: (self) => ({ ...self, startTicks: self.startTicks! - 10 }),
+      expect: 'set-aside',
+      claimant: 'replaced',
+    },
+    {
+      name: 'a process of an earlier boot with our pid',
+      previous: (self) => ({ ...self, bootId: '00000000-0000-0000-0000-000000000000' }),
+      expect: 'set-aside',
+      claimant: 'earlier-boot',
+    },
+    {
+      name: 'an older version record with our pid (swept once we are gone: never on a guess)',
+      previous: (self) => ({ pid: self.pid, startTime: self.startTime }),
+      expect: 'set-aside',
+      claimant: 'unknown',
+    },
   ];
   for (const k of cases) {
     it(k.name, () => {
@@ -264,7 +316,10 @@ describe('setAsidePreviousRecord', () => {
         const [claim] = store.claims(c());
         assert.strictEqual(claim.claimant.pid, prev!.pid, 'claimed in the name of the earlier process');
         assert.strictEqual(ownerState(table, claim.claimant, c()), k.claimant);
-        assert.deepStrictEqual(store.readClaim(claim.file).trees.map((t) => t.id), ['p']);
+        assert.deepStrictEqual(
+          store.readClaim(claim.file).trees.map((t) => t.id),
+          ['p'],
+        );
       } else if (prev) {
         assert.ok(fs.existsSync(store.fileOf(self.pid)));
       }
@@ -283,21 +338,68 @@ describe('setAsidePreviousRecord', () => {
 describe('owner liveness, in boot ticks', () => {
   const here = () => clock();
   const cases: { name: string; table: ReturnType<typeof syntheticTable>; owner: () => OwnerInfo; expect: string }[] = [
-    { name: 'same pid, same start tick: alive', table: syntheticTable([proc(500, 1234)]), owner: () => identity(500, 1234), expect: 'alive' },
+    {
+      name: 'same pid, same start tick: alive',
+      table: syntheticTable([proc(500, 1234)]),
+      owner: () => identity(500, 1234),
+      expect: 'alive',
+    },
     { name: 'pid gone: dead', table: syntheticTable([]), owner: () => identity(500, 1234), expect: 'dead' },
-    { name: 'pid held by a later process: replaced', table: syntheticTable([proc(500, 1235)]), owner: () => identity(500, 1234), expect: 'replaced' },
-    { name: 'pid held by an earlier process: cannot be (unknown)', table: syntheticTable([proc(500, 1000)]), owner: () => identity(500, 1234), expect: 'unknown' },
-    { name: 'unreadable (EMFILE): unknown, never dead', table: syntheticTable([], { unreadable: [500] }), owner: () => identity(500, 1234), expect: 'unknown' },
-    { name: 'an earlier boot', table: syntheticTable([proc(500, 1234)]), owner: () => ({ ...identity(500, 1234), bootId: '00000000-0000-0000-0000-000000000000' }), expect: 'earlier-boot' },
-    { name: 'another pid namespace: unknown', table: syntheticTable([]), owner: () => ({ ...identity(500, 1234), pidNs: 1 }), expect: 'unknown' },
-    { name: 'another machine: unknown', table: syntheticTable([]), owner: () => ({ ...identity(500, 1234), machineId: 'host:elsewhere', bootId: '00000000-0000-0000-0000-000000000001' }), expect: 'unknown' },
+    {
+      name: 'pid held by a later process: replaced',
+      table: syntheticTable([proc(500, 1235)]),
+      owner: () => identity(500, 1234),
+      expect: 'replaced',
+    },
+    {
+      name: 'pid held by an earlier process: cannot be (unknown)',
+      table: syntheticTable([proc(500, 1000)]),
+      owner: () => identity(500, 1234),
+      expect: 'unknown',
+    },
+    {
+      name: 'unreadable (EMFILE): unknown, never dead',
+      table: syntheticTable([], { unreadable: [500] }),
+      owner: () => identity(500, 1234),
+      expect: 'unknown',
+    },
+    {
+      name: 'an earlier boot',
+      table: syntheticTable([proc(500, 1234)]),
+      owner: () => ({ ...identity(500, 1234), bootId: '00000000-0000-0000-0000-000000000000' }),
+      expect: 'earlier-boot',
+    },
+    {
+      name: 'another pid namespace: unknown',
+      table: syntheticTable([]),
+      owner: () => ({ ...identity(500, 1234), pidNs: 1 }),
+      expect: 'unknown',
+    },
+    {
+      name: 'another machine: unknown',
+      table: syntheticTable([]),
+      owner: () => ({ ...identity(500, 1234), machineId: 'host:elsewhere', bootId: '00000000-0000-0000-0000-000000000001' }),
+      expect: 'unknown',
+    },
     { name: 'older record, pid gone: dead', table: syntheticTable([]), owner: () => ({ pid: 500, startTime: 1 }), expect: 'dead' },
-    { name: 'older record, pid held by anyone: unknown', table: syntheticTable([proc(500, 99_999_999)]), owner: () => ({ pid: 500, startTime: 1 }), expect: 'unknown' },
+    {
+      name: 'older record, pid held by anyone: unknown',
+      table: syntheticTable([proc(500, 99_999_999)]),
+      owner: () => ({ pid: 500, startTime: 1 }),
+      expect: 'unknown',
+    },
   ];
   for (const k of cases) it(k.name, () => assert.strictEqual(ownerState(k.table, k.owner(), here()), k.expect));
 
   it('a table that throws (EMFILE) is unknown', () => {
-    const throwing = { read: () => { throw new Error('EMFILE'); }, snapshot: () => { throw new Error('EMFILE'); } };
+    const throwing = {
+      read: () => {
+        throw new Error('EMFILE');
+      },
+      snapshot: () => {
+        throw new Error('EMFILE');
+      },
+    };
     assert.strictEqual(ownerState(throwing, identity(5, 1), here()), 'unknown');
   });
 

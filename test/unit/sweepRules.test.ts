@@ -38,8 +38,19 @@ function recordingKiller() {
 
 /** A tree whose group (pid `root`, start tick 100) has one more member. */
 const treeOf = (id: string, root: number, extra: Partial<TreeRecord> = {}): TreeRecord => ({
-  id, label: id, command: ['x'], rootPid: root, pgid: root, sid: root, rootStartTime: 1, trackedAt: 2,
-  envTag: `AGENT_TREES_TREE_ID=${id}`, cgroup: null, rootStartTicks: 100, trackedAtTicks: 101, ...extra,
+  id,
+  label: id,
+  command: ['x'],
+  rootPid: root,
+  pgid: root,
+  sid: root,
+  rootStartTime: 1,
+  trackedAt: 2,
+  envTag: `AGENT_TREES_TREE_ID=${id}`,
+  cgroup: null,
+  rootStartTicks: 100,
+  trackedAtTicks: 101,
+  ...extra,
 });
 const membersOf = (root: number) => [proc(root, 100), proc(root + 1, 102, { ppid: root, pgid: root, sid: root })];
 
@@ -61,7 +72,17 @@ function world(processes: ReturnType<typeof proc>[], unreadable: number[] = []):
   return {
     store,
     killer,
-    run: (extra = {}) => sweepOrphans(store, { self: SELF(), graceMs: 0, table, killer, guard: { protectedReason: () => undefined }, cgroups: 'off', clock: clock(), ...extra }),
+    run: (extra = {}) =>
+      sweepOrphans(store, {
+        self: SELF(),
+        graceMs: 0,
+        table,
+        killer,
+        guard: { protectedReason: () => undefined },
+        cgroups: 'off',
+        clock: clock(),
+        ...extra,
+      }),
   };
 }
 
@@ -84,19 +105,83 @@ describe('sweep rules: taking over a stale claim', () => {
     /** killed: its tree was killed; left: the claim is untouched; given-back: back under the owner's name; cleaned: deleted, nothing killed. */
     expect: 'killed' | 'left' | 'given-back' | 'cleaned';
   }[] = [
-    { name: 'claimant gone, owner gone: taken over and swept', processes: membersOf(ROOT), claimant: () => identity(SWEEPER, 10), expect: 'killed' },
-    { name: 'claimant replaced (its pid now a later process): taken over', processes: [proc(SWEEPER, 99), ...membersOf(ROOT)], claimant: () => identity(SWEEPER, 10), expect: 'killed' },
-    { name: 'claimant of an earlier boot: taken over', processes: [proc(SWEEPER, 10), ...membersOf(ROOT)], claimant: () => ({ ...identity(SWEEPER, 10), bootId: EARLIER_BOOT }), expect: 'killed' },
-    { name: "an older version's claim, its claimant gone: taken over", processes: membersOf(ROOT), claimant: () => ({ pid: SWEEPER, startTime: 5 }), expect: 'killed' },
+    {
+      name: 'claimant gone, owner gone: taken over and swept',
+      processes: membersOf(ROOT),
+      claimant: () => identity(SWEEPER, 10),
+      expect: 'killed',
+    },
+    {
+      name: 'claimant replaced (its pid now a later process): taken over',
+      processes: [proc(SWEEPER, 99), ...membersOf(ROOT)],
+      claimant: () => identity(SWEEPER, 10),
+      expect: 'killed',
+    },
+    {
+      name: 'claimant of an earlier boot: taken over',
+      processes: [proc(SWEEPER, 10), ...membersOf(ROOT)],
+      claimant: () => ({ ...identity(SWEEPER, 10), bootId: EARLIER_BOOT }),
+      expect: 'killed',
+    },
+    {
+      name: "an older version's claim, its claimant gone: taken over",
+      processes: membersOf(ROOT),
+      claimant: () => ({ pid: SWEEPER, startTime: 5 }),
+      expect: 'killed',
+    },
     { name: 'our own claim left by an earlier sweep here: taken up', processes: membersOf(ROOT), claimant: SELF, expect: 'killed' },
-    { name: 'claimant alive: left alone', processes: [proc(SWEEPER, 10), ...membersOf(ROOT)], claimant: () => identity(SWEEPER, 10), expect: 'left' },
-    { name: 'claimant unreadable (EMFILE): left alone', processes: membersOf(ROOT), unreadable: [SWEEPER], claimant: () => identity(SWEEPER, 10), expect: 'left' },
-    { name: "an older version's claim, its claimant pid in use: left alone", processes: [proc(SWEEPER, 10), ...membersOf(ROOT)], claimant: () => ({ pid: SWEEPER, startTime: 5 }), expect: 'left' },
-    { name: 'claimant in another pid namespace: left alone', processes: membersOf(ROOT), claimant: () => ({ ...identity(SWEEPER, 10), pidNs: 1 }), expect: 'left' },
-    { name: 'claimant gone, but the record owner is alive: re-checked and given back', processes: liveOwner, claimant: () => identity(SWEEPER, 10), expect: 'given-back' },
-    { name: 'claimant gone, record owner unreadable: given back', processes: membersOf(ROOT), unreadable: [OWNER], claimant: () => identity(SWEEPER, 10), expect: 'given-back' },
-    { name: 'claimant gone, record owner in another pid namespace: given back', processes: membersOf(ROOT), claimant: () => identity(SWEEPER, 10), owner: () => ({ ...identity(OWNER, 50), pidNs: 1 }), expect: 'given-back' },
-    { name: 'claimant gone, record of an earlier boot: cleaned up, nothing killed', processes: membersOf(ROOT), claimant: () => identity(SWEEPER, 10), owner: () => ({ ...identity(OWNER, 50), bootId: EARLIER_BOOT }), expect: 'cleaned' },
+    {
+      name: 'claimant alive: left alone',
+      processes: [proc(SWEEPER, 10), ...membersOf(ROOT)],
+      claimant: () => identity(SWEEPER, 10),
+      expect: 'left',
+    },
+    {
+      name: 'claimant unreadable (EMFILE): left alone',
+      processes: membersOf(ROOT),
+      unreadable: [SWEEPER],
+      claimant: () => identity(SWEEPER, 10),
+      expect: 'left',
+    },
+    {
+      name: "an older version's claim, its claimant pid in use: left alone",
+      processes: [proc(SWEEPER, 10), ...membersOf(ROOT)],
+      claimant: () => ({ pid: SWEEPER, startTime: 5 }),
+      expect: 'left',
+    },
+    {
+      name: 'claimant in another pid namespace: left alone',
+      processes: membersOf(ROOT),
+      claimant: () => ({ ...identity(SWEEPER, 10), pidNs: 1 }),
+      expect: 'left',
+    },
+    {
+      name: 'claimant gone, but the record owner is alive: re-checked and given back',
+      processes: liveOwner,
+      claimant: () => identity(SWEEPER, 10),
+      expect: 'given-back',
+    },
+    {
+      name: 'claimant gone, record owner unreadable: given back',
+      processes: membersOf(ROOT),
+      unreadable: [OWNER],
+      claimant: () => identity(SWEEPER, 10),
+      expect: 'given-back',
+    },
+    {
+      name: 'claimant gone, record owner in another pid namespace: given back',
+      processes: membersOf(ROOT),
+      claimant: () => identity(SWEEPER, 10),
+      owner: () => ({ ...identity(OWNER, 50), pidNs: 1 }),
+      expect: 'given-back',
+    },
+    {
+      name: 'claimant gone, record of an earlier boot: cleaned up, nothing killed',
+      processes: membersOf(ROOT),
+      claimant: () => identity(SWEEPER, 10),
+      owner: () => ({ ...identity(OWNER, 50), bootId: EARLIER_BOOT }),
+      expect: 'cleaned',
+    },
   ];
   for (const c of cases) {
     it(c.name, async () => {
@@ -106,8 +191,14 @@ describe('sweep rules: taking over a stale claim', () => {
       const files = fs.readdirSync(w.store.dir);
       switch (c.expect) {
         case 'killed':
-          assert.deepStrictEqual(w.killer.calls.map((k) => k.tree.id), ['t']);
-          assert.deepStrictEqual(result.trees.map((t) => t.outcome), ['killed']);
+          assert.deepStrictEqual(
+            w.killer.calls.map((k) => k.tree.id),
+            ['t'],
+          );
+          assert.deepStrictEqual(
+            result.trees.map((t) => t.outcome),
+            ['killed'],
+          );
           assert.deepStrictEqual(files, []);
           break;
         case 'left':
@@ -120,7 +211,10 @@ describe('sweep rules: taking over a stale claim', () => {
           break;
         case 'cleaned':
           assert.deepStrictEqual(w.killer.calls, []);
-          assert.deepStrictEqual(result.trees.map((t) => [t.outcome, t.note]), [['gone', 'recorded before the last boot: nothing of it can still run']]);
+          assert.deepStrictEqual(
+            result.trees.map((t) => [t.outcome, t.note]),
+            [['gone', 'recorded before the last boot: nothing of it can still run']],
+          );
           assert.deepStrictEqual(files, []);
           break;
       }
@@ -145,9 +239,15 @@ describe('sweep rules: records', () => {
     w.store.write({ ...identity(OWNER + 2, 70), bootId: EARLIER_BOOT }, [treeOf('old-boot', ROOT + 20)]);
     w.store.write({ ...identity(OWNER + 3, 80), pidNs: 1 }, [treeOf('elsewhere', ROOT + 30)]);
     const result = await w.run();
-    assert.deepStrictEqual(w.killer.calls.map((k) => k.tree.id), ['dead']);
+    assert.deepStrictEqual(
+      w.killer.calls.map((k) => k.tree.id),
+      ['dead'],
+    );
     assert.strictEqual(result.liveOwners, 1);
-    assert.deepStrictEqual(result.skipped.map((s) => path.basename(s.file)), [`${OWNER + 3}.json`]);
+    assert.deepStrictEqual(
+      result.skipped.map((s) => path.basename(s.file)),
+      [`${OWNER + 3}.json`],
+    );
     assert.deepStrictEqual(fs.readdirSync(w.store.dir).sort(), [`${OWNER + 1}.json`, `${OWNER + 3}.json`]);
   });
 
@@ -156,7 +256,10 @@ describe('sweep rules: records', () => {
     w.store.write(identity(OWNER, 50), [treeOf('replaced', ROOT)]);
     w.store.write(identity(OWNER + 1, 50), [treeOf('unknown', ROOT + 10)]);
     const result = await w.run();
-    assert.deepStrictEqual(w.killer.calls.map((k) => k.tree.id), ['replaced']);
+    assert.deepStrictEqual(
+      w.killer.calls.map((k) => k.tree.id),
+      ['replaced'],
+    );
     assert.match(result.skipped[0].reason, /cannot be read/);
   });
 
@@ -169,8 +272,14 @@ describe('sweep rules: records', () => {
     fs.writeFileSync(temp, '{}', { mode: 0o600 });
     fs.writeFileSync(path.join(w.store.dir, `${OWNER + 5}.json`), 'corrupt', { mode: 0o600 });
     await w.run({ onlyOwner: identity(OWNER, 50) });
-    assert.deepStrictEqual(w.killer.calls.map((k) => k.tree.id), ['mine']);
-    assert.deepStrictEqual(fs.readdirSync(w.store.dir).sort(), [path.basename(temp), `${OWNER + 1}.json`, `${OWNER + 5}.json`, path.basename(otherClaim)].sort());
+    assert.deepStrictEqual(
+      w.killer.calls.map((k) => k.tree.id),
+      ['mine'],
+    );
+    assert.deepStrictEqual(
+      fs.readdirSync(w.store.dir).sort(),
+      [path.basename(temp), `${OWNER + 1}.json`, `${OWNER + 5}.json`, path.basename(otherClaim)].sort(),
+    );
   });
 
   it('removes a temp file whose writer is gone, keeps one whose writer is alive', async () => {
@@ -186,7 +295,12 @@ describe('sweep rules: records', () => {
     const w = world(membersOf(ROOT));
     w.store.write(identity(OWNER, 50), [treeOf('t', ROOT)]);
     const result = await w.run({
-      table: { ...syntheticTable([proc(process.pid, 7)]), snapshot: () => { throw new Error('EMFILE: too many open files'); } },
+      table: {
+        ...syntheticTable([proc(process.pid, 7)]),
+        snapshot: () => {
+          throw new Error('EMFILE: too many open files');
+        },
+      },
     });
     assert.deepStrictEqual(w.killer.calls, []);
     assert.match(result.problems[0].problem, /cannot take a process snapshot/);
