@@ -10,7 +10,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ChildProcess, execFileSync, spawn } from 'child_process';
-import { envValue } from '../src/proc/processTable';
+import type * as Processes from '../test/support/processes';
 
 export const REPO = path.resolve(__dirname, '..', '..');
 export const MARKER = 'AGENT_TREES_BENCH_RUN';
@@ -18,60 +18,44 @@ export const MARKER = 'AGENT_TREES_BENCH_RUN';
 export const RUN_ID = `${process.pid}-${Date.now()}`;
 process.env[MARKER] = RUN_ID;
 
-/** The real process.kill, kept before anything (the tree-kill guard) can wrap it. */
-export const realKill: typeof process.kill = process.kill.bind(process);
-
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export const nowNs = (): bigint => process.hrtime.bigint();
 export const msSince = (t0: bigint, t1: bigint = nowNs()): number => Number(t1 - t0) / 1e6;
 
 // ------------------------------------------------------------------------------------------ /proc readers
 
+/**
+ * Reading /proc and killing come from the harness-side process helper (test/support/processes.js), shared with
+ * the tests and the host runner: independent of the core on purpose, since the bench measures the core.
+ */
+// Plain JavaScript with no build step (scripts/host loads it as it is): loaded from the source tree at run time.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const processes: typeof Processes = require(path.join(REPO, 'test', 'support', 'processes.js'));
+
+/** The real process.kill, kept before anything (the tree-kill guard) can wrap it. */
+export const realKill: typeof process.kill = processes.realKill;
+
 export interface Stat {
   pid: number;
   ppid: number;
   pgid: number;
   state: string;
+  /** Start time in clock ticks after boot (the process's identity with its pid). */
   startKey: number;
 }
 
-const buf = Buffer.allocUnsafe(4096);
+const asStat = (s: Processes.ProcStat): Stat => ({ pid: s.pid, ppid: s.ppid, pgid: s.pgid, state: s.state, startKey: s.startTicks });
 
 /** /proc/<pid>/stat, or undefined when gone. */
 export function readStat(pid: number): Stat | undefined {
-  let fd: number;
-  try {
-    fd = fs.openSync(`/proc/${pid}/stat`, 'r');
-  } catch {
-    return undefined;
-  }
-  try {
-    const n = fs.readSync(fd, buf, 0, buf.length, 0);
-    const text = buf.toString('latin1', 0, n);
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { pid, state: f[0], ppid: Number(f[1]), pgid: Number(f[2]), startKey: Number(f[19]) };
-  } catch {
-    return undefined;
-  } finally {
-    fs.closeSync(fd);
-  }
+  const s = processes.readStat(pid);
+  return s && asStat(s);
 }
 
 /** Alive = present, not a zombie (Z) or dead (X), and still the same process (start key). */
-export function isAlive(pid: number, startKey?: number): boolean {
-  const s = readStat(pid);
-  if (!s || s.state === 'Z' || s.state === 'X') return false;
-  return startKey === undefined || s.startKey === startKey;
-}
+export const isAlive = (pid: number, startKey?: number): boolean => processes.isAlive(pid, startKey);
 
-export function allPids(): number[] {
-  const out: number[] = [];
-  for (const name of fs.readdirSync('/proc')) {
-    const c = name.charCodeAt(0);
-    if (c >= 48 && c <= 57) out.push(Number(name));
-  }
-  return out;
-}
+export const allPids = (): number[] => processes.allPids();
 
 /** Number of live (non-zombie) processes on the machine. */
 export function processCount(): number {
@@ -79,27 +63,10 @@ export function processCount(): number {
 }
 
 /** Value of an environment variable in a process's initial environment, or undefined. */
-export function envOf(pid: number, name: string): string | undefined {
-  let env: Buffer;
-  try {
-    env = fs.readFileSync(`/proc/${pid}/environ`);
-  } catch {
-    return undefined;
-  }
-  return envValue(env, name) ?? undefined;
-}
+export const envOf = (pid: number, name: string): string | undefined => processes.envOf(pid, name);
 
 /** Live processes whose environment has `name=value`. */
-export function processesWithEnv(name: string, value: string): Stat[] {
-  const out: Stat[] = [];
-  for (const pid of allPids()) {
-    if (pid === process.pid) continue;
-    const s = readStat(pid);
-    if (!s || s.state === 'Z' || s.state === 'X') continue;
-    if (envOf(pid, name) === value) out.push(s);
-  }
-  return out;
-}
+export const processesWithEnv = (name: string, value: string): Stat[] => processes.processesWithEnv(name, value).map(asStat);
 
 /** User + system CPU ms of this process's reaped children so far (/proc/self/stat cutime + cstime, 10 ms ticks). */
 export function childrenCpuMs(): number {
@@ -198,25 +165,9 @@ export function tmpDir(prefix = 'agent-trees-bench-'): string {
   return dir;
 }
 
-function signalQuiet(target: number, signal: NodeJS.Signals = 'SIGKILL'): boolean {
-  try {
-    realKill(target, signal);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Our own pid and our ancestors' (never signalled, whatever their environment says). */
-function protectedPids(): Set<number> {
-  const out = new Set<number>([0, 1, process.pid]);
-  let pid = process.ppid;
-  for (let i = 0; i < 1000 && pid > 1 && !out.has(pid); i++) {
-    out.add(pid);
-    pid = readStat(pid)?.ppid ?? 0;
-  }
-  return out;
-}
+/** Sends SIGKILL unless the target is protected (PID 1, us, our ancestors, our group); false when refused or gone. */
+const signalQuiet = (target: number): boolean => processes.signal(target, 'SIGKILL');
+const protectedPids = (): Set<number> => processes.protectedPids();
 
 /**
  * Processes this run started that are still alive: registered pids (same start key) and anything carrying the
