@@ -1,29 +1,49 @@
 #!/usr/bin/env bash
-# Installs the real VS Code test host into the git-ignored .tools/ folder:
+# Installs the real VS Code test hosts (scripts/host/hosts.json) into the git-ignored .tools/ folder:
 #   - Debian packages: chromium (the workbench client), libkrb5-dev (headers for code-server's
-#     kerberos addon), ripgrep (stands in for @vscode/ripgrep's GitHub download);
-#   - code-server 4.100.3 (= VS Code 1.100.3, the last line that runs on Node 20) in .tools/code-server;
+#     kerberos addon), ripgrep (stands in for @vscode/ripgrep's GitHub download in code-server 4.100.3);
+#   - per host: its Node when it is not the machine's (the npm package node-linux-<arch>@<version>,
+#     unpacked into .tools/<nodeDir>), then code-server into .tools/<dir>, built against that Node;
 #   - checks that playwright-core (a devDependency) is installed.
-# Idempotent: a second run checks versions and markers and returns in about a second.
-# Usage: bash scripts/host/install.sh [--force]   (--force reinstalls code-server)
+# Today: code-server 4.100.3 (VS Code 1.100.3) on the machine's Node 20 in .tools/code-server, and
+# code-server 4.139.1 (VS Code 1.139.1) on Node 24 in .tools/code-server-4.139.1 + .tools/node-24.
+# Idempotent: a second run checks versions and markers and returns in about a second. Two installers
+# running at once (several checkouts share one .tools) take turns on a lock.
+# Usage: bash scripts/host/install.sh [--force] [--host NAME|all]...   (default: all hosts; --force reinstalls them)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TOOLS="$ROOT/.tools"
-CS_VERSION="4.100.3"
-CS_DIR="$TOOLS/code-server"
-# code-server 4.100.3's bundled VS Code depends on @vscode/ripgrep 1.15.11, whose postinstall
-# downloads ripgrep v13.0.0-10 from GitHub unless this cache file already exists.
-RG_PKG_VERSION="1.15.11"
-RG_ASSET_VERSION="v13.0.0-10"
+HOSTS_JSON="$ROOT/scripts/host/hosts.json"
 APT_PACKAGES=(chromium libkrb5-dev ripgrep)
 FORCE=0
-[[ "${1:-}" == "--force" ]] && FORCE=1
+selected=()
+while (($#)); do
+  case "$1" in
+    --force) FORCE=1 ;;
+    --host) shift; [[ $# -gt 0 ]] || { echo "--host needs a name" >&2; exit 2; }; selected+=("$1") ;;
+    --host=*) selected+=("${1#--host=}") ;;
+    *) echo "unknown argument $1 (usage: install.sh [--force] [--host NAME|all]...)" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 log() { echo "[host-install] $*"; }
 die() { echo "[host-install] ERROR: $*" >&2; exit 1; }
 
 started=$(date +%s)
+
+# ---------------------------------------------------------------- hosts.json
+# `host_field NAME FIELD` prints one field of a host ('' when absent).
+host_field() {
+  node -e 'const [n, f] = process.argv.slice(1); const h = require(process.argv[3]).hosts.find((x) => x.name === n);
+    if (!h) { console.error(`no host named ${n} in hosts.json`); process.exit(1); }
+    const v = f.split(".").reduce((o, k) => (o == null ? undefined : o[k]), h); process.stdout.write(v == null ? "" : String(v));' \
+    "$1" "$2" "$HOSTS_JSON"
+}
+all_hosts=($(node -e 'for (const h of require(process.argv[1]).hosts) console.log(h.name)' "$HOSTS_JSON"))
+if ((${#selected[@]} == 0)) || [[ " ${selected[*]} " == *" all "* ]]; then selected=("${all_hosts[@]}"); fi
+for h in "${selected[@]}"; do host_field "$h" name >/dev/null || die "unknown host '$h' (hosts.json has: ${all_hosts[*]})"; done
 
 # ---------------------------------------------------------------- Debian packages
 is_installed() { dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null | grep -qx installed; }
@@ -59,52 +79,104 @@ fi
 [[ -x /usr/bin/chromium ]] || die "/usr/bin/chromium is missing"
 [[ -x /usr/bin/rg ]] || die "/usr/bin/rg is missing"
 
-# ---------------------------------------------------------------- code-server
-# The marker names everything the installed native addons depend on.
-want="code-server@$CS_VERSION node-abi=$(node -p process.versions.modules) arch=$(node -p process.arch)"
-marker="$CS_DIR/.installed"
-cs_bin="$CS_DIR/node_modules/code-server/out/node/entry.js"
+# ---------------------------------------------------------------- the hosts
+mkdir -p "$TOOLS"
+exec 9>"$TOOLS/.install.lock"
+if ! flock -n 9; then
+  log "another install is running in $TOOLS; waiting for it"
+  flock 9
+fi
+work="$(mktemp -d "${TMPDIR:-/tmp}/agent-trees-host-install.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+arch="$(node -p process.arch)"
+case "$arch" in
+  x64) rg_target="x86_64-unknown-linux-musl" ;;
+  arm64) rg_target="aarch64-unknown-linux-musl" ;;
+  *) die "unsupported architecture $arch" ;;
+esac
 
-if [[ $FORCE == 0 && -f "$marker" && "$(cat "$marker")" == "$want" && -f "$cs_bin" ]]; then
-  log "code-server $CS_VERSION present in ${CS_DIR#$ROOT/}"
-else
-  case "$(node -p process.arch)" in
-    x64) rg_target="x86_64-unknown-linux-musl" ;;
-    arm64) rg_target="aarch64-unknown-linux-musl" ;;
-    *) die "unsupported architecture $(node -p process.arch)" ;;
-  esac
-  log "installing code-server@$CS_VERSION into ${CS_DIR#$ROOT/} (about a minute)"
-  rm -rf "$CS_DIR"
-  mkdir -p "$CS_DIR"
-  echo '{ "name": "agent-trees-host-tools", "private": true }' >"$CS_DIR/package.json"
-  work="$(mktemp -d "${TMPDIR:-/tmp}/agent-trees-host-install.XXXXXX")"
-  trap 'rm -rf "$work"' EXIT
-  # ripgrep: Debian's rg, packed the way @vscode/ripgrep's cache expects it.
-  mkdir -p "$work/stage" "$work/tmp/vscode-ripgrep-cache-$RG_PKG_VERSION"
-  cp /usr/bin/rg "$work/stage/rg"
-  tar -C "$work/stage" -czf "$work/tmp/vscode-ripgrep-cache-$RG_PKG_VERSION/ripgrep-$RG_ASSET_VERSION-$rg_target.tar.gz" rg
+# `install_node VERSION DIR`: the npm package node-linux-<arch>@VERSION (a Node binary with its headers)
+# unpacked into DIR. A registry package like any other: no download from nodejs.org.
+install_node() {
+  local version="$1" dir="$2" want marker
+  want="node-linux-$arch@$version"
+  marker="$dir/.installed"
+  if [[ $FORCE == 0 && -f "$marker" && "$(cat "$marker")" == "$want" && -x "$dir/bin/node" ]]; then
+    log "Node $version present in ${dir#$ROOT/}"
+    return
+  fi
+  log "installing Node $version (npm package $want) into ${dir#$ROOT/}"
+  rm -rf "$dir"
+  mkdir -p "$work/node-pack" "$dir"
+  (cd "$work/node-pack" && npm pack --silent "$want" >/dev/null) || die "npm pack $want failed"
+  tar -xzf "$work/node-pack"/node-linux-"$arch"-*.tgz -C "$dir" --strip-components=1 || die "unpacking $want failed"
+  [[ "$("$dir/bin/node" --version)" == "v$version" ]] || die "$dir/bin/node --version is not v$version"
+  [[ -f "$dir/include/node/node_version.h" ]] || die "$want has no headers in include/node"
+  echo "$want" >"$marker"
+}
+
+# `install_code_server HOST`: code-server at the host's version into .tools/<dir>, run by the host's Node.
+install_code_server() {
+  local host="$1" version dir node_version node_dir node_bin want marker entry got rg_pkg rg_asset
+  version="$(host_field "$host" codeServer)"
+  dir="$TOOLS/$(host_field "$host" dir)"
+  node_version="$(host_field "$host" node)"
+  local env_node=()
+  node_bin="$(command -v node)"
+  if [[ "$node_version" != system ]]; then
+    node_dir="$TOOLS/$(host_field "$host" nodeDir)"
+    install_node "$node_version" "$node_dir"
+    node_bin="$node_dir/bin/node"
+    # Its Node first on PATH: npm (and code-server's postinstall, which checks the Node version through
+    # npm's user agent) run on it. nodedir: this machine's npmrc says /usr, Node 20's headers.
+    env_node=(PATH="$node_dir/bin:$PATH" npm_config_nodedir="$node_dir")
+  fi
+  # The marker names everything the installed native addons depend on.
+  want="code-server@$version node-abi=$("$node_bin" -p process.versions.modules) arch=$arch"
+  marker="$dir/.installed"
+  entry="$dir/node_modules/code-server/out/node/entry.js"
+  if [[ $FORCE == 0 && -f "$marker" && "$(cat "$marker")" == "$want" && -f "$entry" ]]; then
+    log "code-server $version present in ${dir#$ROOT/} (VS Code $(host_field "$host" vscode), Node $("$node_bin" --version))"
+    return
+  fi
+  log "installing code-server@$version into ${dir#$ROOT/} on Node $("$node_bin" --version) (1 to 4 minutes)"
+  rm -rf "$dir"
+  mkdir -p "$dir" "$work/tmp-$host"
+  echo '{ "name": "agent-trees-host-tools", "private": true }' >"$dir/package.json"
+  rg_pkg="$(host_field "$host" ripgrepCache.package)"
+  if [[ -n "$rg_pkg" ]]; then
+    # @vscode/ripgrep's postinstall downloads rg from GitHub unless its cache already holds the asset:
+    # Debian's rg, packed the way that cache expects it.
+    rg_asset="$(host_field "$host" ripgrepCache.asset)"
+    mkdir -p "$work/stage" "$work/tmp-$host/vscode-ripgrep-cache-$rg_pkg"
+    cp /usr/bin/rg "$work/stage/rg"
+    tar -C "$work/stage" -czf "$work/tmp-$host/vscode-ripgrep-cache-$rg_pkg/ripgrep-$rg_asset-$rg_target.tar.gz" rg
+  fi
   (
-    cd "$CS_DIR"
+    cd "$dir"
     # yes: node-pty's postinstall runs `npx node-gyp`, and this machine's npmrc says yes=false.
     # unsafe_perm: code-server's postinstall refuses to run as root otherwise.
     # dangerously_allow_all_scripts: npm 11 may block install scripts not listed in allowScripts.
-    TMPDIR="$work/tmp" \
-    npm_config_yes=true \
-    npm_config_unsafe_perm=true \
-    npm_config_dangerously_allow_all_scripts=true \
-    npm_config_audit=false \
-    npm_config_fund=false \
-    npm_config_update_notifier=false \
-      npm install --no-save --loglevel=warn "code-server@$CS_VERSION"
-  ) || die "npm install code-server@$CS_VERSION failed (see above)"
-  [[ -f "$cs_bin" ]] || die "code-server entry point missing after install: $cs_bin"
+    env "${env_node[@]}" \
+      TMPDIR="$work/tmp-$host" \
+      npm_config_yes=true \
+      npm_config_unsafe_perm=true \
+      npm_config_dangerously_allow_all_scripts=true \
+      npm_config_audit=false \
+      npm_config_fund=false \
+      npm_config_update_notifier=false \
+      npm install --no-save --loglevel=warn "code-server@$version"
+  ) || die "npm install code-server@$version failed (see above)"
+  [[ -f "$entry" ]] || die "code-server entry point missing after install: $entry"
   # --version writes a default config file: keep it inside the temp folder, not in ~/.config.
-  got="$(XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" node "$cs_bin" --version 2>/dev/null \
+  got="$(XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" "$node_bin" "$entry" --version 2>/dev/null \
     | grep -E '^[0-9]+\.[0-9]+\.[0-9]+ ' | head -1 || true)"
-  [[ "$got" == "$CS_VERSION"* ]] || die "code-server --version printed '$got', expected $CS_VERSION"
+  [[ "$got" == "$version"* ]] || die "code-server --version printed '$got', expected $version"
   echo "$want" >"$marker"
   log "code-server $got installed"
-fi
+}
+
+for h in "${selected[@]}"; do install_code_server "$h"; done
 
 # ---------------------------------------------------------------- playwright-core
 if ! (cd "$ROOT" && node -e "require.resolve('playwright-core')" 2>/dev/null); then
