@@ -26,7 +26,7 @@ export function measureActivation(runs = 3): ActivationRuns {
   const suite = path.join(REPO, 'out', 'bench', 'activationSuite.js');
   for (let i = 0; i < runs; i++) {
     const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-act-')), 'timings.json');
-    const r = spawnSync(process.execPath, [path.join(REPO, 'scripts', 'host', 'runTests.js'), '--extensionTestsPath', suite, '--env', `AGENT_TREES_ACTIVATION_OUT=${out}`, '--timeout', '120'],
+    const r = spawnSync(process.execPath, [path.join(REPO, 'scripts', 'host', 'runTests.js'), '--host', 'oldest', '--extensionTestsPath', suite, '--env', `AGENT_TREES_ACTIVATION_OUT=${out}`, '--timeout', '120'],
       { cwd: REPO, encoding: 'utf8', timeout: 180_000 });
     if (r.status !== 0 || !fs.existsSync(out)) {
       result.error = `host run ${i + 1} failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-5).join(' | ')}`;

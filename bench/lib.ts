@@ -28,8 +28,7 @@ export const msSince = (t0: bigint, t1: bigint = nowNs()): number => Number(t1 -
  * Reading /proc and killing come from the harness-side process helper (test/support/processes.js), shared with
  * the tests and the host runner: independent of the core on purpose, since the bench measures the core.
  */
-// Plain JavaScript with no build step (scripts/host loads it as it is): loaded from the source tree at run time.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript with no build step, by path
 const processes: typeof Processes = require(path.join(REPO, 'test', 'support', 'processes.js'));
 
 /** The real process.kill, kept before anything (the tree-kill guard) can wrap it. */

@@ -1,49 +1,53 @@
 #!/usr/bin/env node
 // The demo anyone can open: builds and packages the extension (npm run package), installs the .vsix
-// into a fresh code-server (VS Code 1.100.3 in the browser) bound to 127.0.0.1, opens the demo
+// into a fresh code-server of the newest host (VS Code 1.139.1 in the browser, as users run it; see
+// scripts/host/hosts.json) bound to 127.0.0.1, opens the demo
 // workspace (demo/workspace, whose settings define `demo-agent`, a fake agent that leaves helpers
 // behind, and `demo-mcp`, a fake MCP server), prints the URL and runs until Ctrl-C. Nothing it started
 // is left running afterwards: the server's process group is killed, then every process carrying the
 // run's marker variable (which includes the agents the extension started and what they left behind).
 //
 // Usage: npm run demo  [-- --port 8080] [-- --vsix agent-trees.vsix (skip packaging)]
-// The host must be installed: bash scripts/host/install.sh (npm run demo does it).
+// The host must be installed: bash scripts/host/install.sh --host newest (npm run demo does it).
 'use strict';
 
 const fs = require('fs');
 const path = require('path');
 const { spawn, spawnSync } = require('child_process');
-const lib = require('./hostLib');
+const processes = require('../../test/support/processes');
+const hosts = require('./hosts');
+const marker = require('./marker');
+const { hostEnv, startCodeServer } = require('./codeServer');
 
 const say = (msg) => process.stdout.write(`[demo] ${msg}\n`);
 
 /** Builds the production bundle and packages it (`npm run package`); returns the .vsix path. */
 function packageExtension() {
   say('packaging the extension (npm run package)');
-  const r = spawnSync('npm', ['run', '--silent', 'package'], { cwd: lib.ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
-  const vsix = path.join(lib.ROOT, 'agent-trees.vsix');
+  const r = spawnSync('npm', ['run', '--silent', 'package'], { cwd: hosts.ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  const vsix = path.join(hosts.ROOT, 'agent-trees.vsix');
   if (r.status !== 0 || !fs.existsSync(vsix)) throw new Error(`npm run package failed (exit code ${r.status})`);
   return vsix;
 }
 
 /** The folder to open: demo/workspace, whose settings find demo/agent.sh through ${workspaceFolder}. */
-const DEMO_WORKSPACE = path.join(lib.ROOT, 'demo', 'workspace');
+const DEMO_WORKSPACE = path.join(hosts.ROOT, 'demo', 'workspace');
 
-/** Installs a .vsix into `extensionsDir` with code-server's own installer (offline). */
-async function installVsix({ dirs, userDataDir, extensionsDir, vsix, marker, logFile }) {
+/** Installs a .vsix into `extensionsDir` with the host's code-server installer (offline). */
+async function installVsix({ host, dirs, userDataDir, extensionsDir, vsix, marker: runMarker, logFile }) {
   fs.mkdirSync(userDataDir, { recursive: true });
   fs.mkdirSync(extensionsDir, { recursive: true });
   const out = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, [lib.CODE_SERVER_ENTRY, '--user-data-dir', userDataDir, '--extensions-dir', extensionsDir,
+  const child = spawn(host.node, [host.entry, '--user-data-dir', userDataDir, '--extensions-dir', extensionsDir,
     '--install-extension', vsix, '--force'], {
     cwd: dirs.root,
     detached: true,
     stdio: ['ignore', out, out],
-    env: lib.cleanEnv({ TMPDIR: dirs.tmp, XDG_CONFIG_HOME: dirs.config, XDG_DATA_HOME: dirs.data, XDG_CACHE_HOME: dirs.cache, [lib.MARKER_VAR]: marker }),
+    env: hostEnv(dirs, runMarker),
   });
   const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c)));
   fs.closeSync(out);
-  await lib.killGroup(child.pid, { graceMs: 0 });
+  await processes.killGroup(child.pid, { graceMs: 0 });
   if (code !== 0) throw new Error(`installing ${vsix} failed (exit code ${code}); see ${logFile}`);
   const installed = fs.readdirSync(extensionsDir).filter((n) => n.startsWith('agent-trees.agent-trees-'));
   if (!installed.length) throw new Error(`${vsix} did not land in ${extensionsDir}`);
@@ -51,26 +55,27 @@ async function installVsix({ dirs, userDataDir, extensionsDir, vsix, marker, log
 }
 
 /**
- * Prepares a demo host: temp folders, packaged and installed extension, workspace. Shared with
- * screenshots.js. Returns { dirs, marker, userDataDir, extensionsDir, workspace }.
+ * Prepares a demo host (the newest): temp folders, packaged and installed extension, workspace. Shared with
+ * screenshots.js. Returns { host, dirs, marker, userDataDir, extensionsDir, workspace }.
  */
 async function prepareDemo({ vsix } = {}) {
-  lib.checkInstalled();
-  await lib.sweepStale(say);
+  const host = hosts.newestHost();
+  hosts.checkInstalled(host);
+  await marker.sweepStale(say);
   const vsixPath = vsix ? path.resolve(vsix) : packageExtension();
-  const marker = lib.newMarker();
-  const dirs = lib.makeRunDirs(marker, 'agent-trees-demo-');
+  const runMarker = marker.newMarker();
+  const dirs = marker.makeRunDirs(runMarker, 'agent-trees-demo-');
   const userDataDir = path.join(dirs.root, 'user-data');
   const extensionsDir = path.join(dirs.root, 'extensions');
-  const installed = await installVsix({ dirs, userDataDir, extensionsDir, vsix: vsixPath, marker, logFile: path.join(dirs.logs, 'install.log') });
-  say(`installed ${installed} from ${path.relative(lib.ROOT, vsixPath) || vsixPath}`);
-  return { dirs, marker, userDataDir, extensionsDir, workspace: DEMO_WORKSPACE };
+  const installed = await installVsix({ host, dirs, userDataDir, extensionsDir, vsix: vsixPath, marker: runMarker, logFile: path.join(dirs.logs, 'install.log') });
+  say(`installed ${installed} from ${path.relative(hosts.ROOT, vsixPath) || vsixPath} into ${host.label}`);
+  return { host, dirs, marker: runMarker, userDataDir, extensionsDir, workspace: DEMO_WORKSPACE };
 }
 
 /** Stops the server, sweeps every marked process, removes the temp folder. Returns the survivors. */
 async function teardown(demo, server) {
   if (server) await server.stop(3000).catch(() => {});
-  const { killed, survivors } = await lib.sweepMarked(lib.MARKER_VAR, demo.marker);
+  const { killed, survivors } = await processes.killWithEnv(marker.MARKER_VAR, demo.marker);
   if (killed.length) say(`killed ${killed.length} process(es) started under the demo`);
   if (survivors.length) say(`could not kill: ${survivors.join('; ')}`);
   fs.rmSync(demo.dirs.root, { recursive: true, force: true });
@@ -111,7 +116,8 @@ async function main() {
     if (stopping) return;
     const extraArgs = [];
     const logFile = path.join(demo.dirs.logs, 'code-server.log');
-    server = await lib.startCodeServer({
+    server = await startCodeServer({
+      host: demo.host,
       dirs: demo.dirs,
       userDataDir: demo.userDataDir,
       extensionsDir: demo.extensionsDir,
@@ -124,7 +130,7 @@ async function main() {
     if (stopping) return;
     server.exited.then(({ code, signal }) => stop(`code-server exited (code ${code}, signal ${signal})`, 1));
     const url = `${server.url}?folder=${encodeURIComponent(demo.workspace)}`;
-    say(`code-server ${server.pid} is serving VS Code with Agent Trees installed (log: ${logFile})`);
+    say(`code-server ${server.pid} is serving ${demo.host.label} with Agent Trees installed (log: ${logFile})`);
     say(`workspace: ${demo.workspace} (demo-agent: demo/agent.sh; demo-mcp: demo/fake-mcp-server.js)`);
     process.stdout.write(`\n  Open ${url}\n\n  Press Ctrl-C to stop; everything the demo started stops with it.\n\n`);
   } catch (e) {

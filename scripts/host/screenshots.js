@@ -16,10 +16,13 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const lib = require('./hostLib');
+const { ROOT } = require('./hosts');
+const { startCodeServer, tail } = require('./codeServer');
+const { openWorkbench } = require('./workbench');
 const { prepareDemo, teardown } = require('./demo');
 
 const say = (msg) => process.stdout.write(`[screenshots] ${msg}\n`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const SHOTS = ['agent-trees-welcome.png', 'agent-trees-launch.png', 'agent-trees-view.png', 'agent-trees-log.png'];
 const VIEWPORT = { width: 1280, height: 800 };
 const SIDEBAR_WIDTH = 560;
@@ -32,7 +35,7 @@ async function waitUntil(what, fn, timeoutMs = 20000) {
     const value = await fn().catch(() => undefined);
     if (value) return value;
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await lib.sleep(200);
+    await sleep(200);
   }
 }
 
@@ -95,13 +98,13 @@ async function setSidebarWidth(page, width) {
   await page.mouse.down();
   await page.mouse.move(x - 1 + (width - box.width), y, { steps: 10 });
   await page.mouse.up();
-  await lib.sleep(300);
+  await sleep(300);
 }
 
 /** Moves the pointer to an empty spot of the activity bar: no hover, no tooltip in the picture. */
 async function parkMouse(page) {
   await page.mouse.move(24, 560);
-  await lib.sleep(300);
+  await sleep(300);
 }
 
 /** Text of the rows of the Agent Trees view. */
@@ -119,7 +122,7 @@ async function expandView(page) {
   while (n < 10 && (await collapsed.count())) {
     await collapsed.first().click();
     n++;
-    await lib.sleep(200);
+    await sleep(200);
   }
   return n;
 }
@@ -133,7 +136,7 @@ async function waitForExtensionHost(userDataDir, timeoutMs = 60000) {
       const file = path.join(logs, session, 'exthost1', 'remoteexthost.log');
       if (fs.existsSync(file) && /_doActivateExtension agent-trees\.agent-trees/.test(fs.readFileSync(file, 'utf8'))) return true;
     }
-    await lib.sleep(250);
+    await sleep(250);
   }
   return false;
 }
@@ -142,7 +145,7 @@ async function shoot(page, outDir, name, saved) {
   const file = path.join(outDir, name);
   await page.screenshot({ path: file });
   saved.push(file);
-  say(`saved ${path.relative(lib.ROOT, file)}`);
+  say(`saved ${path.relative(ROOT, file)}`);
 }
 
 async function main() {
@@ -151,7 +154,7 @@ async function main() {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const outDir = path.resolve(opt('--out') || path.join(lib.ROOT, 'media', 'screenshots'));
+  const outDir = path.resolve(opt('--out') || path.join(ROOT, 'media', 'screenshots'));
   fs.mkdirSync(outDir, { recursive: true });
   const started = Date.now();
 
@@ -172,7 +175,8 @@ async function main() {
   const saved = [];
   try {
     demo = await prepareDemo({ vsix: opt('--vsix') });
-    server = await lib.startCodeServer({
+    server = await startCodeServer({
+      host: demo.host,
       dirs: demo.dirs,
       userDataDir: demo.userDataDir,
       extensionsDir: demo.extensionsDir,
@@ -180,7 +184,7 @@ async function main() {
       marker: demo.marker,
       logFile: path.join(demo.dirs.logs, 'code-server.log'),
     });
-    browser = await lib.openWorkbench({
+    browser = await openWorkbench({
       server,
       dirs: demo.dirs,
       folder: demo.workspace,
@@ -191,7 +195,7 @@ async function main() {
     const { page } = browser;
     await page.locator('.monaco-workbench .part.activitybar').waitFor({ state: 'visible', timeout: 60000 });
     if (!(await waitForExtensionHost(demo.userDataDir))) throw new Error('the extension was not activated within 60 s');
-    await lib.sleep(2000); // let the views settle
+    await sleep(2000); // let the views settle
 
     // The demo's agent definitions in the editor, for the pictures' sake.
     await openFile(page, '.vscode/settings.json');
@@ -203,7 +207,7 @@ async function main() {
     await clearNotifications(page);
     await page.keyboard.press('Control+1'); // focus the editor: no focus outline around the view
     await parkMouse(page);
-    await lib.sleep(1000);
+    await sleep(1000);
     await shoot(page, outDir, 'agent-trees-welcome.png', saved);
 
     // 2. Command palette > Agent Trees: Launch Agent...: the quick pick of the configured agents.
@@ -211,7 +215,7 @@ async function main() {
     await waitForQuickPick(page, 'Launch Agent');
     await quickRows(page).filter({ hasText: 'demo-mcp' }).first().waitFor({ state: 'visible', timeout: 10000 });
     await parkMouse(page);
-    await lib.sleep(500);
+    await sleep(500);
     await shoot(page, outDir, 'agent-trees-launch.png', saved);
 
     // 3. Pick demo-agent: its terminal opens, its tree fills the view, the status bar counts down.
@@ -229,7 +233,7 @@ async function main() {
       await runCommand(page, 'Terminal: Focus Terminal');
     }
     await page.locator('.part.statusbar', { hasText: 'demo-agent' }).waitFor({ state: 'visible', timeout: 10000 });
-    await lib.sleep(2500); // two more refreshes (1 s apart): CPU percentages need two samples
+    await sleep(2500); // two more refreshes (1 s apart): CPU percentages need two samples
     await clearNotifications(page);
     await parkMouse(page);
     await shoot(page, outDir, 'agent-trees-view.png', saved);
@@ -256,14 +260,14 @@ async function main() {
       return /launched demo-agent/.test(text) && /killed: ended [1-9]/.test(text) && /sweep \(command\)/.test(text);
     }, 10000);
     await parkMouse(page);
-    await lib.sleep(1000);
+    await sleep(1000);
     await shoot(page, outDir, 'agent-trees-log.png', saved);
 
     // Screenshots this script took once but no longer takes.
     for (const name of fs.readdirSync(outDir)) {
       if (/^agent-trees-.*\.png$/.test(name) && !SHOTS.includes(name)) {
         fs.rmSync(path.join(outDir, name));
-        say(`removed ${path.relative(lib.ROOT, path.join(outDir, name))} (no longer taken)`);
+        say(`removed ${path.relative(ROOT, path.join(outDir, name))} (no longer taken)`);
       }
     }
   } catch (e) {
@@ -273,7 +277,7 @@ async function main() {
       const file = path.join(os.tmpdir(), 'agent-trees-screenshots-failure.png');
       if (await browser.page.screenshot({ path: file }).then(() => true, () => false)) say(`the workbench at the failure: ${file}`);
     }
-    if (server) process.stdout.write(lib.tail(server.logFile, 30) + '\n');
+    if (server) process.stdout.write(tail(server.logFile, 30) + '\n');
   } finally {
     await cleanup();
   }

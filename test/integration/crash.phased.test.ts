@@ -3,7 +3,7 @@
 // activation's sweep, and the dead host's record gone.
 import * as assert from 'assert';
 import * as fs from 'fs';
-import { inPhase, isProcessAlive, killHostAfterResult, log, waitFor } from './harness';
+import { inPhase, killHostAfterResult, log, processes, waitFor } from './harness';
 import { allPids, api, FIXTURE, fixturePids, pidFile, readHandover, writeHandover } from './fixtures';
 
 inPhase(1, 'crash: an agent with helpers, then the extension host is SIGKILLed', () => {
@@ -25,7 +25,7 @@ inPhase(2, 'crash: the next activation sweeps what the killed host left', () => 
   it('ends every helper of the killed host and deletes its record', async function () {
     this.timeout(30_000);
     const handover = await readHandover('crash');
-    assert.ok(!isProcessAlive(handover.hostPid), 'the old host is dead');
+    assert.ok(!processes.isAlive(handover.hostPid), 'the old host is dead');
     // The activation sweep runs in the background: wait for it, without triggering one ourselves.
     assert.ok(await waitFor(() => handover.alive().length === 0, 20_000), `still alive: ${handover.alive().join(', ')}`);
     assert.ok(await waitFor(() => !fs.existsSync(handover.recordFile), 5000), `${handover.recordFile} is still there`);

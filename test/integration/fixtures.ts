@@ -5,9 +5,9 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/controller';
-import { EXTENSION_ID, isProcessAlive, procStat, waitFor } from './harness';
+import { EXTENSION_ID, processes, REPO, waitFor } from './harness';
 
-export const REPO = path.resolve(__dirname, '..', '..', '..');
+export { REPO };
 export const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');
 
 export function pidFile(): string {
@@ -26,18 +26,17 @@ export async function fixturePids(file: string): Promise<Map<string, number[]>> 
 }
 
 export const allPids = (roles: Map<string, number[]>) => [...roles.values()].flat();
-export const anyAlive = (pids: number[]) => pids.filter((p) => isProcessAlive(p));
+export const anyAlive = (pids: number[]) => pids.filter((p) => processes.isAlive(p));
 
 export async function api(): Promise<AgentTreesApi> {
   return vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!.activate();
 }
 
-
 /** What a phase leaves for the next one to check: this host, its record file, and its processes. */
 export interface HostHandover {
   hostPid: number;
   recordFile: string;
-  helpers: { pid: number; startTicks: string }[];
+  helpers: { pid: number; startTicks: number }[];
 }
 
 function handoverFile(trees: AgentTreesApi, name: string): string {
@@ -50,7 +49,7 @@ export async function writeHandover(name: string, pids: number[]): Promise<HostH
   const handover: HostHandover = {
     hostPid: process.pid,
     recordFile: path.join(trees.recordsDir, `${process.pid}.json`),
-    helpers: pids.map((pid) => ({ pid, startTicks: procStat(pid)!.startTicks })),
+    helpers: pids.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),
   };
   assert.ok(fs.existsSync(handover.recordFile), 'this host records its trees');
   fs.writeFileSync(handoverFile(trees, name), JSON.stringify(handover));
@@ -60,5 +59,5 @@ export async function writeHandover(name: string, pids: number[]): Promise<HostH
 export async function readHandover(name: string): Promise<HostHandover & { alive(): number[] }> {
   const handover: HostHandover = JSON.parse(fs.readFileSync(handoverFile(await api(), name), 'utf8'));
   assert.notStrictEqual(process.pid, handover.hostPid, 'a new extension host');
-  return { ...handover, alive: () => handover.helpers.filter((h) => isProcessAlive(h.pid, h.startTicks)).map((h) => h.pid) };
+  return { ...handover, alive: () => handover.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid) };
 }

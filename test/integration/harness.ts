@@ -1,7 +1,20 @@
 // Helpers shared by the integration suite (index.ts) and its tests: the test phase this extension host
-// runs in, phase-only test blocks, and the request to SIGKILL this extension host once the result is written.
+// runs in, phase-only test blocks, the request to SIGKILL this extension host once the result is written,
+// and the harness-side process helper.
 import * as fs from 'fs';
+import * as path from 'path';
 import * as util from 'util';
+import type * as Processes from '../support/processes';
+
+/** The repository (this file runs as out/test/integration/harness.js). */
+export const REPO = path.resolve(__dirname, '..', '..', '..');
+
+/**
+ * Reading /proc and killing by pid + start time, independent of the extension's core on purpose (the tests
+ * check the core). Plain JavaScript shared with scripts/host, loaded from the source tree.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript with no build step, by path
+export const processes: typeof Processes = require(path.join(REPO, 'test', 'support', 'processes.js'));
 
 /** Environment variable naming the file the suite writes its result to (set by the runner). */
 export const RESULT_FILE_VAR = 'AGENT_TREES_TEST_RESULT';
@@ -71,24 +84,6 @@ export function isReloadRequested(): boolean {
 /** Whether a test called killHostAfterResult(). */
 export function isHostKillRequested(): boolean {
   return killRequested;
-}
-
-/** State field of /proc/<pid>/stat and the process start time (clock ticks), or undefined if gone. */
-export function procStat(pid: number): { state: string; ppid: number; startTicks: string } | undefined {
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { state: f[0], ppid: Number(f[1]), startTicks: f[19] };
-  } catch {
-    return undefined;
-  }
-}
-
-/** True while `pid` runs and (if given) still started at `startTicks`; zombies count as dead. */
-export function isProcessAlive(pid: number, startTicks?: string): boolean {
-  const st = procStat(pid);
-  if (!st || st.state === 'Z' || st.state === 'X') return false;
-  return startTicks === undefined || st.startTicks === startTicks;
 }
 
 /** Polls `predicate` every 50 ms until it is true or `timeoutMs` passes; returns its last value. */

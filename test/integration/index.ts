@@ -6,7 +6,9 @@
 //   - at start the suite claims the file (exclusive create) with {state: 'running', pid, phase};
 //     if the file already exists, this is an extension host that the workbench restarted after the
 //     phase's host died: it runs nothing and leaves the file alone;
-//   - at the end it replaces it (write + rename) with {state: 'done', pid, phase, passed, failed, pending, failures};
+//   - at the end it replaces it (write + rename) with {state: 'done', pid, phase, vscode, passed, failed, pending,
+//     harnessPassed, harnessFailed, failures}; the harness's self-tests (files under selftest/) are counted
+//     apart from the product's tests;
 //   - meanwhile it appends its output (mocha's report, and what tests print with harness.log) to
 //     `<result file>.log`, synchronously, so the runner shows it even if the extension host is killed;
 //   - if a test asked for it (killHostAfterResult), it then freezes code-server, so the workbench
@@ -14,13 +16,13 @@
 //   - if a test asked for a reload (reloadWindowAfterResult), it reloads the window and never settles; the
 //     host the reload starts finds the result file written with reloadRequested, runs the phase's
 //     `*.afterReload.test.js` files (what must hold after a reload in the same window: terminals VS Code kept,
-//     say), writes {state: 'done', pid, passed, failed, failures} to `<result file>.after-reload.json` and
+//     say), writes {state: 'done', pid, passed, failed, pending, harnessPassed, harnessFailed, failures} to `<result file>.after-reload.json` and
 //     waits; the runner ends the phase once the old host is gone and that file is written.
 import * as fs from 'fs';
 import * as path from 'path';
 import Mocha from 'mocha';
 import * as vscode from 'vscode';
-import { currentPhase, HOST_MARKER_VAR, isHostKillRequested, isReloadRequested, log, RESULT_FILE_VAR } from './harness';
+import { currentPhase, HOST_MARKER_VAR, isHostKillRequested, isReloadRequested, log, processes, RESULT_FILE_VAR } from './harness';
 
 interface Failure {
   title: string;
@@ -57,13 +59,11 @@ function writeAtomically(file: string, data: unknown): void {
 /** Whether `pid`'s environment holds the host runner's marker (so the process belongs to a test run). */
 function carriesHostMarker(pid: number): boolean {
   const own = process.env[HOST_MARKER_VAR];
-  if (!own) return false;
-  try {
-    return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`${HOST_MARKER_VAR}=${own}`);
-  } catch {
-    return false;
-  }
+  return !!own && processes.envOf(pid, HOST_MARKER_VAR) === own;
 }
+
+/** The harness's self-tests live in selftest/: they prove the runner works and are not product tests. */
+const isHarnessSelfTest = (test: Mocha.Runnable) => !!test.file && test.file.split(path.sep).includes('selftest');
 
 /**
  * Sends mocha's reporter output through log() as well, so it lands in the suite log the runner prints.
@@ -89,21 +89,36 @@ function reloadedFrom(resultFile: string): boolean {
   }
 }
 
+interface Counts {
+  passed: number;
+  failed: number;
+  pending: number;
+  /** The harness's self-tests (selftest/), counted apart from the product's tests. */
+  harnessPassed: number;
+  harnessFailed: number;
+  failures: Failure[];
+}
+
 /** Runs mocha on `files`; never rejects (a suite that cannot load counts as one failure). */
-async function runMocha(files: string[]): Promise<{ passed: number; failed: number; pending: number; failures: Failure[] }> {
-  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 30000, reporter: 'spec' });
+async function runMocha(files: string[]): Promise<Counts> {
+  // AGENT_TREES_TEST_GREP (runTests.js --env): only the tests whose full title matches, while working on them.
+  const grep = process.env.AGENT_TREES_TEST_GREP;
+  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 30000, reporter: 'spec', ...(grep ? { grep } : {}) });
   const failures: Failure[] = [];
   let passed = 0;
   let failed = 0;
   let pending = 0;
+  let harnessPassed = 0;
+  let harnessFailed = 0;
   try {
     for (const file of files) mocha.addFile(file);
     await new Promise<void>((resolve) => {
       const runner = mocha.run(() => resolve());
-      runner.on('pass', () => passed++);
+      runner.on('pass', (test) => (isHarnessSelfTest(test) ? harnessPassed++ : passed++));
       runner.on('pending', () => pending++);
       runner.on('fail', (test, err: Error) => {
-        failed++;
+        if (isHarnessSelfTest(test)) harnessFailed++;
+        else failed++;
         failures.push({ title: test.fullTitle(), error: String(err && (err.stack || err.message || err)) });
       });
     });
@@ -112,13 +127,13 @@ async function runMocha(files: string[]): Promise<{ passed: number; failed: numb
     failures.push({ title: 'loading the suite', error: String((e as Error).stack || e) });
     log(e);
   }
-  return { passed, failed, pending, failures };
+  return { passed, failed, pending, harnessPassed, harnessFailed, failures };
 }
 
 /** Called by VS Code's test harness in the extension host; rejects when a test failed. */
 export async function run(): Promise<void> {
   const resultFile = process.env[RESULT_FILE_VAR];
-  const base = { pid: process.pid, phase: currentPhase ?? null };
+  const base = { pid: process.pid, phase: currentPhase ?? null, vscode: vscode.version };
   if (resultFile) {
     try {
       fs.writeFileSync(resultFile, JSON.stringify({ state: 'running', ...base, startedAt: new Date().toISOString() }), { flag: 'wx' });
@@ -129,7 +144,7 @@ export async function run(): Promise<void> {
           const untee = teeReporter();
           const counts = await runMocha(testFiles(__dirname, true));
           untee();
-          writeAtomically(`${resultFile}.after-reload.json`, { state: 'done', pid: process.pid, phase: currentPhase ?? null, ...counts, endedAt: new Date().toISOString() });
+          writeAtomically(`${resultFile}.after-reload.json`, { state: 'done', ...base, ...counts, endedAt: new Date().toISOString() });
           return new Promise<void>(() => {});
         }
         throw new Error(`${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`, { cause: e });
@@ -139,11 +154,12 @@ export async function run(): Promise<void> {
   }
 
   const untee = teeReporter();
-  const { passed, failed, pending, failures } = await runMocha(testFiles(__dirname));
+  const { passed, failed: productFailed, pending, harnessPassed, harnessFailed, failures } = await runMocha(testFiles(__dirname));
+  const failed = productFailed + harnessFailed;
 
   if (resultFile) {
     writeAtomically(resultFile, {
-      state: 'done', ...base, passed, failed, pending, failures,
+      state: 'done', ...base, passed, failed: productFailed, pending, harnessPassed, harnessFailed, failures,
       hostKillRequested: isHostKillRequested(), reloadRequested: isReloadRequested() && failed === 0, endedAt: new Date().toISOString(),
     });
   }

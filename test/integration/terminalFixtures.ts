@@ -4,8 +4,8 @@ import { api } from './fixtures';
 
 /** The terminal's shell and the processes it runs, by pid and start time, for the host after the reload. */
 export interface Handover {
-  shell: { pid: number; startTicks: string };
-  children: { pid: number; startTicks: string }[];
+  shell: { pid: number; startTicks: number };
+  children: { pid: number; startTicks: number }[];
 }
 
 export async function handoverFile(): Promise<string> {

@@ -6,7 +6,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import type { ApiRow } from '../../src/extension/controller';
-import { inPhase, isProcessAlive, waitFor } from './harness';
+import { inPhase, processes, waitFor } from './harness';
 import { api } from './fixtures';
 import { Handover, handoverFile } from './terminalFixtures';
 
@@ -24,7 +24,7 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
     const all = [handover.shell, ...handover.children];
     try {
       assert.deepStrictEqual(
-        all.filter((p) => !isProcessAlive(p.pid, p.startTicks)).map((p) => p.pid),
+        all.filter((p) => !processes.isAlive(p.pid, p.startTicks)).map((p) => p.pid),
         [],
         'the reload teardown ended none of them',
       );
@@ -49,7 +49,7 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
       );
       await trees.sweep();
       assert.deepStrictEqual(
-        all.filter((p) => !isProcessAlive(p.pid, p.startTicks)).map((p) => p.pid),
+        all.filter((p) => !processes.isAlive(p.pid, p.startTicks)).map((p) => p.pid),
         [],
         'the sweep ended none of them',
       );
@@ -57,11 +57,11 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
       // Closed now, with onClose "end": what it left goes.
       terminal!.dispose();
       assert.ok(
-        await waitFor(() => handover.children.every((c) => !isProcessAlive(c.pid, c.startTicks)), 15_000),
+        await waitFor(() => handover.children.every((c) => !processes.isAlive(c.pid, c.startTicks)), 15_000),
         'closing it ended what it left',
       );
     } finally {
-      for (const p of all) if (isProcessAlive(p.pid, p.startTicks)) process.kill(p.pid, 'SIGKILL');
+      for (const p of all) if (processes.isAlive(p.pid, p.startTicks)) process.kill(p.pid, 'SIGKILL');
       await config().update('terminals.onClose', undefined, vscode.ConfigurationTarget.Global);
     }
   });

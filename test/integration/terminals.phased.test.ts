@@ -5,7 +5,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { inPhase, log, procStat, reloadWindowAfterResult } from './harness';
+import { inPhase, log, processes, reloadWindowAfterResult } from './harness';
 import { api, fixturePids, pidFile } from './fixtures';
 import { Handover, handoverFile } from './terminalFixtures';
 
@@ -25,8 +25,8 @@ inPhase(2, 'reload with a terminal open: its shell leaves helpers running', () =
     );
     const children = [...(await fixturePids(file)).values()].flat();
     const handover: Handover = {
-      shell: { pid: shellPid, startTicks: procStat(shellPid)!.startTicks },
-      children: children.map((pid) => ({ pid, startTicks: procStat(pid)!.startTicks })),
+      shell: { pid: shellPid, startTicks: processes.readStat(shellPid)!.startTicks },
+      children: children.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),
     };
     fs.writeFileSync(await handoverFile(), JSON.stringify(handover));
     log(`[terminals] shell ${shellPid} with ${children.join(', ')} kept over the reload`);

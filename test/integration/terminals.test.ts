@@ -7,7 +7,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import type { AgentTreesApi, ApiRow } from '../../src/extension/controller';
-import { isProcessAlive, procStat, waitFor } from './harness';
+import { processes, waitFor } from './harness';
 import { api, fixturePids, pidFile } from './fixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -37,18 +37,18 @@ function pidsUnder(row: ApiRow): number[] {
 
 /** Processes a test started, by pid and start time, so cleanup never hits a reused pid. */
 class Started {
-  private readonly procs: { pid: number; startTicks: string }[] = [];
+  private readonly procs: { pid: number; startTicks: number }[] = [];
   add(pids: number[]): void {
     for (const pid of pids) {
-      const st = procStat(pid);
+      const st = processes.readStat(pid);
       if (st) this.procs.push({ pid, startTicks: st.startTicks });
     }
   }
   alive(): number[] {
-    return this.procs.filter((p) => isProcessAlive(p.pid, p.startTicks)).map((p) => p.pid);
+    return this.procs.filter((p) => processes.isAlive(p.pid, p.startTicks)).map((p) => p.pid);
   }
   async cleanUp(): Promise<void> {
-    for (const p of this.procs) if (isProcessAlive(p.pid, p.startTicks)) process.kill(p.pid, 'SIGKILL');
+    for (const p of this.procs) if (processes.isAlive(p.pid, p.startTicks)) process.kill(p.pid, 'SIGKILL');
     assert.ok(await waitFor(() => this.alive().length === 0, 5000), `left alive: ${this.alive()}`);
   }
 }
@@ -154,10 +154,10 @@ describe("Agent Trees: the window's terminals", function () {
     assert.strictEqual(report?.survivors, 0);
     assert.ok(report!.signalled >= 3, `signalled ${report?.signalled}`);
     assert.ok(
-      await waitFor(() => shell.children.every((pid) => !isProcessAlive(pid)), 10_000),
-      `alive: ${shell.children.filter((p) => isProcessAlive(p))}`,
+      await waitFor(() => shell.children.every((pid) => !processes.isAlive(pid)), 10_000),
+      `alive: ${shell.children.filter((p) => processes.isAlive(p))}`,
     );
-    assert.ok(isProcessAlive(shell.pid), 'the shell was spared');
+    assert.ok(processes.isAlive(shell.pid), 'the shell was spared');
     shell.terminal.sendText('echo still here');
     const closing = await closeAndFind(shell);
     assert.deepStrictEqual(closing.left, [], 'nothing was left to close with');
@@ -180,9 +180,9 @@ describe("Agent Trees: the window's terminals", function () {
     const closing = await closeAndFind(shell);
     assert.strictEqual(closing.outcome, 'kept');
     assert.deepStrictEqual(closing.left.map((p) => p.pid).sort(), [...shell.children].sort());
-    assert.ok(!isProcessAlive(shell.pid), 'the shell exited on the hang-up');
+    assert.ok(!processes.isAlive(shell.pid), 'the shell exited on the hang-up');
     assert.deepStrictEqual(
-      shell.children.filter((p) => !isProcessAlive(p)),
+      shell.children.filter((p) => !processes.isAlive(p)),
       [],
       'all kept',
     );
@@ -198,7 +198,7 @@ describe("Agent Trees: the window's terminals", function () {
     assert.match(question.message, /^Terminal 'it-ask' left 3 processes running: (sleep 300|sh -c .*)(, (sleep 300|sh -c .*))*$/);
     assert.deepStrictEqual(question.processes.map((p) => p.pid).sort(), [...shell.children].sort());
     assert.deepStrictEqual(
-      shell.children.filter((p) => !isProcessAlive(p)),
+      shell.children.filter((p) => !processes.isAlive(p)),
       [],
       'nothing is ended before the answer',
     );
@@ -230,7 +230,7 @@ describe("Agent Trees: the window's terminals", function () {
     assert.strictEqual(row.contextValue, 'windowTree.live.deadline');
     assert.match(row.description ?? '', /^agent-trees run · 0:0\d left · \d+ processes/);
     assert.ok(pidsUnder(row).includes(root));
-    assert.ok(await waitFor(() => !isProcessAlive(root), 20_000), 'the tree died at its timeout');
+    assert.ok(await waitFor(() => !processes.isAlive(root), 20_000), 'the tree died at its timeout');
     await eventually(
       'the run gone from the view',
       async () => !(await trees.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
@@ -261,18 +261,18 @@ describe("Agent Trees: the window's terminals", function () {
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', treeId);
     assert.strictEqual(report?.survivors, 0);
     assert.ok(
-      await waitFor(() => pidsUnder(killed.row).every((p) => !isProcessAlive(p)), 10_000),
+      await waitFor(() => pidsUnder(killed.row).every((p) => !processes.isAlive(p)), 10_000),
       'the whole tree, the setsid daemon too, died',
     );
 
     const crashed = await run('it-cli-crashed');
     const owner = crashed.row.target.kind === 'windowTree' ? crashed.row.target.ownerPid : 0;
     process.kill(owner, 'SIGKILL');
-    assert.ok(await waitFor(() => !isProcessAlive(owner), 5000));
-    assert.ok(isProcessAlive(crashed.root), 'the tree outlived its owner');
+    assert.ok(await waitFor(() => !processes.isAlive(owner), 5000));
+    assert.ok(processes.isAlive(crashed.root), 'the tree outlived its owner');
     const swept = await trees.sweep();
     assert.ok(swept.killed >= 2, `swept ${swept.killed}`);
-    assert.ok(await waitFor(() => pidsUnder(crashed.row).every((p) => !isProcessAlive(p)), 10_000), 'the sweep ended the orphaned tree');
+    assert.ok(await waitFor(() => pidsUnder(crashed.row).every((p) => !processes.isAlive(p)), 10_000), 'the sweep ended the orphaned tree');
     terminal.dispose();
   });
 });

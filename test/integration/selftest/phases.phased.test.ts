@@ -1,19 +1,19 @@
-// Proves the phased runner works: phase 1 writes a marker into the extension's global storage, starts a
-// detached child and SIGKILLs its own extension host; phase 2 (a new code-server on the same user data
-// folder) sees the marker, a different extension host, the old host dead and the child still alive.
-// The crash-and-sweep tests will follow this pattern.
+// Harness self-test (test/integration/selftest/: counted apart from the product's tests): proves the phased
+// runner works. Phase 1 writes a marker into the extension's global storage, starts a detached child and
+// SIGKILLs its own extension host; phase 2 (a new code-server on the same user data folder) sees the marker,
+// a different extension host, the old host dead and the child still alive.
 import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { EXTENSION_ID, inPhase, isProcessAlive, killHostAfterResult, procStat, waitFor } from './harness';
+import { EXTENSION_ID, inPhase, killHostAfterResult, processes, waitFor } from '../harness';
 
 interface Marker {
   hostPid: number;
-  hostStartTicks: string;
+  hostStartTicks: number;
   childPid: number;
-  childStartTicks: string;
+  childStartTicks: number;
 }
 
 async function markerFile(): Promise<string> {
@@ -27,12 +27,12 @@ inPhase(1, 'extension host killed at the end of the phase', () => {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const child = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
     child.unref();
-    assert.ok(child.pid && (await waitFor(() => isProcessAlive(child.pid!))));
+    assert.ok(child.pid && (await waitFor(() => processes.isAlive(child.pid!))));
     const marker: Marker = {
       hostPid: process.pid,
-      hostStartTicks: procStat(process.pid)!.startTicks,
+      hostStartTicks: processes.readStat(process.pid)!.startTicks,
       childPid: child.pid,
-      childStartTicks: procStat(child.pid)!.startTicks,
+      childStartTicks: processes.readStat(child.pid)!.startTicks,
     };
     fs.writeFileSync(file, JSON.stringify(marker));
     killHostAfterResult();
@@ -48,12 +48,12 @@ inPhase(2, 'after the previous extension host was killed', () => {
 
   it('runs in a new extension host, and the old one is dead', () => {
     assert.notStrictEqual(process.pid, marker.hostPid);
-    assert.ok(!isProcessAlive(marker.hostPid, marker.hostStartTicks), `old host ${marker.hostPid} still runs`);
+    assert.ok(!processes.isAlive(marker.hostPid, marker.hostStartTicks), `old host ${marker.hostPid} still runs`);
   });
 
   it("the killed host's detached child survived it (an orphan for a sweep to reap)", async () => {
-    assert.ok(isProcessAlive(marker.childPid, marker.childStartTicks), `child ${marker.childPid} is gone`);
+    assert.ok(processes.isAlive(marker.childPid, marker.childStartTicks), `child ${marker.childPid} is gone`);
     process.kill(marker.childPid, 'SIGKILL');
-    assert.ok(await waitFor(() => !isProcessAlive(marker.childPid, marker.childStartTicks)));
+    assert.ok(await waitFor(() => !processes.isAlive(marker.childPid, marker.childStartTicks)));
   });
 });
