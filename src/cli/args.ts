@@ -15,7 +15,7 @@ interface Common {
 
 export type ParsedArgs =
   | ({ command: 'help' } & Common)
-  | ({ command: 'run'; cmd: string[]; timeoutMs: number; label?: string; keepDescendants: boolean; cgroups: boolean } & Common)
+  | ({ command: 'run'; cmd: string[]; timeoutMs: number; label?: string; keepDescendants: boolean; cgroups: boolean; mcp: boolean } & Common)
   | ({ command: 'sweep'; cgroups: boolean } & Common)
   | ({ command: 'ps'; cgroups: boolean } & Common)
   | ({ command: 'kill'; treeId: string } & Common);
@@ -27,6 +27,7 @@ const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
   '--label': { value: true, commands: ['run'] },
   '--keep-descendants': { value: false, commands: ['run'] },
   '--no-cgroup': { value: false, commands: ['run', 'sweep', 'ps'] },
+  '--mcp': { value: false, commands: ['run'] },
   '--json': { value: false, commands: ['sweep', 'ps'] },
   '--verbose': { value: false, commands: ['run', 'sweep', 'kill'] },
 };
@@ -93,6 +94,7 @@ export function parseArgs(argv: string[]): ParsedArgs {
         label: values['--label'] as string | undefined,
         keepDescendants: values['--keep-descendants'] === true,
         cgroups: values['--no-cgroup'] !== true,
+        mcp: values['--mcp'] === true,
         ...common,
       };
     case 'kill':

@@ -1,7 +1,7 @@
 /**
  * `agent-trees`: the command-line front end to the process-tree core.
  *
- *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] -- CMD [ARGS...]
+ *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] -- CMD [ARGS...]
  *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose]
  *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
  *   agent-trees kill TREE_ID [--records DIR] [--grace SEC]
@@ -33,13 +33,15 @@ import {
 import { UsageError, parseArgs, ParsedArgs } from './args';
 
 const USAGE = `Usage:
-  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--verbose] -- CMD [ARGS...]
+  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--verbose] -- CMD [ARGS...]
   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose]
   agent-trees ps [--records DIR] [--no-cgroup] [--json]
   agent-trees kill TREE_ID [--records DIR] [--grace SEC]
 
 Runs CMD as an owned process tree and kills all of it on timeout (exit 124), Ctrl-C (130), SIGTERM (143),
 SIGHUP or the death of this command's parent (129), and when CMD exits (unless --keep-descendants).
+--mcp (a stdio MCP server): stdin is passed on to CMD, and when it closes (the client stopped the server)
+the whole tree ends at once (exit 0).
 Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.`;
 
 export function defaultRecordsDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -91,7 +93,8 @@ async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
       command: args.cmd[0],
       args: args.cmd.slice(1),
       label: args.label,
-      stdio: 'inherit',
+      // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
+      stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit',
       deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
     });
   } catch (e) {
@@ -132,6 +135,12 @@ async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
       process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
       void finish(EXIT.usage, '');
     });
+    if (args.mcp) {
+      const toChild = tree.child.stdin!;
+      toChild.on('error', () => {}); // CMD exited: its exit ends the run
+      process.stdin.pipe(toChild);
+      process.stdin.on('end', () => void finish(0, 'stdin closed'));
+    }
     if (args.timeoutMs > 0) {
       timers.push(setTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
     }

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { parseArgs } from '../../src/cli/args';
-import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, aliveOf, CLI } from './helpers';
+import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor, aliveOf, CLI, REPO } from './helpers';
 import { runCli, startCli } from './cliHelpers';
 
 describe('agent-trees run', () => {
@@ -63,6 +63,25 @@ describe('agent-trees run', () => {
     const pids = await fixturePids(pidfile);
     sh.kill('SIGKILL');
     assert.deepStrictEqual(await waitAllDead([...pids.all, cliPid], 8000), []);
+  });
+
+  it('with --mcp passes stdin on to CMD, and when stdin closes ends the whole tree at once, setsid grandchild too', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const server = path.join(REPO, 'test', 'fixtures', 'mcp-server.js');
+    // The fixture ignores SIGTERM and stdin's end: only the wrapper's kill (after the 1 s grace) ends it.
+    const run = startCli(['run', '--mcp', '--records', records, '--grace', '1', '--', process.execPath, server, pidfile], { stdio: ['pipe', 'pipe', 'pipe'] });
+    run.child.stdin!.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n');
+    const { roles } = await fixturePids(pidfile);
+    const members = ['server', 'root', 'setsid'].map((role) => roles.get(role)![0]);
+    await waitFor('the server to read the request', () => fs.readFileSync(pidfile, 'utf8').includes('method tools/list'));
+    run.child.stdin!.end();
+    const r = await run.done;
+    assert.strictEqual(r.code, 0, r.stderr);
+    assert.match(r.stdout, /"tools":\[\{"name":"echo"/);
+    assert.match(r.stderr, /stdin closed: ended \d+ processes/);
+    assert.deepStrictEqual(await waitAllDead(members), []);
+    assert.deepStrictEqual(fs.readdirSync(records), []);
   });
 
   it('with --keep-descendants leaves what CMD started running, unowned', async () => {
