@@ -166,7 +166,7 @@ async function tearDown(p, session, outcome) {
 
 /** What the phase counts: product tests, harness self-tests, and why it failed if it did. */
 function judge(outcome, exitCode) {
-  const verdict = { passed: 0, failed: 0, harnessPassed: 0, harnessFailed: 0, error: outcome.error };
+  const verdict = { passed: 0, failed: 0, pending: 0, harnessPassed: 0, harnessFailed: 0, error: outcome.error };
   if (verdict.error) return verdict;
   const r = outcome.result;
   if (!r) verdict.error = `no result file: the suite never ran or its extension host died (exit code ${exitCode})`;
@@ -177,6 +177,7 @@ function judge(outcome, exitCode) {
     const sum = (key) => counts.reduce((n, c) => n + (c[key] || 0), 0);
     verdict.passed = sum('passed');
     verdict.failed = sum('failed');
+    verdict.pending = sum('pending');
     verdict.harnessPassed = sum('harnessPassed');
     verdict.harnessFailed = sum('harnessFailed');
     if (verdict.failed + verdict.harnessFailed > 0) verdict.error = `${verdict.failed + verdict.harnessFailed} test(s) failed`;
@@ -188,7 +189,8 @@ function judge(outcome, exitCode) {
 
 function report(p, files, outcome, verdict, seconds, teardownMs) {
   const harness = verdict.harnessPassed || verdict.harnessFailed ? ` (harness self-tests: ${verdict.harnessPassed} passed, ${verdict.harnessFailed} failed; not counted)` : '';
-  p.say(`${p.label}: ${verdict.passed} passed, ${verdict.failed} failed${harness} in ${seconds} s (teardown ${teardownMs} ms)` +
+  const pending = verdict.pending ? `, ${verdict.pending} pending` : '';
+  p.say(`${p.label}: ${verdict.passed} passed, ${verdict.failed} failed${pending}${harness} in ${seconds} s (teardown ${teardownMs} ms)` +
     (outcome.hostKilled ? ' (the suite killed its extension host after writing its result)' : ''));
   const failures = [outcome.result, outcome.afterReload].flatMap((r) => (r && r.failures) || []);
   if (failures.length) {
@@ -211,7 +213,7 @@ function report(p, files, outcome, verdict, seconds, teardownMs) {
 /**
  * Runs one phase. `p`: { index, label, host, dirs, marker, userDataDir, extensionsDir, workspacePath,
  * extensionDevelopmentPath, extensionTestsPath, env, untrustedWorkspace, timeout, verbose, active, say }.
- * Resolves with { passed, failed, harnessPassed, harnessFailed, error?, hostKilled, seconds }.
+ * Resolves with { passed, failed, pending, harnessPassed, harnessFailed, error?, hostKilled, seconds }.
  */
 async function runPhase(p) {
   const n = p.index + 1;

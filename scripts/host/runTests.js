@@ -56,7 +56,7 @@ function say(msg) {
 }
 
 /**
- * Runs the suite in one host, in one or more phases. Resolves with { passed, failed, harnessPassed, phases }
+ * Runs the suite in one host, in one or more phases. Resolves with { passed, failed, pending, harnessPassed, phases }
  * when every phase passed; rejects with an Error carrying `.summary` otherwise.
  *
  * @param {object} options
@@ -90,7 +90,7 @@ async function runTests(options) {
   fs.mkdirSync(path.join(dirs.root, 'results'), { recursive: true });
   say(`${host.label}: temp folder ${dirs.root}`);
 
-  const summary = { host, passed: 0, failed: 0, harnessPassed: 0, phases: [] };
+  const summary = { host, passed: 0, failed: 0, pending: 0, harnessPassed: 0, phases: [] };
   let error;
   try {
     for (let i = 0; i < phases.length; i++) {
@@ -125,6 +125,7 @@ async function runTests(options) {
       summary.passed += result.passed;
       summary.failed += result.failed + result.harnessFailed;
       summary.harnessPassed += result.harnessPassed;
+      summary.pending += result.pending;
       if (result.error) {
         error = new Error(`${label}: ${result.error}`);
         break;
@@ -276,7 +277,8 @@ async function main() {
     }
     passed += s.passed;
     failed += s.failed;
-    lines.push(`${host.label}: ${s.passed} passed, ${s.failed} failed (harness self-tests: ${s.harnessPassed || 0} passed, not counted) in ${Math.round((Date.now() - started) / 1000)} s`);
+    const pending = s.pending ? `, ${s.pending} pending (not for this VS Code)` : '';
+    lines.push(`${host.label}: ${s.passed} passed, ${s.failed} failed${pending} (harness self-tests: ${s.harnessPassed || 0} passed, not counted) in ${Math.round((Date.now() - started) / 1000)} s`);
   }
   for (const line of lines) say(line);
   process.stdout.write(`${passed} passed, ${failed} failed\n`);

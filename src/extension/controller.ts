@@ -9,6 +9,7 @@ import * as vscode from 'vscode';
 import { AgentDefinition, expandVariables, validateDefinition } from '../agents/definition';
 import { AgentRun, AgentRuns } from '../agents/runs';
 import { KillReport, killRecordedTree, processTable, RecordStore, SpawnError, SweepResult, treeKiller, TreeMembersSource, TreeOwner } from '../proc';
+import { McpServers, McpWrapper } from './mcp';
 import { OwnerRecordsReader } from './ownerRecords';
 import { readSettings, Settings } from './settings';
 import { DeadlineStatusBar } from './statusBar';
@@ -51,6 +52,21 @@ export interface AgentTreesApi {
   answerTerminalQuestion(id: string, answer: CloseAnswer): Promise<TerminalClosing | undefined>;
   /** What happened when each of the last terminals closed (or its shell exited), oldest first. */
   terminalClosings(): TerminalClosing[];
+  /**
+   * VS Code's MCP client: whether the `kind: "mcp"` agents are provided to it (VS Code 1.101+), and the servers it
+   * runs through `agent-trees run` in this window, with their state (the view shows them too).
+   */
+  mcp(): { providing: boolean; servers: ApiMcpServer[] };
+}
+
+export interface ApiMcpServer {
+  /** The tree id. */
+  id: string;
+  name: string;
+  state: 'running' | 'stopped' | 'killed';
+  /** The `agent-trees run` wrapper VS Code started. */
+  wrapperPid: number;
+  rootPid: number;
 }
 
 /** A row of the view: what it shows, its `contextValue`, what its commands act on, and its children. */
@@ -95,6 +111,7 @@ export class AgentTreesController implements vscode.Disposable {
   private readonly records: OwnerRecordsReader;
   private readonly source: TreeMembersSource;
   private readonly sweeper: Sweeper;
+  private readonly mcp: McpServers;
   private refreshTimer: NodeJS.Timeout | undefined;
   private commandLook: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -124,11 +141,13 @@ export class AgentTreesController implements vscode.Disposable {
       },
     });
     this.windowTerminals.applyEnvironment(recordsDir);
-    this.provider = new ProcessTreeProvider(this.runs, this.windowTerminals, this.records, this.source, () => !this.settings.sweepOnActivation, (m) => log.warn(m));
+    this.mcp = new McpServers(this.store, path.join(context.extensionPath, 'dist', 'cli.js'), () => this.settings, () => this.records.get().live, log);
+    this.provider = new ProcessTreeProvider(this.runs, this.windowTerminals, this.records, this.source, () => !this.settings.sweepOnActivation, (m) => log.warn(m),
+      () => this.mcp.servers());
     this.view = vscode.window.createTreeView('agentTrees.processTrees', { treeDataProvider: this.provider, showCollapseAll: true });
     this.statusBar = new DeadlineStatusBar(this.runs, () => this.settings.timeoutWarningSeconds);
     this.sweeper = new Sweeper(this.store, this.owner.self, () => this.settings.killGraceSeconds * 1000, log, () => this.settings.cgroups);
-    this.disposables.push(this.terminals, this.windowTerminals, this.provider, this.source, this.view, this.statusBar, this.sweeper);
+    this.disposables.push(this.terminals, this.windowTerminals, this.mcp, this.provider, this.source, this.view, this.statusBar, this.sweeper);
 
     this.runs.on('changed', () => {
       this.updateContextKeys();
@@ -141,13 +160,16 @@ export class AgentTreesController implements vscode.Disposable {
       this.settings = readSettings();
       this.reportSettingProblems();
       this.sweeper.schedule(this.settings.sweepIntervalMinutes);
+      this.mcp.definitionsMayHaveChanged();
       this.scheduleRefresh();
     }));
+    this.disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(() => this.mcp.definitionsMayHaveChanged()));
     // Trusting the workspace lets its agentTrees.agents launch.
     this.disposables.push(vscode.workspace.onDidGrantWorkspaceTrust(() => {
       this.settings = readSettings();
       this.log.info('the workspace is trusted now: its agentTrees.agents definitions launch');
       this.reportSettingProblems();
+      this.mcp.definitionsMayHaveChanged();
     }));
     // Shell integration says when a command starts and ends: a good moment to see what it started.
     const lookSoon = () => {
@@ -242,6 +264,10 @@ export class AgentTreesController implements vscode.Disposable {
       terminalQuestions: () => this.windowTerminals.pendingQuestions(),
       answerTerminalQuestion: (id, answer) => this.windowTerminals.answer(id, answer),
       terminalClosings: () => [...this.windowTerminals.closings],
+      mcp: () => ({
+        providing: this.mcp.providing,
+        servers: this.mcp.servers().map((s) => ({ id: s.id, name: s.name, state: s.state, wrapperPid: s.owner.pid, rootPid: s.tree.rootPid })),
+      }),
     };
   }
 
@@ -365,6 +391,7 @@ export class AgentTreesController implements vscode.Disposable {
       } else if (target.windowTree) {
         this.log.info(`tree ${target.windowTree.record.id} (${target.name}) of agent-trees run ${target.windowTree.ownerPid}: killed from the view`);
         report = await killRecordedTree(target.windowTree.record, this.settings.killGraceSeconds * 1000, this.log);
+        this.mcp.noteKilled(target.windowTree.record.id);
       } else {
         report = await this.windowTerminals.endEverything(target.shellKey!);
       }
@@ -407,6 +434,14 @@ export class AgentTreesController implements vscode.Disposable {
       this.provider.invalidateOrphans();
       void this.provider.refresh();
       return { trees: result.trees.length, killed: result.killed };
+    });
+    register('agentTrees.copyMcpWrapper', async (): Promise<McpWrapper> => {
+      const wrapper = this.mcp.wrapper();
+      await vscode.env.clipboard.writeText(this.mcp.wrapperText());
+      void vscode.window.showInformationMessage(
+        vscode.l10n.t('Copied the "command" and "args" that run an MCP server as an owned tree: in mcp.json, append the server\'s command and arguments to "args", after "--".'),
+      );
+      return wrapper;
     });
     register('agentTrees.showTerminal', async (arg?: string | Row) => {
       if (typeof arg === 'object' && arg.target.kind === 'terminal') {
@@ -492,7 +527,9 @@ export class AgentTreesController implements vscode.Disposable {
       items.push({
         label: `$(terminal-bash) ${w.record.label}`,
         description: vscode.l10n.t('pid {0} · {1} processes', w.record.rootPid, this.provider.processCount(`window:${w.record.id}`) ?? 0),
-        detail: (w.record.deadline ? vscode.l10n.t('{0} left', formatDuration(w.record.deadline - Date.now())) + ' · ' : '') + vscode.l10n.t('agent-trees run in a terminal'),
+        detail:
+          (w.record.deadline ? vscode.l10n.t('{0} left', formatDuration(w.record.deadline - Date.now())) + ' · ' : '') +
+          (this.mcp.has(w.record.id) ? vscode.l10n.t('MCP server of VS Code') : vscode.l10n.t('agent-trees run in a terminal')),
         pick: { name: w.record.label, windowTree: w },
       });
     }

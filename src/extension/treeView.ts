@@ -8,6 +8,7 @@
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
 import { MemberInfo, TreeMembersSource, TreeRecord } from '../proc';
+import type { McpServerState } from './mcp';
 import { OwnerRecordsReader } from './ownerRecords';
 import { WindowTerminals } from './terminalTrees';
 import { buildView, CpuSamples, OrphanInput, Row, ViewModel, WindowTreeInput } from './viewModel';
@@ -38,6 +39,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
     private readonly source: TreeMembersSource,
     private readonly showOrphans: () => boolean,
     private readonly onError: (message: string) => void,
+    private readonly mcpServers: () => McpServerState[] = () => [],
   ) {}
 
   /** Takes a fresh look at everything shown and fires changes for what changed. Calls made meanwhile join. */
@@ -55,6 +57,9 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
     const owner = this.runs.owner;
     const queries = runs.filter((r) => r.live).flatMap((r) => owner.queryOf(r.id) ?? []);
     const records = this.records.get();
+    const servers = this.mcpServers();
+    // The wrappers of VS Code's MCP servers own these: never continuously owned by this host.
+    for (const s of servers) if (s.state === 'running') queries.push({ ...s.tree, continuouslyOwned: false, cgroupVerified: s.tree.cgroup !== null });
     let result;
     try {
       result = await this.source.query(queries, { terminals: this.terminals.query(), liveRecords: records.live });
@@ -88,6 +93,25 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
           tier: tree.cgroup ? 'cgroup' : 'group',
         });
       }
+    }
+    for (const s of servers) {
+      if (this.windowTrees.has(s.id)) continue;
+      const running = s.state === 'running';
+      if (running) {
+        members.set(s.id, result.trees.find((t) => t.id === s.id)?.members ?? []);
+        this.windowTrees.set(s.id, { record: s.tree, ownerPid: s.owner.pid });
+      }
+      windowTrees.push({
+        id: s.id,
+        label: s.name,
+        command: s.tree.command,
+        rootPid: s.tree.rootPid,
+        pgid: s.tree.pgid,
+        ownerPid: s.owner.pid,
+        deadline: s.tree.deadline,
+        tier: s.tree.cgroup ? 'cgroup' : 'group',
+        mcp: { state: s.state },
+      });
     }
     const orphans: OrphanInput[] = this.showOrphans()
       ? records.gone.flatMap(({ record }) =>

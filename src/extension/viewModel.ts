@@ -33,7 +33,10 @@ export interface RunInput {
   tier: string;
 }
 
-/** A tree another live owner of this window records (an `agent-trees run` typed in one of its terminals). */
+/**
+ * A tree another live owner of this window records: an `agent-trees run` typed in one of its terminals, or the
+ * wrapper of an MCP server VS Code's MCP client runs (`mcp`, which stays listed a while after it ended).
+ */
 export interface WindowTreeInput {
   id: string;
   label: string;
@@ -43,6 +46,7 @@ export interface WindowTreeInput {
   ownerPid: number;
   deadline?: number;
   tier: string;
+  mcp?: { state: 'running' | 'stopped' | 'killed' };
 }
 
 /** One of the window's terminals with a shell process. */
@@ -268,6 +272,7 @@ function runRow(id: string, run: RunInput, tree: Subtree, now: number, l10n: Loc
 }
 
 function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, now: number, l10n: Localizer): Row {
+  if (t.mcp) return mcpServerRow(id, t, t.mcp.state, tree, now, l10n);
   const left = timeLeft(t.deadline, now, l10n);
   const parts = [l10n.t('agent-trees run'), ...(left ? [left] : []), ...sizeParts(tree, l10n)];
   return {
@@ -292,6 +297,40 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, now: numbe
     contextValue: t.deadline ? 'windowTree.live.deadline' : 'windowTree.live',
     children: tree.roots,
     signature: [left ?? '', tree.signature].join('|'),
+  };
+}
+
+const MCP_STATE_COLORS = { running: 'charts.green', stopped: undefined, killed: 'charts.red' } as const;
+
+/** An MCP server of VS Code's MCP client, run through `agent-trees run --mcp`: killable while it runs. */
+function mcpServerRow(id: string, t: WindowTreeInput, state: 'running' | 'stopped' | 'killed', tree: Subtree, now: number, l10n: Localizer): Row {
+  const running = state === 'running';
+  const left = running ? timeLeft(t.deadline, now, l10n) : undefined;
+  const stateText = running ? l10n.t('running') : state === 'killed' ? l10n.t('killed') : l10n.t('stopped');
+  const parts = [l10n.t('MCP server of VS Code'), stateText, ...(left ? [left] : []), ...(running ? sizeParts(tree, l10n) : [])];
+  return {
+    id,
+    target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
+    label: t.label,
+    description: parts.join(' · '),
+    tooltip: {
+      text:
+        `**${escapeMarkdown(t.label)}**\n\n\`\`\`shell\n${t.command.join(' ')}\n\`\`\`\n\n` +
+        l10n.t(
+          "Tree {0} · root pid {1} · group {2} · tier {3} · started by VS Code's MCP client through agent-trees run (pid {4})",
+          t.id,
+          t.rootPid,
+          t.pgid,
+          t.tier,
+          t.ownerPid,
+        ),
+      markdown: true,
+    },
+    icon: { id: 'server-process', color: MCP_STATE_COLORS[state] },
+    // While it runs it is a window tree like any other (Kill Agent Tree); once ended, nothing acts on it.
+    contextValue: running ? (t.deadline ? 'windowTree.live.deadline' : 'windowTree.live') : 'mcpServer.ended',
+    children: running ? tree.roots : [],
+    signature: [state, left ?? '', tree.signature].join('|'),
   };
 }
 

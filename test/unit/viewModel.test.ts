@@ -33,7 +33,10 @@ function member(pid: number, ppid: number, command: string, extra: Partial<Membe
   };
 }
 
-/** One of every kind of row: live runs with and without a deadline, an ended run, a window tree, a terminal, orphans. */
+/**
+ * One of every kind of row: live runs with and without a deadline, an ended run, window trees, MCP servers of VS Code
+ * (running, and stopped), a terminal, orphans.
+ */
 function fullInput(): ViewInput {
   const run = (id: string, extra: Partial<ViewInput['runs'][number]>) => ({
     id,
@@ -68,6 +71,8 @@ function fullInput(): ViewInput {
         tier: 'group',
       },
       { id: 'cli-plain', label: 'codex', command: ['codex'], rootPid: 310, pgid: 310, ownerPid: 309, tier: 'group' },
+      { id: 'mcp-live', label: 'filesystem', command: ['npx', 'server-filesystem'], rootPid: 320, pgid: 320, ownerPid: 319, tier: 'cgroup', mcp: { state: 'running' } },
+      { id: 'mcp-ended', label: 'github', command: ['github-mcp'], rootPid: 330, pgid: 330, ownerPid: 329, tier: 'group', mcp: { state: 'stopped' } },
     ],
     terminals: [{ shellKey: '200:2000', name: 'bash', shellPid: 200 }],
     orphans: [{ treeId: 'gone1', label: 'old', command: ['old'], rootPid: 400, ownerPid: 399 }],
@@ -76,6 +81,7 @@ function fullInput(): ViewInput {
       ['no-deadline', [member(110, 1, 'sleep 60')]],
       ['cli-timeout', [member(300, 299, 'claude')]],
       ['cli-plain', [member(310, 309, 'codex')]],
+      ['mcp-live', [member(320, 319, 'npx server-filesystem'), member(321, 320, 'setsid sleep 300', { sid: 321, pgid: 321 })]],
       // The shell, its child, a grandchild, and a daemon re-parented to PID 1 (a root of its own).
       [
         '200:2000',
@@ -99,9 +105,19 @@ describe('the view model (pure builder)', () => {
     const { rows } = buildView(fullInput(), l10n);
     assert.deepStrictEqual(
       rows.map((r) => r.id),
-      ['run:with-deadline', 'run:no-deadline', 'run:ended', 'window:cli-timeout', 'window:cli-plain', 'terminal:200:2000', 'orphans'],
+      [
+        'run:with-deadline',
+        'run:no-deadline',
+        'run:ended',
+        'window:cli-timeout',
+        'window:cli-plain',
+        'window:mcp-live',
+        'window:mcp-ended',
+        'terminal:200:2000',
+        'orphans',
+      ],
     );
-    const terminal = rows[5];
+    const terminal = rows[7];
     assert.strictEqual(terminal.label, 'bash');
     assert.match(terminal.description!, /^shell 200 · 4 processes · 0% CPU · 40 MB$/);
     // The shell's subtree by parent links, the daemon as a root of its own; ordered by start time.
@@ -124,7 +140,7 @@ describe('the view model (pure builder)', () => {
       startKey: 2000,
       top: { kind: 'terminal', shellKey: '200:2000', shellPid: 200 },
     });
-    assert.strictEqual(rows[6].children[0].description, 'root 400, owner 399 (gone)');
+    assert.strictEqual(rows[8].children[0].description, 'root 400, owner 399 (gone)');
   });
 
   it('shows a countdown on runs and window trees with a deadline, and none on the ended run', () => {
@@ -182,6 +198,28 @@ interface Menu {
   group?: string;
 }
 
+describe('MCP servers of VS Code in the view model', () => {
+  it('a running one shows its state and its whole tree, and is a window tree the kill acts on', () => {
+    const row = buildView(fullInput(), l10n).rows.find((r) => r.id === 'window:mcp-live')!;
+    assert.strictEqual(row.label, 'filesystem');
+    assert.match(row.description!, /^MCP server of VS Code · running · 2 processes · 0% CPU · 20 MB$/);
+    assert.deepStrictEqual(row.target, { kind: 'windowTree', treeId: 'mcp-live', ownerPid: 319 });
+    assert.deepStrictEqual(walk(row.children).map((r) => r.label), ['npx server-filesystem', 'setsid sleep 300']);
+    assert.strictEqual(row.icon.id, 'server-process');
+    assert.match(row.tooltip!.text, /started by VS Code's MCP client through agent-trees run \(pid 319\)/);
+  });
+
+  it('one that ended stays listed with its state, without processes, and nothing acts on it', () => {
+    const row = buildView(fullInput(), l10n).rows.find((r) => r.id === 'window:mcp-ended')!;
+    assert.strictEqual(row.description, 'MCP server of VS Code · stopped');
+    assert.deepStrictEqual(row.children, []);
+    assert.strictEqual(row.contextValue, 'mcpServer.ended');
+    const killed = buildView({ ...fullInput(), windowTrees: [{ ...fullInput().windowTrees[3], mcp: { state: 'killed' } }] }, l10n).rows.find((r) => r.id === 'window:mcp-ended')!;
+    assert.strictEqual(killed.description, 'MCP server of VS Code · killed');
+    assert.strictEqual(killed.icon.color, 'charts.red');
+  });
+});
+
 /** Evaluates the `viewItem` part of a `when` clause (`viewItem == x` or `viewItem =~ /re/`) for one contextValue. */
 function viewItemMatches(when: string, contextValue: string): boolean {
   const eq = /viewItem == ([\w.]+)/.exec(when);
@@ -230,6 +268,8 @@ describe('the view menus of package.json against the contextValues the view prod
       may: [],
     },
     { rowKind: 'a window tree', contextValue: (r) => r.id === 'window:cli-plain', must: ['agentTrees.killTree'], may: [] },
+    { rowKind: 'a running MCP server of VS Code', contextValue: (r) => r.id === 'window:mcp-live', must: ['agentTrees.killTree'], may: [] },
+    { rowKind: 'an MCP server of VS Code that ended', contextValue: (r) => r.id === 'window:mcp-ended', must: [], may: [] },
     { rowKind: 'a terminal', contextValue: (r) => r.target.kind === 'terminal', must: ['agentTrees.endTerminal'], may: [] },
     {
       rowKind: 'a process (shell, child, daemon)',
