@@ -34,6 +34,8 @@ const DEFAULT_USER_SETTINGS = {
   'extensions.autoUpdate': false,
   'extensions.ignoreRecommendations': true,
   'update.mode': 'none',
+  // VS Code 1.10x+ opens its chat in the secondary side bar of every new window: keep the window as it was.
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
 };
 
 /** With `workspaceTrust`: trust on, and no prompt, so the opened folder stays untrusted (Restricted Mode). */

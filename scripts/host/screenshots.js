@@ -87,16 +87,20 @@ async function clearNotifications(page) {
   await page.locator('.notifications-toasts .notification-toast').first().waitFor({ state: 'detached', timeout: 5000 }).catch(() => {});
 }
 
-/** Drags the sash between the side bar and the editor until the side bar is `width` px wide. */
+/**
+ * Drags the sash between the side bar and the editor until the side bar is `width` px wide. VS Code 1.139 marks
+ * that sash (and leaves a gap between the parts); in 1.100 it sits on the side bar's right edge.
+ */
 async function setSidebarWidth(page, width) {
   const sidebar = page.locator('.part.sidebar');
   const box = await sidebar.boundingBox();
   if (!box) return;
-  const x = box.x + box.width;
+  const sash = await page.locator('.monaco-sash.primary-sidebar-sash').first().boundingBox({ timeout: 1000 }).catch(() => null);
+  const x = sash ? sash.x + sash.width / 2 : box.x + box.width - 1;
   const y = box.y + box.height / 2;
-  await page.mouse.move(x - 1, y);
+  await page.mouse.move(x, y);
   await page.mouse.down();
-  await page.mouse.move(x - 1 + (width - box.width), y, { steps: 10 });
+  await page.mouse.move(x + (width - box.width), y, { steps: 10 });
   await page.mouse.up();
   await sleep(300);
 }
