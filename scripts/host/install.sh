@@ -128,8 +128,9 @@ install_code_server() {
     install_node "$node_version" "$node_dir"
     node_bin="$node_dir/bin/node"
     # Its Node first on PATH: npm (and code-server's postinstall, which checks the Node version through
-    # npm's user agent) run on it. nodedir: this machine's npmrc says /usr, Node 20's headers.
-    env_node=(PATH="$node_dir/bin:$PATH" npm_config_nodedir="$node_dir")
+    # npm's user agent) run on it. Under `npm test` the outer npm's user agent (naming the machine's Node) is in
+    # the environment and would win: drop it. nodedir: this machine's npmrc says /usr, Node 20's headers.
+    env_node=(-u npm_config_user_agent -u npm_node_execpath -u NODE PATH="$node_dir/bin:$PATH" npm_config_nodedir="$node_dir")
   fi
   # The marker names everything the installed native addons depend on.
   want="code-server@$version node-abi=$("$node_bin" -p process.versions.modules) arch=$arch"
