@@ -54,7 +54,14 @@ function writeDefaultUserSettings(userDataDir, extra = {}) {
 
 /** The environment of everything a host run starts: its temp folders, and the run's marker. */
 function hostEnv(dirs, marker, extra = {}) {
-  return cleanEnv({ TMPDIR: dirs.tmp, XDG_CONFIG_HOME: dirs.config, XDG_DATA_HOME: dirs.data, XDG_CACHE_HOME: dirs.cache, ...extra, [MARKER_VAR]: marker });
+  return cleanEnv({
+    TMPDIR: dirs.tmp,
+    XDG_CONFIG_HOME: dirs.config,
+    XDG_DATA_HOME: dirs.data,
+    XDG_CACHE_HOME: dirs.cache,
+    ...extra,
+    [MARKER_VAR]: marker,
+  });
 }
 
 /**
@@ -63,7 +70,20 @@ function hostEnv(dirs, marker, extra = {}) {
  * `workspaceTrust`: workspace trust on and the opened folder left untrusted (Restricted Mode).
  * Returns { pid, port, url, exited (promise), logFile, isRunning(), stop(graceMs) }.
  */
-async function startCodeServer({ host, dirs, userDataDir, extensionsDir, env, marker, logFile, onOutput, extraArgs = [], readyTimeoutMs = 90000, port, workspaceTrust = false }) {
+async function startCodeServer({
+  host,
+  dirs,
+  userDataDir,
+  extensionsDir,
+  env,
+  marker,
+  logFile,
+  onOutput,
+  extraArgs = [],
+  readyTimeoutMs = 90000,
+  port,
+  workspaceTrust = false,
+}) {
   port = port || (await freePort());
   const configFile = path.join(dirs.root, 'code-server.yaml');
   fs.writeFileSync(configFile, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
@@ -72,11 +92,16 @@ async function startCodeServer({ host, dirs, userDataDir, extensionsDir, env, ma
   writeDefaultUserSettings(userDataDir, workspaceTrust ? UNTRUSTED_WORKSPACE_SETTINGS : {});
   const args = [
     host.entry,
-    '--config', configFile,
-    '--auth', 'none',
-    '--bind-addr', `127.0.0.1:${port}`,
-    '--user-data-dir', userDataDir,
-    '--extensions-dir', extensionsDir,
+    '--config',
+    configFile,
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${port}`,
+    '--user-data-dir',
+    userDataDir,
+    '--extensions-dir',
+    extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
     ...(workspaceTrust ? [] : ['--disable-workspace-trust']),
@@ -127,7 +152,9 @@ async function startCodeServer({ host, dirs, userDataDir, extensionsDir, env, ma
     /** Kills the whole process group (SIGTERM, grace, SIGKILL). graceMs 0 = SIGKILL at once. */
     async stop(graceMs = 3000) {
       const left = await processes.killGroup(child.pid, { graceMs });
-      try { fs.closeSync(out); } catch {}
+      try {
+        fs.closeSync(out);
+      } catch {}
       return left;
     },
   };

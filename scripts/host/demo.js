@@ -38,13 +38,16 @@ async function installVsix({ host, dirs, userDataDir, extensionsDir, vsix, marke
   fs.mkdirSync(userDataDir, { recursive: true });
   fs.mkdirSync(extensionsDir, { recursive: true });
   const out = fs.openSync(logFile, 'a');
-  const child = spawn(host.node, [host.entry, '--user-data-dir', userDataDir, '--extensions-dir', extensionsDir,
-    '--install-extension', vsix, '--force'], {
-    cwd: dirs.root,
-    detached: true,
-    stdio: ['ignore', out, out],
-    env: hostEnv(dirs, runMarker),
-  });
+  const child = spawn(
+    host.node,
+    [host.entry, '--user-data-dir', userDataDir, '--extensions-dir', extensionsDir, '--install-extension', vsix, '--force'],
+    {
+      cwd: dirs.root,
+      detached: true,
+      stdio: ['ignore', out, out],
+      env: hostEnv(dirs, runMarker),
+    },
+  );
   const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c)));
   fs.closeSync(out);
   await processes.killGroup(child.pid, { graceMs: 0 });
@@ -67,7 +70,15 @@ async function prepareDemo({ vsix } = {}) {
   const dirs = marker.makeRunDirs(runMarker, 'agent-trees-demo-');
   const userDataDir = path.join(dirs.root, 'user-data');
   const extensionsDir = path.join(dirs.root, 'extensions');
-  const installed = await installVsix({ host, dirs, userDataDir, extensionsDir, vsix: vsixPath, marker: runMarker, logFile: path.join(dirs.logs, 'install.log') });
+  const installed = await installVsix({
+    host,
+    dirs,
+    userDataDir,
+    extensionsDir,
+    vsix: vsixPath,
+    marker: runMarker,
+    logFile: path.join(dirs.logs, 'install.log'),
+  });
   say(`installed ${installed} from ${path.relative(hosts.ROOT, vsixPath) || vsixPath} into ${host.label}`);
   return { host, dirs, marker: runMarker, userDataDir, extensionsDir, workspace: DEMO_WORKSPACE };
 }

@@ -77,7 +77,9 @@ function checkInstalled(host) {
     missing.push('playwright-core (npm ci)');
   }
   if (missing.length) {
-    throw new Error(`the VS Code test host ${host.label} is not installed: missing ${missing.join(', ')}. Run: bash scripts/host/install.sh --host ${host.name}`);
+    throw new Error(
+      `the VS Code test host ${host.label} is not installed: missing ${missing.join(', ')}. Run: bash scripts/host/install.sh --host ${host.name}`,
+    );
   }
 }
 

@@ -129,11 +129,14 @@ async function waitForPhaseEnd(p, session, files, log) {
       return { result: settled, hostKilled: false };
     }
     let error;
-    if (result && result.state === 'running' && !processes.isAlive(result.pid)) error = `the extension host (pid ${result.pid}) died while the suite was running`;
+    if (result && result.state === 'running' && !processes.isAlive(result.pid))
+      error = `the extension host (pid ${result.pid}) died while the suite was running`;
     else if (p.active.interrupted) error = 'interrupted';
     else if (!session.server.isRunning()) error = 'code-server exited during the run';
     else if (session.browserGone) error = 'the browser closed during the run';
-    else if (Date.now() > deadline) error = `timed out after ${Math.round(p.timeout / 1000)} s` + (result ? ` (suite state: ${result.state})` : ' (the suite never started)');
+    else if (Date.now() > deadline)
+      error =
+        `timed out after ${Math.round(p.timeout / 1000)} s` + (result ? ` (suite state: ${result.state})` : ' (the suite never started)');
     if (error) return { result, error, hostKilled: false };
     await sleep(50);
   }
@@ -181,17 +184,23 @@ function judge(outcome, exitCode) {
     verdict.harnessPassed = sum('harnessPassed');
     verdict.harnessFailed = sum('harnessFailed');
     if (verdict.failed + verdict.harnessFailed > 0) verdict.error = `${verdict.failed + verdict.harnessFailed} test(s) failed`;
-    else if (exitCode !== undefined && exitCode !== 0) verdict.error = `the workbench reported exit code ${exitCode} although the result file says 0 failed`;
+    else if (exitCode !== undefined && exitCode !== 0)
+      verdict.error = `the workbench reported exit code ${exitCode} although the result file says 0 failed`;
     else if (verdict.passed === 0) verdict.error = 'no test ran';
   }
   return verdict;
 }
 
 function report(p, files, outcome, verdict, seconds, teardownMs) {
-  const harness = verdict.harnessPassed || verdict.harnessFailed ? ` (harness self-tests: ${verdict.harnessPassed} passed, ${verdict.harnessFailed} failed; not counted)` : '';
+  const harness =
+    verdict.harnessPassed || verdict.harnessFailed
+      ? ` (harness self-tests: ${verdict.harnessPassed} passed, ${verdict.harnessFailed} failed; not counted)`
+      : '';
   const pending = verdict.pending ? `, ${verdict.pending} pending` : '';
-  p.say(`${p.label}: ${verdict.passed} passed, ${verdict.failed} failed${pending}${harness} in ${seconds} s (teardown ${teardownMs} ms)` +
-    (outcome.hostKilled ? ' (the suite killed its extension host after writing its result)' : ''));
+  p.say(
+    `${p.label}: ${verdict.passed} passed, ${verdict.failed} failed${pending}${harness} in ${seconds} s (teardown ${teardownMs} ms)` +
+      (outcome.hostKilled ? ' (the suite killed its extension host after writing its result)' : ''),
+  );
   const failures = [outcome.result, outcome.afterReload].flatMap((r) => (r && r.failures) || []);
   if (failures.length) {
     p.say(`${p.label}: failures:`);
@@ -218,7 +227,13 @@ function report(p, files, outcome, verdict, seconds, teardownMs) {
 async function runPhase(p) {
   const n = p.index + 1;
   const result = path.join(p.dirs.root, 'results', `phase-${n}.json`);
-  const files = { result, afterReload: `${result}.after-reload.json`, suiteLog: `${result}.log`, serverLog: path.join(p.dirs.logs, `code-server-${n}.log`), browserLog: path.join(p.dirs.logs, `workbench-${n}.log`) };
+  const files = {
+    result,
+    afterReload: `${result}.after-reload.json`,
+    suiteLog: `${result}.log`,
+    serverLog: path.join(p.dirs.logs, `code-server-${n}.log`),
+    browserLog: path.join(p.dirs.logs, `workbench-${n}.log`),
+  };
   const log = new SuiteLogPump(files.suiteLog);
   p = { ...p, started: Date.now() };
   const session = await startSession(p, files);

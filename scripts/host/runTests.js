@@ -154,10 +154,14 @@ async function runTests(options) {
 
 /** Once the last host has shut down, no process of an owned agent tree may be left. Counts a leak as a failure. */
 function leakCheck(runMarker, summary) {
-  const leaked = processes.processesWithEnv(marker.MARKER_VAR, runMarker).filter((s) => processes.envOf(s.pid, 'AGENT_TREES_TREE_ID') !== undefined);
+  const leaked = processes
+    .processesWithEnv(marker.MARKER_VAR, runMarker)
+    .filter((s) => processes.envOf(s.pid, 'AGENT_TREES_TREE_ID') !== undefined);
   if (!leaked.length) return undefined;
   summary.failed += 1;
-  return new Error(`leak check: ${leaked.length} process(es) of agent trees outlived the run: ${leaked.map((s) => processes.describe(s.pid, 120)).join('; ')}`);
+  return new Error(
+    `leak check: ${leaked.length} process(es) of agent trees outlived the run: ${leaked.map((s) => processes.describe(s.pid, 120)).join('; ')}`,
+  );
 }
 
 /** Kills the server's group, closes the browser, then sweeps every marked process. Returns survivors. */
@@ -202,16 +206,36 @@ function parseArgs(argv) {
       return argv[++i];
     };
     switch (arg) {
-      case '--host': hostNames.push(next()); break;
-      case '--extensionDevelopmentPath': opts.extensionDevelopmentPath = next(); break;
-      case '--extensionTestsPath': opts.extensionTestsPath = next(); break;
-      case '--workspace': opts.workspacePath = next(); break;
-      case '--user-data-dir': opts.userDataDir = next(); break;
-      case '--phases': phases = Number(next()); break;
-      case '--timeout': opts.timeout = Number(next()) * 1000; break;
-      case '--keep': opts.keep = true; break;
-      case '--verbose': opts.verbose = true; break;
-      case '--untrusted-workspace': opts.untrustedWorkspace = true; break;
+      case '--host':
+        hostNames.push(next());
+        break;
+      case '--extensionDevelopmentPath':
+        opts.extensionDevelopmentPath = next();
+        break;
+      case '--extensionTestsPath':
+        opts.extensionTestsPath = next();
+        break;
+      case '--workspace':
+        opts.workspacePath = next();
+        break;
+      case '--user-data-dir':
+        opts.userDataDir = next();
+        break;
+      case '--phases':
+        phases = Number(next());
+        break;
+      case '--timeout':
+        opts.timeout = Number(next()) * 1000;
+        break;
+      case '--keep':
+        opts.keep = true;
+        break;
+      case '--verbose':
+        opts.verbose = true;
+        break;
+      case '--untrusted-workspace':
+        opts.untrustedWorkspace = true;
+        break;
       case '--env': {
         const kv = next();
         const k = kv.indexOf('=');
@@ -221,7 +245,14 @@ function parseArgs(argv) {
       }
       case '-h':
       case '--help':
-        process.stdout.write(fs.readFileSync(__filename, 'utf8').split('\n').filter((l) => l.startsWith('//')).map((l) => l.slice(3)).join('\n') + '\n');
+        process.stdout.write(
+          fs
+            .readFileSync(__filename, 'utf8')
+            .split('\n')
+            .filter((l) => l.startsWith('//'))
+            .map((l) => l.slice(3))
+            .join('\n') + '\n',
+        );
         process.exit(0);
         break;
       default:
@@ -278,7 +309,9 @@ async function main() {
     passed += s.passed;
     failed += s.failed;
     const pending = s.pending ? `, ${s.pending} pending (not for this VS Code)` : '';
-    lines.push(`${host.label}: ${s.passed} passed, ${s.failed} failed${pending} (harness self-tests: ${s.harnessPassed || 0} passed, not counted) in ${Math.round((Date.now() - started) / 1000)} s`);
+    lines.push(
+      `${host.label}: ${s.passed} passed, ${s.failed} failed${pending} (harness self-tests: ${s.harnessPassed || 0} passed, not counted) in ${Math.round((Date.now() - started) / 1000)} s`,
+    );
   }
   for (const line of lines) say(line);
   process.stdout.write(`${passed} passed, ${failed} failed\n`);

@@ -75,16 +75,25 @@ async function openFile(page, relPath) {
   const input = page.locator('.quick-input-widget input.input');
   await input.waitFor({ state: 'visible', timeout: 10000 });
   await input.fill(relPath);
-  await quickRows(page).filter({ hasText: path.basename(relPath) }).first().waitFor({ state: 'visible', timeout: 10000 });
+  await quickRows(page)
+    .filter({ hasText: path.basename(relPath) })
+    .first()
+    .waitFor({ state: 'visible', timeout: 10000 });
   await page.keyboard.press('Enter');
-  await page.locator('.part.editor .tabs-container .tab', { hasText: path.basename(relPath) }).waitFor({ state: 'visible', timeout: 10000 });
+  await page
+    .locator('.part.editor .tabs-container .tab', { hasText: path.basename(relPath) })
+    .waitFor({ state: 'visible', timeout: 10000 });
 }
 
 /** Dismisses every notification toast, if any shows. */
 async function clearNotifications(page) {
   if (!(await page.locator('.notifications-toasts .notification-toast').count())) return;
   await runCommand(page, 'Notifications: Clear All Notifications');
-  await page.locator('.notifications-toasts .notification-toast').first().waitFor({ state: 'detached', timeout: 5000 }).catch(() => {});
+  await page
+    .locator('.notifications-toasts .notification-toast')
+    .first()
+    .waitFor({ state: 'detached', timeout: 5000 })
+    .catch(() => {});
 }
 
 /**
@@ -95,7 +104,11 @@ async function setSidebarWidth(page, width) {
   const sidebar = page.locator('.part.sidebar');
   const box = await sidebar.boundingBox();
   if (!box) return;
-  const sash = await page.locator('.monaco-sash.primary-sidebar-sash').first().boundingBox({ timeout: 1000 }).catch(() => null);
+  const sash = await page
+    .locator('.monaco-sash.primary-sidebar-sash')
+    .first()
+    .boundingBox({ timeout: 1000 })
+    .catch(() => null);
   const x = sash ? sash.x + sash.width / 2 : box.x + box.width - 1;
   const y = box.y + box.height / 2;
   await page.mouse.move(x, y);
@@ -225,11 +238,15 @@ async function main() {
     // 3. Pick demo-agent: its terminal opens, its tree fills the view, the status bar counts down.
     await pick(page, 'demo-agent');
     let expanded = 0;
-    await waitUntil('the demo agent\'s tree in the view (agent, loop, daemon, MCP server)', async () => {
-      expanded += await expandView(page);
-      const text = (await viewRows(page)).join('\n');
-      return /agent\.sh/.test(text) && /demo-agent-daemon/.test(text) && /fake-mcp-server/.test(text) && /sleep 5/.test(text);
-    }, 30000);
+    await waitUntil(
+      "the demo agent's tree in the view (agent, loop, daemon, MCP server)",
+      async () => {
+        expanded += await expandView(page);
+        const text = (await viewRows(page)).join('\n');
+        return /agent\.sh/.test(text) && /demo-agent-daemon/.test(text) && /fake-mcp-server/.test(text) && /sleep 5/.test(text);
+      },
+      30000,
+    );
     if (expanded) {
       say(`expanded ${expanded} collapsed item(s) of the view`);
       // Clicking a twistie selected its row and focused the view: clear that, back to the terminal.
@@ -247,11 +264,20 @@ async function main() {
     await waitForQuickPick(page, 'Kill which agent tree?');
     await pick(page, 'demo-agent');
     // The MCP server ignores SIGTERM: the kill takes the grace period (5 s), then SIGKILL.
-    await page.locator('.notifications-toasts .notification-toast', { hasText: 'demo-agent: ended' }).waitFor({ state: 'visible', timeout: 30000 });
-    await waitUntil('the view to show demo-agent killed', async () => (await viewRows(page)).some((r) => /demo-agent.*killed/.test(r)), 15000);
+    await page
+      .locator('.notifications-toasts .notification-toast', { hasText: 'demo-agent: ended' })
+      .waitFor({ state: 'visible', timeout: 30000 });
+    await waitUntil(
+      'the view to show demo-agent killed',
+      async () => (await viewRows(page)).some((r) => /demo-agent.*killed/.test(r)),
+      15000,
+    );
     await clearNotifications(page);
     await runCommand(page, 'Agent Trees: Sweep Orphaned Trees');
-    await page.locator('.notifications-toasts .notification-toast', { hasText: 'orphaned' }).waitFor({ state: 'visible', timeout: 15000 }).catch(() => {});
+    await page
+      .locator('.notifications-toasts .notification-toast', { hasText: 'orphaned' })
+      .waitFor({ state: 'visible', timeout: 15000 })
+      .catch(() => {});
     await clearNotifications(page);
     await runCommand(page, 'Agent Trees: Show Log');
     const output = page.locator('.part.panel .monaco-editor .view-lines').first();
@@ -259,10 +285,14 @@ async function main() {
     // A narrower side bar and the maximized panel: the whole log, with few wrapped lines.
     await setSidebarWidth(page, LOG_SIDEBAR_WIDTH);
     await runCommand(page, 'View: Toggle Maximized Panel');
-    await waitUntil('the launch, kill and sweep lines in the log', async () => {
-      const text = (await output.innerText()).replace(/\s+/g, ' '); // the editor renders spaces as U+00A0
-      return /launched demo-agent/.test(text) && /killed: ended [1-9]/.test(text) && /sweep \(command\)/.test(text);
-    }, 10000);
+    await waitUntil(
+      'the launch, kill and sweep lines in the log',
+      async () => {
+        const text = (await output.innerText()).replace(/\s+/g, ' '); // the editor renders spaces as U+00A0
+        return /launched demo-agent/.test(text) && /killed: ended [1-9]/.test(text) && /sweep \(command\)/.test(text);
+      },
+      10000,
+    );
     await parkMouse(page);
     await sleep(1000);
     await shoot(page, outDir, 'agent-trees-log.png', saved);
@@ -279,7 +309,13 @@ async function main() {
     say(`failed: ${e.message}`);
     if (browser) {
       const file = path.join(os.tmpdir(), 'agent-trees-screenshots-failure.png');
-      if (await browser.page.screenshot({ path: file }).then(() => true, () => false)) say(`the workbench at the failure: ${file}`);
+      if (
+        await browser.page.screenshot({ path: file }).then(
+          () => true,
+          () => false,
+        )
+      )
+        say(`the workbench at the failure: ${file}`);
     }
     if (server) process.stdout.write(tail(server.logFile, 30) + '\n');
   } finally {

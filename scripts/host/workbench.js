@@ -10,8 +10,14 @@ const { ROOT, CHROMIUM } = require('./hosts');
 const { MARKER_VAR, BROWSER_MARKER_VAR, cleanEnv } = require('./marker');
 
 const CHROMIUM_ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
 ];
 
 /**
@@ -51,8 +57,21 @@ function patchWorkbenchConfig(cfg) {
  * marker variables) and opens the workbench of `server` on `folder`.
  * Returns { context, page, close() }.
  */
-async function openWorkbench({ server, dirs, folder, marker, browserMarker, extensionDevelopmentPath, extensionTestsPath, workspaceTrust = false,
-  onLog, onExit, onPageError, viewport = { width: 1400, height: 900 }, profileName = 'chromium-profile' }) {
+async function openWorkbench({
+  server,
+  dirs,
+  folder,
+  marker,
+  browserMarker,
+  extensionDevelopmentPath,
+  extensionTestsPath,
+  workspaceTrust = false,
+  onLog,
+  onExit,
+  onPageError,
+  viewport = { width: 1400, height: 900 },
+  profileName = 'chromium-profile',
+}) {
   const { chromium } = require(require.resolve('playwright-core', { paths: [ROOT] }));
   const profile = path.join(dirs.root, profileName);
   fs.mkdirSync(profile, { recursive: true });
@@ -94,7 +113,10 @@ async function openWorkbench({ server, dirs, folder, marker, browserMarker, exte
      * titles, so only the main processes show the marker; they share its group), then marked processes.
      */
     async close() {
-      const groups = processes.processesWithEnv(BROWSER_MARKER_VAR, browserMarker).filter((s) => s.pgid === s.pid).map((s) => s.pid);
+      const groups = processes
+        .processesWithEnv(BROWSER_MARKER_VAR, browserMarker)
+        .filter((s) => s.pgid === s.pid)
+        .map((s) => s.pid);
       await Promise.race([context.close().catch(() => {}), new Promise((r) => setTimeout(r, 10000))]);
       for (const pgid of groups) await processes.killGroup(pgid, { graceMs: 0 });
       return processes.killWithEnv(BROWSER_MARKER_VAR, browserMarker);

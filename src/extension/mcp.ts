@@ -62,7 +62,9 @@ function mcpProviderApi(): McpProviderApi | undefined {
   const [major, minor] = vscode.version.split('.').map(Number);
   if (major < MCP_PROVIDER_SINCE[0] || (major === MCP_PROVIDER_SINCE[0] && minor < MCP_PROVIDER_SINCE[1])) return undefined;
   const definitionClass = (vscode as unknown as { McpStdioServerDefinition?: McpStdioServerDefinitionClass }).McpStdioServerDefinition;
-  const lm = vscode.lm as unknown as { registerMcpServerDefinitionProvider?: (id: string, provider: McpServerDefinitionProvider) => vscode.Disposable };
+  const lm = vscode.lm as unknown as {
+    registerMcpServerDefinitionProvider?: (id: string, provider: McpServerDefinitionProvider) => vscode.Disposable;
+  };
   if (typeof definitionClass !== 'function' || typeof lm.registerMcpServerDefinitionProvider !== 'function') return undefined;
   return { definitionClass, register: (id, provider) => lm.registerMcpServerDefinitionProvider!(id, provider) };
 }
@@ -109,10 +111,12 @@ export class McpServers implements vscode.Disposable {
   ) {
     if (this.api) {
       this.lastDefinitions = JSON.stringify(this.definitions());
-      this.disposables.push(this.api.register(MCP_PROVIDER_ID, {
-        onDidChangeMcpServerDefinitions: this.changed.event,
-        provideMcpServerDefinitions: () => this.definitions(),
-      }));
+      this.disposables.push(
+        this.api.register(MCP_PROVIDER_ID, {
+          onDidChangeMcpServerDefinitions: this.changed.event,
+          provideMcpServerDefinitions: () => this.definitions(),
+        }),
+      );
       log.info(`MCP: providing the servers of agentTrees.agents to VS Code ${vscode.version}, each through agent-trees run`);
     } else {
       log.info(`MCP: VS Code ${vscode.version} lets no extension provide MCP servers (1.101+); the wrapper command still works`);
@@ -151,19 +155,26 @@ export class McpServers implements vscode.Disposable {
     if (!this.api) return [];
     const s = this.settings();
     const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    return s.agents.filter((a) => a.kind === 'mcp').map((raw) => {
-      const def: AgentDefinition = expandVariables(raw, { workspaceFolder, userHome: os.homedir(), env: process.env });
-      // Servers VS Code runs live as long as it wants them: only a timeout of their own applies.
-      const w = this.wrapper({ label: def.name, timeoutSeconds: def.timeoutSeconds });
-      const env: Record<string, string> = { ...w.env, ...(def.env ?? {}) };
-      const args = [...w.args, def.command, ...(def.args ?? [])];
-      // A changed definition is a new version: VS Code refreshes the server's tools.
-      const version = crypto.createHash('sha256').update(JSON.stringify([args, env, def.cwd ?? null])).digest('hex').slice(0, 16);
-      const server = new this.api!.definitionClass(def.name, w.command, args, env, version);
-      const cwd = def.cwd && workspaceFolder && !path.isAbsolute(def.cwd) ? path.join(workspaceFolder, def.cwd) : def.cwd ?? workspaceFolder;
-      if (cwd) server.cwd = vscode.Uri.file(cwd);
-      return server;
-    });
+    return s.agents
+      .filter((a) => a.kind === 'mcp')
+      .map((raw) => {
+        const def: AgentDefinition = expandVariables(raw, { workspaceFolder, userHome: os.homedir(), env: process.env });
+        // Servers VS Code runs live as long as it wants them: only a timeout of their own applies.
+        const w = this.wrapper({ label: def.name, timeoutSeconds: def.timeoutSeconds });
+        const env: Record<string, string> = { ...w.env, ...(def.env ?? {}) };
+        const args = [...w.args, def.command, ...(def.args ?? [])];
+        // A changed definition is a new version: VS Code refreshes the server's tools.
+        const version = crypto
+          .createHash('sha256')
+          .update(JSON.stringify([args, env, def.cwd ?? null]))
+          .digest('hex')
+          .slice(0, 16);
+        const server = new this.api!.definitionClass(def.name, w.command, args, env, version);
+        const cwd =
+          def.cwd && workspaceFolder && !path.isAbsolute(def.cwd) ? path.join(workspaceFolder, def.cwd) : (def.cwd ?? workspaceFolder);
+        if (cwd) server.cwd = vscode.Uri.file(cwd);
+        return server;
+      });
   }
 
   /** Tells VS Code when the definitions changed (settings, workspace folders). */
@@ -193,7 +204,8 @@ export class McpServers implements vscode.Disposable {
         if (table.read(record.owner.pid)?.ppid !== process.pid) continue;
         for (const tree of record.trees) {
           running.add(tree.id);
-          if (!this.known.has(tree.id)) this.known.set(tree.id, { id: tree.id, name: tree.label, state: 'running', owner: record.owner, tree });
+          if (!this.known.has(tree.id))
+            this.known.set(tree.id, { id: tree.id, name: tree.label, state: 'running', owner: record.owner, tree });
         }
       }
       for (const server of this.known.values()) if (server.state === 'running' && !running.has(server.id)) this.ended(server, 'stopped');

@@ -59,7 +59,8 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
     const records = this.records.get();
     const servers = this.mcpServers();
     // The wrappers of VS Code's MCP servers own these: never continuously owned by this host.
-    for (const s of servers) if (s.state === 'running') queries.push({ ...s.tree, continuouslyOwned: false, cgroupVerified: s.tree.cgroup !== null });
+    for (const s of servers)
+      if (s.state === 'running') queries.push({ ...s.tree, continuouslyOwned: false, cgroupVerified: s.tree.cgroup !== null });
     let result;
     try {
       result = await this.source.query(queries, { terminals: this.terminals.query(), liveRecords: records.live });

@@ -303,7 +303,14 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, now: numbe
 const MCP_STATE_COLORS = { running: 'charts.green', stopped: undefined, killed: 'charts.red' } as const;
 
 /** An MCP server of VS Code's MCP client, run through `agent-trees run --mcp`: killable while it runs. */
-function mcpServerRow(id: string, t: WindowTreeInput, state: 'running' | 'stopped' | 'killed', tree: Subtree, now: number, l10n: Localizer): Row {
+function mcpServerRow(
+  id: string,
+  t: WindowTreeInput,
+  state: 'running' | 'stopped' | 'killed',
+  tree: Subtree,
+  now: number,
+  l10n: Localizer,
+): Row {
   const running = state === 'running';
   const left = running ? timeLeft(t.deadline, now, l10n) : undefined;
   const stateText = running ? l10n.t('running') : state === 'killed' ? l10n.t('killed') : l10n.t('stopped');

@@ -16,7 +16,10 @@ export function pidFile(): string {
 
 /** "role pid" lines of a fixture, once it wrote `ready`. */
 export async function fixturePids(file: string): Promise<Map<string, number[]>> {
-  assert.ok(await waitFor(() => fs.existsSync(file) && /^ready /m.test(fs.readFileSync(file, 'utf8')), 10_000), `fixture ${file} not ready`);
+  assert.ok(
+    await waitFor(() => fs.existsSync(file) && /^ready /m.test(fs.readFileSync(file, 'utf8')), 10_000),
+    `fixture ${file} not ready`,
+  );
   const roles = new Map<string, number[]>();
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
     const [role, pid] = line.split(' ');

@@ -147,7 +147,10 @@ export async function run(): Promise<void> {
           writeAtomically(`${resultFile}.after-reload.json`, { state: 'done', ...base, ...counts, endedAt: new Date().toISOString() });
           return new Promise<void>(() => {});
         }
-        throw new Error(`${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`, { cause: e });
+        throw new Error(
+          `${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`,
+          { cause: e },
+        );
       }
       throw e;
     }
@@ -159,8 +162,17 @@ export async function run(): Promise<void> {
 
   if (resultFile) {
     writeAtomically(resultFile, {
-      state: 'done', ...base, passed, failed: productFailed, pending, harnessPassed, harnessFailed, failures,
-      hostKillRequested: isHostKillRequested(), reloadRequested: isReloadRequested() && failed === 0, endedAt: new Date().toISOString(),
+      state: 'done',
+      ...base,
+      passed,
+      failed: productFailed,
+      pending,
+      harnessPassed,
+      harnessFailed,
+      failures,
+      hostKillRequested: isHostKillRequested(),
+      reloadRequested: isReloadRequested() && failed === 0,
+      endedAt: new Date().toISOString(),
     });
   }
 

@@ -28,7 +28,10 @@ const BEFORE_VSCODE_WOULD_MS = 8000;
 /** The "ROLE VALUE" lines of a fixture's pid file, in order. */
 function lines(file: string): { role: string; value: string }[] {
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-  return text.split('\n').filter(Boolean).map((l) => ({ role: l.split(' ')[0], value: l.slice(l.indexOf(' ') + 1) }));
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => ({ role: l.split(' ')[0], value: l.slice(l.indexOf(' ') + 1) }));
 }
 
 /**
@@ -37,7 +40,10 @@ function lines(file: string): { role: string; value: string }[] {
  */
 async function serverTree(file: string, generation: number): Promise<{ server: number; helper: number; setsid: number; all: number[] }> {
   const nth = (role: string) => lines(file).filter((l) => l.role === role)[generation - 1]?.value;
-  assert.ok(await waitFor(() => !!nth('server') && !!nth('ready'), 20_000), `start ${generation} of the server in ${file}: ${JSON.stringify(lines(file))}`);
+  assert.ok(
+    await waitFor(() => !!nth('server') && !!nth('ready'), 20_000),
+    `start ${generation} of the server in ${file}: ${JSON.stringify(lines(file))}`,
+  );
   const [server, helper, setsid] = ['server', 'root', 'setsid'].map((r) => Number(nth(r)));
   return { server, helper, setsid, all: [server, helper, setsid] };
 }
@@ -46,12 +52,19 @@ async function serverTree(file: string, generation: number): Promise<{ server: n
  * The view's row of an MCP server (by name, or by tree id), after a fresh look, once it shows `state`: its
  * description names the state, and while it runs its processes are beneath it.
  */
-async function serverRow(trees: AgentTreesApi, match: { name?: string; treeId?: string }, state: 'running' | 'stopped' | 'killed'): Promise<ApiRow> {
+async function serverRow(
+  trees: AgentTreesApi,
+  match: { name?: string; treeId?: string },
+  state: 'running' | 'stopped' | 'killed',
+): Promise<ApiRow> {
   let row: ApiRow | undefined;
   const until = Date.now() + 10_000;
   while (Date.now() < until) {
     row = (await trees.view()).find(
-      (r) => r.target.kind === 'windowTree' && (match.name === undefined || r.label === match.name) && (match.treeId === undefined || r.target.treeId === match.treeId),
+      (r) =>
+        r.target.kind === 'windowTree' &&
+        (match.name === undefined || r.label === match.name) &&
+        (match.treeId === undefined || r.target.treeId === match.treeId),
     );
     if (row?.description?.startsWith(`MCP server of VS Code · ${state}`)) return row;
     await new Promise((r) => setTimeout(r, 100));
@@ -60,9 +73,13 @@ async function serverRow(trees: AgentTreesApi, match: { name?: string; treeId?: 
 }
 
 /** The pids of the process rows beneath a row. */
-const pidsUnder = (row: ApiRow): number[] => row.children.flatMap((c) => [...(c.target.kind === 'process' ? [c.target.pid] : []), ...pidsUnder(c)]);
+const pidsUnder = (row: ApiRow): number[] =>
+  row.children.flatMap((c) => [...(c.target.kind === 'process' ? [c.target.pid] : []), ...pidsUnder(c)]);
 
-const methods = (file: string) => lines(file).filter((l) => l.role === 'method').map((l) => l.value);
+const methods = (file: string) =>
+  lines(file)
+    .filter((l) => l.role === 'method')
+    .map((l) => l.value);
 const alive = (pids: number[]) => pids.filter((p) => processes.isAlive(p));
 
 /** Starts a server through VS Code's own command (not in the palette), waiting for its tools. */
@@ -91,7 +108,10 @@ async function startUntilRunning(id: string, file: string, generation = 1, timeo
  */
 async function stopAndWaitForTheEnd(id: string, pids: number[]): Promise<void> {
   const stopping = vscode.commands.executeCommand('workbench.mcp.stopServer', id);
-  assert.ok(await waitFor(() => alive(pids).length === 0, BEFORE_VSCODE_WOULD_MS), `still alive after ${BEFORE_VSCODE_WOULD_MS} ms: ${alive(pids)}`);
+  assert.ok(
+    await waitFor(() => alive(pids).length === 0, BEFORE_VSCODE_WOULD_MS),
+    `still alive after ${BEFORE_VSCODE_WOULD_MS} ms: ${alive(pids)}`,
+  );
   await stopping;
 }
 
@@ -121,7 +141,9 @@ describe('MCP: the wrapper command', function () {
 
   it("Copy MCP Wrapper Command puts the exact command and args on the clipboard: this host's Node, the bundled CLI, this window's records", async () => {
     await vscode.env.clipboard.writeText('');
-    const wrapper = await vscode.commands.executeCommand<{ command: string; args: string[]; env: Record<string, string> }>('agentTrees.copyMcpWrapper');
+    const wrapper = await vscode.commands.executeCommand<{ command: string; args: string[]; env: Record<string, string> }>(
+      'agentTrees.copyMcpWrapper',
+    );
     assert.ok(wrapper, 'the command returns what it copied');
     const copied = JSON.parse(`{${await vscode.env.clipboard.readText()}}`);
     assert.deepStrictEqual({ command: copied.command, args: copied.args, env: copied.env ?? {} }, wrapper);
@@ -135,12 +157,24 @@ describe('MCP: the wrapper command', function () {
   });
 
   it('the copied command runs a server as an owned tree, and closing its stdin ends the whole tree at once', async () => {
-    const wrapper = await vscode.commands.executeCommand<{ command: string; args: string[]; env: Record<string, string> }>('agentTrees.copyMcpWrapper');
+    const wrapper = await vscode.commands.executeCommand<{ command: string; args: string[]; env: Record<string, string> }>(
+      'agentTrees.copyMcpWrapper',
+    );
     const file = pidFile();
-    const child = spawn(wrapper.command, [...wrapper.args, process.execPath, MCP_FIXTURE, file], { env: { ...process.env, ...wrapper.env }, stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(wrapper.command, [...wrapper.args, process.execPath, MCP_FIXTURE, file], {
+      env: { ...process.env, ...wrapper.env },
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
-    child.stdin!.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '0' } } }) + '\n');
+    child.stdin!.write(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '0' } },
+      }) + '\n',
+    );
     const tree = await serverTree(file, 1);
     assert.ok(await waitFor(() => out.includes('"serverInfo"')), `initialize answered: ${out}`);
     assert.ok(processes.envOf(tree.setsid, 'AGENT_TREES_TREE_ID'), 'the setsid grandchild carries the tree tag');
@@ -155,32 +189,49 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
   this.timeout(120_000);
   let trees: AgentTreesApi;
   const files = { stop: pidFile(), kill: pidFile(), added: pidFile() };
-  const server = (name: string, file: string) => ({ name, command: process.execPath, args: [MCP_FIXTURE, file], kind: 'mcp', timeoutSeconds: 0 });
+  const server = (name: string, file: string) => ({
+    name,
+    command: process.execPath,
+    args: [MCP_FIXTURE, file],
+    kind: 'mcp',
+    timeoutSeconds: 0,
+  });
 
   before(async function () {
     if (!providerApi) this.skip(); // VS Code 1.100: no provider API (the wrapper tests above still run)
     trees = await api();
     await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
-    await config().update('agents', [server('it-mcp-stop', files.stop), server('it-mcp-kill', files.kill)], vscode.ConfigurationTarget.Global);
+    await config().update(
+      'agents',
+      [server('it-mcp-stop', files.stop), server('it-mcp-kill', files.kill)],
+      vscode.ConfigurationTarget.Global,
+    );
   });
 
   after(async () => {
     if (!providerApi) return;
-    for (const name of ['it-mcp-stop', 'it-mcp-kill', 'it-mcp-added']) await vscode.commands.executeCommand('workbench.mcp.stopServer', providedId(name));
+    for (const name of ['it-mcp-stop', 'it-mcp-kill', 'it-mcp-added'])
+      await vscode.commands.executeCommand('workbench.mcp.stopServer', providedId(name));
     await config().update('agents', undefined, vscode.ConfigurationTarget.Global);
     await config().update('killGraceSeconds', undefined, vscode.ConfigurationTarget.Global);
   });
 
-  it("VS Code starts a provided server through agent-trees run: it initializes and lists its tools, and shows as an owned tree", async () => {
+  it('VS Code starts a provided server through agent-trees run: it initializes and lists its tools, and shows as an owned tree', async () => {
     await startUntilRunning(providedId('it-mcp-stop'), files.stop);
     const tree = await serverTree(files.stop, 1);
-    assert.ok(await waitFor(() => ['initialize', 'notifications/initialized', 'tools/list'].every((m) => methods(files.stop).includes(m))),
-      `the client initialized the server and listed its tools: ${methods(files.stop)}`);
+    assert.ok(
+      await waitFor(() => ['initialize', 'notifications/initialized', 'tools/list'].every((m) => methods(files.stop).includes(m))),
+      `the client initialized the server and listed its tools: ${methods(files.stop)}`,
+    );
     wrapperOf(tree.server);
     assert.ok(processes.envOf(tree.server, 'AGENT_TREES_TREE_ID'), 'the server carries its tree tag');
     const row = await serverRow(trees, { name: 'it-mcp-stop' }, 'running');
     assert.strictEqual(row.contextValue, 'windowTree.live', 'Kill Agent Tree applies');
-    assert.deepStrictEqual(tree.all.filter((p) => !pidsUnder(row).includes(p)), [], 'the server, its helper and the setsid grandchild are shown beneath it');
+    assert.deepStrictEqual(
+      tree.all.filter((p) => !pidsUnder(row).includes(p)),
+      [],
+      'the server, its helper and the setsid grandchild are shown beneath it',
+    );
     const listed = trees.mcp().servers.find((s) => s.name === 'it-mcp-stop');
     assert.strictEqual(listed?.rootPid, tree.server);
     assert.strictEqual(listed?.state, 'running');
@@ -213,12 +264,23 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
   });
 
   it('follows the setting: a server added to agentTrees.agents starts, and one removed from it stops, tree and all', async () => {
-    await config().update('agents', [server('it-mcp-stop', files.stop), server('it-mcp-kill', files.kill), server('it-mcp-added', files.added)], vscode.ConfigurationTarget.Global);
+    await config().update(
+      'agents',
+      [server('it-mcp-stop', files.stop), server('it-mcp-kill', files.kill), server('it-mcp-added', files.added)],
+      vscode.ConfigurationTarget.Global,
+    );
     // VS Code learns of the new server from the provider's change event.
     await startUntilRunning(providedId('it-mcp-added'), files.added);
     const tree = await serverTree(files.added, 1);
-    const removing = config().update('agents', [server('it-mcp-stop', files.stop), server('it-mcp-kill', files.kill)], vscode.ConfigurationTarget.Global);
-    assert.ok(await waitFor(() => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS), `the removed server's tree: alive ${alive(tree.all)}`);
+    const removing = config().update(
+      'agents',
+      [server('it-mcp-stop', files.stop), server('it-mcp-kill', files.kill)],
+      vscode.ConfigurationTarget.Global,
+    );
+    assert.ok(
+      await waitFor(() => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS),
+      `the removed server's tree: alive ${alive(tree.all)}`,
+    );
     await removing;
   });
 });
@@ -235,10 +297,17 @@ describe("MCP: a server of .vscode/mcp.json wrapped by the copied command, in VS
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     assert.ok(folder, 'the test host opens a workspace folder');
     await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
-    const wrapper = await vscode.commands.executeCommand<{ command: string; args: string[]; env: Record<string, string> }>('agentTrees.copyMcpWrapper');
+    const wrapper = await vscode.commands.executeCommand<{ command: string; args: string[]; env: Record<string, string> }>(
+      'agentTrees.copyMcpWrapper',
+    );
     mcpJson = path.join(folder, '.vscode', 'mcp.json');
     fs.mkdirSync(path.dirname(mcpJson), { recursive: true });
-    const entry = { type: 'stdio', command: wrapper.command, args: [...wrapper.args, process.execPath, MCP_FIXTURE, file], env: wrapper.env };
+    const entry = {
+      type: 'stdio',
+      command: wrapper.command,
+      args: [...wrapper.args, process.execPath, MCP_FIXTURE, file],
+      env: wrapper.env,
+    };
     fs.writeFileSync(mcpJson, JSON.stringify({ servers: { wrapped: entry } }, null, 2));
     log(`[mcp] ${mcpJson}: ${JSON.stringify(entry)}`);
   });
@@ -258,9 +327,21 @@ describe("MCP: a server of .vscode/mcp.json wrapped by the copied command, in VS
     const wrapper = wrapperOf(tree.server);
     assert.ok(processes.envOf(tree.setsid, 'AGENT_TREES_TREE_ID'), 'the setsid grandchild carries the tree tag');
     let listed: ReturnType<AgentTreesApi['mcp']>['servers'][number] | undefined;
-    assert.ok(await waitFor(() => !!(listed = trees().mcp().servers.find((s) => s.rootPid === tree.server && s.state === 'running'))), 'listed as a running MCP server');
+    assert.ok(
+      await waitFor(
+        () =>
+          !!(listed = trees()
+            .mcp()
+            .servers.find((s) => s.rootPid === tree.server && s.state === 'running')),
+      ),
+      'listed as a running MCP server',
+    );
     const row = await serverRow(trees(), { treeId: listed!.id }, 'running');
-    assert.deepStrictEqual(tree.all.filter((p) => !pidsUnder(row).includes(p)), [], 'its whole tree is shown beneath it');
+    assert.deepStrictEqual(
+      tree.all.filter((p) => !pidsUnder(row).includes(p)),
+      [],
+      'its whole tree is shown beneath it',
+    );
     await stopAndWaitForTheEnd(id, [...tree.all, wrapper]);
   });
 

@@ -71,8 +71,26 @@ function fullInput(): ViewInput {
         tier: 'group',
       },
       { id: 'cli-plain', label: 'codex', command: ['codex'], rootPid: 310, pgid: 310, ownerPid: 309, tier: 'group' },
-      { id: 'mcp-live', label: 'filesystem', command: ['npx', 'server-filesystem'], rootPid: 320, pgid: 320, ownerPid: 319, tier: 'cgroup', mcp: { state: 'running' } },
-      { id: 'mcp-ended', label: 'github', command: ['github-mcp'], rootPid: 330, pgid: 330, ownerPid: 329, tier: 'group', mcp: { state: 'stopped' } },
+      {
+        id: 'mcp-live',
+        label: 'filesystem',
+        command: ['npx', 'server-filesystem'],
+        rootPid: 320,
+        pgid: 320,
+        ownerPid: 319,
+        tier: 'cgroup',
+        mcp: { state: 'running' },
+      },
+      {
+        id: 'mcp-ended',
+        label: 'github',
+        command: ['github-mcp'],
+        rootPid: 330,
+        pgid: 330,
+        ownerPid: 329,
+        tier: 'group',
+        mcp: { state: 'stopped' },
+      },
     ],
     terminals: [{ shellKey: '200:2000', name: 'bash', shellPid: 200 }],
     orphans: [{ treeId: 'gone1', label: 'old', command: ['old'], rootPid: 400, ownerPid: 399 }],
@@ -204,7 +222,10 @@ describe('MCP servers of VS Code in the view model', () => {
     assert.strictEqual(row.label, 'filesystem');
     assert.match(row.description!, /^MCP server of VS Code · running · 2 processes · 0% CPU · 20 MB$/);
     assert.deepStrictEqual(row.target, { kind: 'windowTree', treeId: 'mcp-live', ownerPid: 319 });
-    assert.deepStrictEqual(walk(row.children).map((r) => r.label), ['npx server-filesystem', 'setsid sleep 300']);
+    assert.deepStrictEqual(
+      walk(row.children).map((r) => r.label),
+      ['npx server-filesystem', 'setsid sleep 300'],
+    );
     assert.strictEqual(row.icon.id, 'server-process');
     assert.match(row.tooltip!.text, /started by VS Code's MCP client through agent-trees run \(pid 319\)/);
   });
@@ -214,7 +235,10 @@ describe('MCP servers of VS Code in the view model', () => {
     assert.strictEqual(row.description, 'MCP server of VS Code · stopped');
     assert.deepStrictEqual(row.children, []);
     assert.strictEqual(row.contextValue, 'mcpServer.ended');
-    const killed = buildView({ ...fullInput(), windowTrees: [{ ...fullInput().windowTrees[3], mcp: { state: 'killed' } }] }, l10n).rows.find((r) => r.id === 'window:mcp-ended')!;
+    const killed = buildView(
+      { ...fullInput(), windowTrees: [{ ...fullInput().windowTrees[3], mcp: { state: 'killed' } }] },
+      l10n,
+    ).rows.find((r) => r.id === 'window:mcp-ended')!;
     assert.strictEqual(killed.description, 'MCP server of VS Code · killed');
     assert.strictEqual(killed.icon.color, 'charts.red');
   });
