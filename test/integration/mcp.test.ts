@@ -45,8 +45,12 @@ async function serverTree(file: string, generation: number): Promise<{ server: n
     `start ${generation} of the server in ${file}: ${JSON.stringify(lines(file))}`,
   );
   const [server, helper, setsid] = ['server', 'root', 'setsid'].map((r) => Number(nth(r)));
+  for (const pid of [server, helper, setsid]) startTicks.set(pid, processes.readStat(pid)?.startTicks ?? -1);
   return { server, helper, setsid, all: [server, helper, setsid] };
 }
+
+/** Start times of the processes the tests saw, so that a pid used again later never counts as alive. */
+const startTicks = new Map<number, number>();
 
 /**
  * The view's row of an MCP server (by name, or by tree id), after a fresh look, once it shows `state`: its
@@ -80,7 +84,12 @@ const methods = (file: string) =>
   lines(file)
     .filter((l) => l.role === 'method')
     .map((l) => l.value);
-const alive = (pids: number[]) => pids.filter((p) => processes.isAlive(p));
+const alive = (pids: number[]) => pids.filter((p) => processes.isAlive(p, startTicks.get(p)));
+/** The processes of `pids` still alive, each with its state and command line, for a failure message. */
+const described = (pids: number[]) =>
+  alive(pids)
+    .map((p) => `${p} (state ${processes.readStat(p)?.state}) ${processes.commandLine(p)}`)
+    .join('; ');
 
 /** Starts a server through VS Code's own command (not in the palette), waiting for its tools. */
 async function startServer(id: string): Promise<void> {
@@ -110,7 +119,7 @@ async function stopAndWaitForTheEnd(id: string, pids: number[]): Promise<void> {
   const stopping = vscode.commands.executeCommand('workbench.mcp.stopServer', id);
   assert.ok(
     await waitFor(() => alive(pids).length === 0, BEFORE_VSCODE_WOULD_MS),
-    `still alive after ${BEFORE_VSCODE_WOULD_MS} ms: ${alive(pids)}`,
+    `still alive after ${BEFORE_VSCODE_WOULD_MS} ms: ${described(pids)}`,
   );
   await stopping;
 }
@@ -121,6 +130,7 @@ function wrapperOf(pid: number): number {
   const cmd = processes.commandLine(wrapper);
   assert.match(cmd, /dist\/cli\.js run --mcp /, `the server's parent ${wrapper} is the wrapper: ${cmd}`);
   assert.strictEqual(processes.readStat(wrapper)!.ppid, process.pid, 'VS Code started the wrapper from this extension host');
+  startTicks.set(wrapper, processes.readStat(wrapper)!.startTicks);
   return wrapper;
 }
 
@@ -163,10 +173,12 @@ describe('MCP: the wrapper command', function () {
     const file = pidFile();
     const child = spawn(wrapper.command, [...wrapper.args, process.execPath, MCP_FIXTURE, file], {
       env: { ...process.env, ...wrapper.env },
-      stdio: ['pipe', 'pipe', 'ignore'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
+    let err = '';
     child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (err += d));
     child.stdin!.write(
       JSON.stringify({
         jsonrpc: '2.0',
@@ -180,8 +192,11 @@ describe('MCP: the wrapper command', function () {
     assert.ok(processes.envOf(tree.setsid, 'AGENT_TREES_TREE_ID'), 'the setsid grandchild carries the tree tag');
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.stdin!.end();
-    assert.strictEqual(await exited, 0);
-    assert.ok(await waitFor(() => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS), `alive: ${alive(tree.all)}`);
+    assert.strictEqual(await exited, 0, err);
+    assert.ok(
+      await waitFor(() => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS),
+      `alive: ${described(tree.all)}; the wrapper said: ${err}`,
+    );
   });
 });
 
@@ -254,7 +269,7 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
     // What the view's Kill action passes: the server's row.
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', row);
     assert.strictEqual(report?.survivors, 0);
-    assert.ok(await waitFor(() => alive([...first.all, wrapper]).length === 0), `alive: ${alive([...first.all, wrapper])}`);
+    assert.ok(await waitFor(() => alive([...first.all, wrapper]).length === 0), `alive: ${described([...first.all, wrapper])}`);
     await serverRow(trees, { name: 'it-mcp-kill' }, 'killed');
     // Were the server still running in VS Code's eyes, starting it would do nothing.
     await startUntilRunning(providedId('it-mcp-kill'), files.kill, 2);
@@ -279,7 +294,7 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
     );
     assert.ok(
       await waitFor(() => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS),
-      `the removed server's tree: alive ${alive(tree.all)}`,
+      `the removed server's tree: alive ${described(tree.all)}`,
     );
     await removing;
   });
