@@ -21,7 +21,7 @@ import {
   SweepOptions,
   TreeRecord,
 } from '../../src/proc';
-import { childrenOf } from '../../src/proc/processTable';
+import { childrenOf, START_PRECISION_MS } from '../../src/proc/processTable';
 import { FIXTURE, fixturePids, register, tmpDir, waitFor } from './helpers';
 import { startCli } from './cliHelpers';
 
@@ -103,14 +103,17 @@ export function syntheticTable(
 ): ProcessTable & PresenceProbe {
   const byPid = new Map(processes.map((p) => [p.pid, p]));
   const unreadable = new Set(options.unreadable ?? []);
+  const startPrecision = { unit: 'ticks', errorMs: START_PRECISION_MS } as const;
   const snapshot = (): Snapshot => ({
     takenAt: Date.now(),
     processes: new Map(byPid),
+    startPrecision,
     commandLine: (pid) => (byPid.has(pid) ? `cmd ${pid}` : ''),
     tagged: () => new Map(Object.entries(options.tags ?? {}).map(([id, pids]) => [id, pids.map((pid) => byPid.get(pid)!).filter(Boolean)])),
     children: () => childrenOf(byPid),
   });
   return {
+    startPrecision,
     snapshot,
     read: (pid) => {
       if (unreadable.has(pid)) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });

@@ -393,6 +393,7 @@ describe('owner liveness, in boot ticks', () => {
 
   it('a table that throws (EMFILE) is unknown', () => {
     const throwing = {
+      startPrecision: { unit: 'ticks' as const, errorMs: 50 },
       read: () => {
         throw new Error('EMFILE');
       },

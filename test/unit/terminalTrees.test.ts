@@ -22,6 +22,7 @@ import {
   resolveTerminalTrees,
   settleLeftovers,
   Snapshot,
+  START_PRECISION_MS,
   terminalLeftovers,
   TerminalQuery,
   TerminalShell,
@@ -71,6 +72,7 @@ function snapshot(fakes: Fake[]): Snapshot {
   return {
     takenAt: T0 + 100_000,
     processes,
+    startPrecision: { unit: 'ticks', errorMs: START_PRECISION_MS },
     commandLine: () => 'x',
     tagged: (variable = TREE_ID_VARIABLE) => tags[variable],
     children: () => childrenOf(processes),

@@ -1,0 +1,271 @@
+/**
+ * The Linux process table: `/proc`, read synchronously (async reads measured ~10x slower): `stat` for every pid,
+ * the command line only for pids not seen before, the environment only when a caller asks. Zombies (state Z)
+ * and dead (X) processes are left out: they count as gone.
+ */
+import * as fs from 'fs';
+import { childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision, TagVariable, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processInfo';
+
+/** Clock ticks per second for `/proc/<pid>/stat` times. USER_HZ is 100 on every Linux architecture Node runs on. */
+const CLOCK_TICKS = 100;
+const TICK_MS = 1000 / CLOCK_TICKS;
+/** Error bound of a converted start time: one tick of start time, one tick of uptime, and read jitter. */
+export const START_PRECISION_MS = 2 * TICK_MS + 30;
+
+/** Parses the text of `/proc/<pid>/stat`. Exported for tests. */
+export function parseProcStat(text: string, bootTimeMs: number, pageSize: number): ProcessInfo | undefined {
+  // comm may contain spaces and parentheses: it ends at the LAST ')'. The fields after it are walked in place
+  // (no split): this runs for every process on every snapshot.
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  if (open < 0 || close < open) return undefined;
+  const pid = parseInt(text.slice(0, open), 10);
+  const fields: number[] = [];
+  let state = '';
+  let pos = close + 2;
+  for (let i = 0; i <= 21 && pos < text.length; i++) {
+    let end = text.indexOf(' ', pos);
+    if (end < 0) end = text.length;
+    if (i === 0) state = text.slice(pos, end);
+    else if (i <= 3 || i === 11 || i === 12 || i === 19 || i === 21) fields[i] = parseInt(text.slice(pos, end), 10);
+    pos = end + 1;
+  }
+  if (fields[21] === undefined || !Number.isFinite(pid)) return undefined;
+  const startKey = fields[19];
+  return {
+    pid,
+    ppid: fields[1],
+    pgid: fields[2],
+    sid: fields[3],
+    state,
+    startKey,
+    startTime: Math.round(bootTimeMs + startKey * TICK_MS),
+    uid: -1,
+    name: text.slice(open + 1, close),
+    rssBytes: fields[21] * pageSize,
+    cpuMs: (fields[11] + fields[12]) * TICK_MS,
+  };
+}
+
+/**
+ * Boot time in ms since the epoch, to ~10 ms: now minus `/proc/uptime`. (`btime` in `/proc/stat` is whole
+ * seconds, which would make start times up to 1 s off and let a fresh process look older than it is.)
+ */
+export function readBootTimeMs(): number {
+  const now = Date.now();
+  try {
+    const uptime = parseFloat(fs.readFileSync('/proc/uptime', 'latin1'));
+    if (Number.isFinite(uptime)) return now - uptime * 1000;
+  } catch {
+    /* fall through */
+  }
+  const stat = fs.readFileSync('/proc/stat', 'latin1');
+  const m = /^btime (\d+)$/m.exec(stat);
+  return m ? Number(m[1]) * 1000 : 0;
+}
+
+const PAGE_SIZE = 4096;
+const readBuffer = Buffer.allocUnsafe(4096);
+
+/** Runs `read` on the open file; undefined when the file cannot be opened or read (the process is gone). */
+function withOpenFile<T>(path: string, read: (fd: number) => T): T | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(path, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    return read(fd);
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Reads a small /proc file with one open/read/close (readFileSync also fstat()s); with `withUid`, one fstat
+ * for the owner's uid as well (a single read needs it; a full snapshot leaves it for the few that need it).
+ */
+function readSmall(path: string, withUid: boolean): { text: string; uid: number } | undefined {
+  return withOpenFile(path, (fd) => {
+    const n = fs.readSync(fd, readBuffer, 0, readBuffer.length, 0);
+    return { text: readBuffer.toString('latin1', 0, n), uid: withUid ? fs.fstatSync(fd).uid : -1 };
+  });
+}
+
+let wholeBuffer = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * Reads a whole /proc file (cmdline, environ) into a shared buffer with one open, reads until EOF and one
+ * close: no fstat and no fresh 64 KiB buffer per file, as readFileSync would. The result is a view into the
+ * shared buffer, valid until the next call.
+ */
+function readWhole(path: string): Buffer | undefined {
+  return withOpenFile(path, (fd) => {
+    let length = 0;
+    for (;;) {
+      if (length === wholeBuffer.length) {
+        const bigger = Buffer.allocUnsafe(wholeBuffer.length * 2);
+        wholeBuffer.copy(bigger, 0, 0, length);
+        wholeBuffer = bigger;
+      }
+      const n = fs.readSync(fd, wholeBuffer, length, wholeBuffer.length - length, null);
+      if (n === 0) break;
+      length += n;
+    }
+    return wholeBuffer.subarray(0, length);
+  });
+}
+
+interface CacheEntry {
+  startKey: number;
+  command?: string;
+  /** Values of the tag variables (undefined until read; null when absent or unreadable). */
+  tags?: Record<TagVariable, string | null>;
+}
+
+/**
+ * Linux `/proc` table. Keep one instance alive to reuse its caches: command lines and environments are read
+ * once per process (pid + start time), so the repeat snapshot reads only `stat` files.
+ */
+export class LinuxProcessTable implements ProcessTable {
+  readonly startPrecision: StartPrecision = { unit: 'ticks', errorMs: START_PRECISION_MS };
+  private cache = new Map<number, CacheEntry>();
+  private bootTimeMs = readBootTimeMs();
+  private bootReadAt = Date.now();
+
+  constructor(private readonly procRoot = '/proc') {}
+
+  private bootTime(): number {
+    // Re-read now and then: a wall-clock step moves the boot time as seen in epoch ms.
+    if (Date.now() - this.bootReadAt > 10_000) {
+      this.bootTimeMs = readBootTimeMs();
+      this.bootReadAt = Date.now();
+    }
+    return this.bootTimeMs;
+  }
+
+  read(pid: number): ProcessInfo | undefined {
+    const r = readSmall(`${this.procRoot}/${pid}/stat`, true);
+    if (!r) return undefined;
+    const p = parseProcStat(r.text, this.bootTime(), PAGE_SIZE);
+    if (!p || p.state === 'Z' || p.state === 'X') return undefined;
+    p.uid = r.uid;
+    return p;
+  }
+
+  snapshot(): Snapshot {
+    const takenAt = Date.now();
+    const boot = this.bootTime();
+    const processes = new Map<number, ProcessInfo>();
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.procRoot);
+    } catch (e) {
+      throw new Error(`cannot list ${this.procRoot}: ${(e as Error).message}`, { cause: e });
+    }
+    for (const name of names) {
+      const c = name.charCodeAt(0);
+      if (c < 48 || c > 57) continue;
+      const r = readSmall(`${this.procRoot}/${name}/stat`, false);
+      if (!r) continue; // exited between readdir and read, or unreadable: not a live process we can see
+      const p = parseProcStat(r.text, boot, PAGE_SIZE);
+      if (!p || p.state === 'Z' || p.state === 'X') continue;
+      processes.set(p.pid, p);
+    }
+    // Drop cache entries of processes that are gone or replaced.
+    for (const [pid, entry] of this.cache) {
+      const p = processes.get(pid);
+      if (!p || p.startKey !== entry.startKey) this.cache.delete(pid);
+    }
+    return this.makeSnapshot(takenAt, processes);
+  }
+
+  snapshotOf(pids: Iterable<number>): Snapshot {
+    const takenAt = Date.now();
+    const boot = this.bootTime();
+    const processes = new Map<number, ProcessInfo>();
+    for (const pid of pids) {
+      const r = readSmall(`${this.procRoot}/${pid}/stat`, false);
+      const p = r && parseProcStat(r.text, boot, PAGE_SIZE);
+      if (p && p.state !== 'Z' && p.state !== 'X') processes.set(p.pid, p);
+    }
+    return this.makeSnapshot(takenAt, processes);
+  }
+
+  private entry(p: ProcessInfo): CacheEntry {
+    let e = this.cache.get(p.pid);
+    if (!e || e.startKey !== p.startKey) {
+      e = { startKey: p.startKey };
+      this.cache.set(p.pid, e);
+    }
+    return e;
+  }
+
+  private makeSnapshot(takenAt: number, processes: Map<number, ProcessInfo>): Snapshot {
+    let childMap: Map<number, ProcessInfo[]> | undefined;
+    const tagMaps = new Map<TagVariable, Map<string, ProcessInfo[]>>();
+    return {
+      takenAt,
+      processes,
+      startPrecision: this.startPrecision,
+      commandLine: (pid) => {
+        const p = processes.get(pid);
+        if (!p) return '';
+        const e = this.entry(p);
+        if (e.command === undefined) {
+          const buf = readWhole(`${this.procRoot}/${pid}/cmdline`);
+          let cmd = buf ? buf.toString('utf8').replace(/\0+$/, '').split('\0').join(' ') : '';
+          if (!cmd) cmd = `[${p.name}]`; // kernel threads and processes that cleared their argv
+          e.command = cmd;
+        }
+        return e.command;
+      },
+      tagged: (variable = TREE_ID_VARIABLE) => {
+        let tagMap = tagMaps.get(variable);
+        if (tagMap) return tagMap;
+        tagMap = new Map();
+        tagMaps.set(variable, tagMap);
+        for (const p of processes.values()) {
+          if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
+          const e = this.entry(p);
+          if (e.tags === undefined) {
+            const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
+            e.tags = {
+              [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
+              [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
+            };
+          }
+          const tag = e.tags[variable];
+          if (tag === null) continue;
+          const list = tagMap.get(tag);
+          if (list) list.push(p);
+          else tagMap.set(tag, [p]);
+        }
+        return tagMap;
+      },
+      children: () => (childMap ??= childrenOf(processes)),
+    };
+  }
+}
+
+/**
+ * Value of `name` in a NUL-separated environment block (the first entry, as getenv reads it), or null.
+ * Matching is on the whole name: `X_ID=` is never found in `MY_X_ID=`.
+ */
+export function envValue(env: Buffer, name: string): string | null {
+  const prefix = Buffer.from(name + '=');
+  let from = 0;
+  for (;;) {
+    const at = env.indexOf(prefix, from);
+    if (at < 0) return null;
+    if (at === 0 || env[at - 1] === 0) {
+      let end = env.indexOf(0, at);
+      if (end < 0) end = env.length;
+      return env.toString('utf8', at + prefix.length, end);
+    }
+    from = at + 1;
+  }
+}
