@@ -4,7 +4,7 @@
  * sleeping children, all in its process group and all its direct children.
  */
 import { ChildProcess } from 'child_process';
-import { TreeOwner, treeKiller } from '../src/proc';
+import { processCore, TreeOwner } from '../src/proc';
 import {
   childrenCpuMs, log, Member, processCpuMs, realKill, register, registerCgroup, registerGroup, rotated,
   selfCpuMs, sleep, spawnDetachedTree, summarize, Summary, treeCommand, treeMembers, waitReady, nowNs, msSince,
@@ -91,7 +91,7 @@ async function buildOwned(owner: TreeOwner, n: number, direct: boolean): Promise
     kill: () => {
       const t0 = nowNs();
       const call = direct
-        ? treeKiller.kill(record, { graceMs: 0, continuouslyOwned: true, cgroupVerified: record.cgroup !== null })
+        ? processCore().killer.kill(record, { graceMs: 0, continuouslyOwned: true, cgroupVerified: record.cgroup !== null })
         : owner.kill(record.id, 0);
       return { t0, call };
     },

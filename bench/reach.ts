@@ -5,7 +5,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { cgroupTier, TreeOwner } from '../src/proc';
+import { processCore, TreeOwner } from '../src/proc';
 import {
   isAlive, log, processesWithEnv, readStat, realKill, register, registerCgroup, registerGroup, REPO,
   RUN_ID, sleep, tmpDir,
@@ -166,7 +166,7 @@ async function runCell(mode: string, method: ReachMethod, owners: { cgroup: Tree
 }
 
 export async function runReach(owners: { cgroup: TreeOwner; group: TreeOwner }): Promise<ReachResults> {
-  const probe = cgroupTier('auto');
+  const probe = processCore().cgroupTier('auto');
   const methods: ReachMethod[] = ['ours-cgroup', 'ours-group', 'tree-kill', 'group-kill'];
   const scenarios: ReachResults['scenarios'] = [];
   for (const { mode, title } of SCENARIOS) {

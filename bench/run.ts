@@ -10,7 +10,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { cgroupTier, TreeOwner } from '../src/proc';
+import { processCore, TreeOwner } from '../src/proc';
 import { ActivationFigure, ACTIVATION_ENV, ACTIVATION_FILE_ENV, runExtension } from './extension';
 import { measureActivation } from './activation';
 import { KillMethod, runKill } from './kill';
@@ -62,8 +62,8 @@ async function main(): Promise<number> {
     group: new TreeOwner({ recordsDir: path.join(tmpDir(), 'records'), cgroups: 'off' }),
   };
   installInterruptHandlers();
-  const tier = cgroupTier('auto').tier ? 'cgroup' : 'group';
-  meta.tier = tier === 'cgroup' ? `cgroup (${cgroupTier('auto').tier!.reason})` : `group (no cgroup tier: ${cgroupTier('auto').unavailable})`;
+  const tier = processCore().cgroupTier('auto').tier ? 'cgroup' : 'group';
+  meta.tier = tier === 'cgroup' ? `cgroup (${processCore().cgroupTier('auto').tier!.reason})` : `group (no cgroup tier: ${processCore().cgroupTier('auto').unavailable})`;
   meta.treeBuilder = treeBuilderKind();
   const results: AllResults = {};
   const errors: string[] = [];

@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFile, execFileSync } from 'child_process';
-import { LinuxProcessTable, membersOfTrees, TreeOwner, TreeQuery } from '../src/proc';
+import { LinuxProcessTable, membersOfTrees, processCore, TreeOwner, TreeQuery } from '../src/proc';
 import {
   childrenCpuMs, log, processCount, register, registerCgroup, registerGroup, REPO, rotated,
   selfCpuMs, sleep, summarize, Summary, tmpDir, treeCommand, treeMembers, waitReady, nowNs, msSince,
@@ -195,7 +195,7 @@ export async function runSnapshot(opts: { owner: TreeOwner; rounds: number[]; on
     const viewTable = new LinuxProcessTable();
     const queries: TreeQuery[] = fill ? [{ ...fill.tree.record, continuouslyOwned: true, cgroupVerified: fill.tree.record.cgroup !== null }] : [];
     const viewCall = () => {
-      const r = membersOfTrees(viewTable, queries);
+      const r = membersOfTrees(viewTable, queries, processCore());
       return r.trees.reduce((a, t) => a + t.members.length, 0) || r.processCount;
     };
     viewCall();

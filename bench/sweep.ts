@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { execFileSync, spawn } from 'child_process';
-import { cgroupTier, localSweepParts, selfIdentity, processTable, RecordStore, resolveMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
+import { localSweepParts, processCore, selfIdentity, RecordStore, resolveMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
 import { cgroupVerified } from '../src/proc/owner';
 import { isAlive, log, processCount, readStat, realKill, register, REPO, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
 
@@ -31,7 +31,7 @@ function deadPids(n: number): number[] {
 
 function goneRecords(store: RecordStore, owners: number[], roots: number[]): TreeRecord[] {
   const now = Date.now();
-  const tier = cgroupTier('auto').tier;
+  const tier = processCore().cgroupTier('auto').tier;
   const all: TreeRecord[] = [];
   owners.forEach((ownerPid, i) => {
     const id = randomBytes(6).toString('hex');
@@ -94,7 +94,7 @@ async function orphanedOwners(dir: string, n: number): Promise<{ pids: number[];
 }
 
 export async function runSweep(opts: { reps: number; mixedReps: number; records: number; budgetMs: number }): Promise<SweepResults> {
-  const table = processTable();
+  const table = processCore().table;
   const self = selfIdentity(table);
   const n = opts.records;
   let pool = deadPids(2 * n + 20);
@@ -157,7 +157,7 @@ export async function runSweep(opts: { reps: number; mixedReps: number; records:
   for (let r = 0; r < 5; r++) {
     const t0 = nowNs();
     const snap = table.snapshot();
-    for (const tree of trees) resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: cgroupVerified(tree) });
+    for (const tree of trees) resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, processCore()) }, processCore());
     shared.push(msSince(t0));
   }
 

@@ -9,7 +9,6 @@
 import * as os from 'os';
 import * as path from 'path';
 import {
-  cgroupTier,
   cgroupVerified,
   freshProcessTable,
   KillReport,
@@ -18,8 +17,8 @@ import {
   OwnerRecord,
   ownerState,
   OwnerState,
+  processCore,
   ProcessTable,
-  processTable,
   RecordStore,
   resolveMembers,
   sameProcess,
@@ -27,7 +26,6 @@ import {
   SpawnError,
   stderrLogger,
   sweepOrphans,
-  treeKiller,
   TreeOwner,
 } from '../proc';
 import { UsageError, parseArgs, ParsedArgs } from './args';
@@ -193,7 +191,8 @@ function recordStanding(table: ProcessTable, record: OwnerRecord): { state: Owne
 async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
   const store = new RecordStore(args.records ?? defaultRecordsDir());
   const mode = args.cgroups ? 'auto' : 'off';
-  const table = await freshProcessTable();
+  const core = processCore();
+  const table = await freshProcessTable(core.table);
   const snap = table.snapshot();
   const { records, problems } = store.list();
   const owners = records.map(({ file, record }) => {
@@ -204,7 +203,7 @@ async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
       note: standing.note,
       trees: record.trees.map((t) => {
         const m = standing.resolvable
-          ? resolveMembers(t, snap, { continuouslyOwned: standing.state === 'alive', cgroupVerified: mode !== 'off' && cgroupVerified(t, mode) }).members
+          ? resolveMembers(t, snap, { continuouslyOwned: standing.state === 'alive', cgroupVerified: mode !== 'off' && cgroupVerified(t, core) }, core).members
           : [];
         return {
           ...t,
@@ -215,7 +214,7 @@ async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
     };
   });
   if (args.json) {
-    const tier = mode === 'off' ? null : cgroupTier(mode).tier?.reason ?? null;
+    const tier = mode === 'off' ? null : (core.cgroupTier(mode).tier?.reason ?? null);
     process.stdout.write(JSON.stringify({ recordsDir: store.dir, cgroupTier: tier, owners, problems }, null, 2) + '\n');
     return 0;
   }
@@ -240,7 +239,8 @@ async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
 
 async function kill(args: ParsedArgs & { command: 'kill' }): Promise<number> {
   const store = new RecordStore(args.records ?? defaultRecordsDir());
-  const table = processTable();
+  const core = processCore();
+  const table = core.table;
   const { records, problems } = store.list();
   const found = records.find(({ record }) => record.trees.some((t) => t.id === args.treeId));
   if (!found) {
@@ -254,10 +254,10 @@ async function kill(args: ParsedArgs & { command: 'kill' }): Promise<number> {
     process.stderr.write(`agent-trees: tree ${tree.id}: ${standing.note}; not killed\n`);
     return 1;
   }
-  const report = await treeKiller.kill(tree, {
+  const report = await core.killer.kill(tree, {
     graceMs: args.graceMs,
     continuouslyOwned: false,
-    cgroupVerified: cgroupVerified(tree),
+    cgroupVerified: cgroupVerified(tree, core),
     log: stderrLogger(args.verbose),
   });
   if (['dead', 'replaced'].includes(standing.state) && report.survivors === 0) dropFromDeadOwnersRecord(store, table, found.record, tree.id);

@@ -8,7 +8,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentDefinition, expandVariables, validateDefinition } from '../agents/definition';
 import { AgentRun, AgentRuns } from '../agents/runs';
-import { KillReport, killRecordedTree, processTable, RecordStore, SpawnError, SweepResult, treeKiller, TreeMembersSource, TreeOwner } from '../proc';
+import { KillReport, killRecordedTree, RecordStore, SpawnError, SweepResult, TreeMembersSource, TreeOwner } from '../proc';
 import { McpServers, McpWrapper } from './mcp';
 import { OwnerRecordsReader } from './ownerRecords';
 import { readSettings, Settings } from './settings';
@@ -129,7 +129,7 @@ export class AgentTreesController implements vscode.Disposable {
     this.runs = new AgentRuns(this.owner, () => this.settings, log);
     this.terminals = new AgentTerminals(this.runs);
     this.records = new OwnerRecordsReader(this.store, this.owner.self);
-    this.source = new TreeMembersSource(path.join(context.extensionPath, 'dist', 'snapshotWorker.js'));
+    this.source = new TreeMembersSource(path.join(context.extensionPath, 'dist', 'snapshotWorker.js'), undefined, this.owner.core);
     this.windowTerminals = new WindowTerminals(context, {
       log,
       onClose: () => this.settings.terminalsOnClose,
@@ -272,7 +272,7 @@ export class AgentTreesController implements vscode.Disposable {
   }
 
   private listTrees(): ApiTree[] {
-    const snap = processTable().snapshot();
+    const snap = this.owner.core.table.snapshot();
     return this.runs.list().map((run) => ({
       id: run.id,
       name: run.name,
@@ -390,7 +390,7 @@ export class AgentTreesController implements vscode.Disposable {
         report = await this.runs.kill(target.run.id, 'killed');
       } else if (target.windowTree) {
         this.log.info(`tree ${target.windowTree.record.id} (${target.name}) of agent-trees run ${target.windowTree.ownerPid}: killed from the view`);
-        report = await killRecordedTree(target.windowTree.record, this.settings.killGraceSeconds * 1000, this.log);
+        report = await killRecordedTree(target.windowTree.record, this.settings.killGraceSeconds * 1000, this.log, this.owner.core);
         this.mcp.noteKilled(target.windowTree.record.id);
       } else {
         report = await this.windowTerminals.endEverything(target.shellKey!);
@@ -411,7 +411,12 @@ export class AgentTreesController implements vscode.Disposable {
     register('agentTrees.killProcess', async (row?: Row) => {
       if (row?.target.kind !== 'process') return undefined;
       const p = row.target;
-      const report = await treeKiller.killSubtree(p.pid, p.startKey, this.settings.killGraceSeconds * 1000, this.log);
+      const graceMs = this.settings.killGraceSeconds * 1000;
+      // Our own trees through their owner (on Windows only it can prove them); others' by the start key alone.
+      const report =
+        p.top.kind === 'run'
+          ? await this.owner.killProcess(p.pid, p.startKey, graceMs)
+          : await this.owner.core.killer.killSubtree(p.pid, p.startKey, { graceMs, continuouslyOwned: false, cgroupVerified: false, log: this.log });
       this.log.info(`process ${p.pid} and its children: ended ${report.signalled}`);
       this.announceKill(`${p.pid}`, report);
       void this.provider.refresh();

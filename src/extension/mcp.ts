@@ -17,7 +17,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentDefinition, expandVariables } from '../agents/definition';
-import { OwnerInfo, processTable, RecordFile, RecordStore, TreeRecord } from '../proc';
+import { OwnerInfo, processCore, RecordFile, RecordStore, TreeRecord } from '../proc';
 import { Settings } from './settings';
 
 // ---------------------------------------------------------------------------------------------- VS Code 1.101 API
@@ -198,7 +198,7 @@ export class McpServers implements vscode.Disposable {
     const live = this.liveRecords();
     if (live !== this.seenRecords) {
       this.seenRecords = live;
-      const table = processTable();
+      const table = processCore().table;
       const running = new Set<string>();
       for (const { record } of live) {
         if (table.read(record.owner.pid)?.ppid !== process.pid) continue;

@@ -7,20 +7,23 @@
  *   - as root: a directory of ours, `<cgroup2 mount>/agent-trees/` (hybrid layouts mount it at
  *     `/sys/fs/cgroup/unified`, pure v2 at `/sys/fs/cgroup`);
  *   - as an ordinary user with a systemd user manager: a transient scope from `systemd-run --user --scope`.
- * Detection runs once per process and is cached.
+ * Where our cgroups live (`cgroupLocation`) is read from mountinfo alone; whether we can make them
+ * (`CgroupProber`) is probed once per process, asynchronously where it runs `systemd-run`.
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { execFileSync } from 'child_process';
+import { execFile } from 'child_process';
 
 export type CgroupMode = 'auto' | 'off';
 
-export interface CgroupTier {
+/** Where the tree cgroups of this user live: enough to recognise a recorded one, without probing anything. */
+export interface CgroupLocation {
   kind: 'directory' | 'systemd-scope';
   /** Folder under which every tree cgroup of ours lives. */
   base: string;
-  /** Whether `cgroup.kill` exists (else freeze, signal, thaw). */
-  hasKill: boolean;
+}
+
+export interface CgroupTier extends CgroupLocation {
   /** Why this tier was chosen, for the log. */
   reason: string;
 }
@@ -33,7 +36,7 @@ export interface CgroupProbeResult {
 
 const TREE_DIR_PREFIX = 'tree-';
 
-/** Finds the cgroup2 mount point in `/proc/self/mountinfo` text. Exported for tests. */
+/** Finds the cgroup2 mount point in `/proc/self/mountinfo` text. */
 export function cgroup2Mount(mountinfo: string): string | undefined {
   for (const line of mountinfo.split('\n')) {
     const sep = line.indexOf(' - ');
@@ -48,102 +51,120 @@ function unescapeMount(p: string): string {
   return p.replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
 }
 
-/** The cgroup v2 path of a process relative to the mount (`0::/path` line of `/proc/<pid>/cgroup`). */
-export function cgroupOfProcess(pid: number | 'self'): string | undefined {
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
-    const m = /^0::(.*)$/m.exec(text);
-    return m ? m[1] : undefined;
-  } catch {
-    return undefined;
-  }
+/** What the probe reads and runs; tests pass their own. */
+export interface CgroupProbeDeps {
+  platform: NodeJS.Platform;
+  uid: number;
+  /** The text of `/proc/self/mountinfo`; throws when it cannot be read. */
+  readMountinfo(): string;
+  /** The file operations the directory probe makes. */
+  fs: Pick<typeof fs, 'mkdirSync' | 'rmdirSync' | 'existsSync' | 'accessSync'>;
+  /** Runs a command to its end without blocking the event loop; rejects when it fails or times out. */
+  execAsync(file: string, args: string[], timeoutMs: number): Promise<void>;
 }
 
-export type Exec = (file: string, args: string[], options?: { timeout?: number; env?: NodeJS.ProcessEnv }) => string;
-const defaultExec: Exec = (file, args, options) =>
-  execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: options?.timeout ?? 5000, env: options?.env });
+export const systemCgroupProbeDeps: CgroupProbeDeps = {
+  platform: process.platform,
+  uid: process.getuid?.() ?? -1,
+  readMountinfo: () => fs.readFileSync('/proc/self/mountinfo', 'utf8'),
+  fs,
+  execAsync: (file, args, timeoutMs) =>
+    new Promise((resolve, reject) => {
+      execFile(file, args, { encoding: 'utf8', timeout: timeoutMs, windowsHide: true }, (error, _stdout, stderr) =>
+        error ? reject(new Error(firstLine(stderr) || error.message)) : resolve());
+    }),
+};
 
-/** Probes what works, once. `root` is the cgroup2 mount (tests pass their own). */
-export function probeCgroupTier(options: { mountinfo?: string; uid?: number; exec?: Exec } = {}): CgroupProbeResult {
-  if (process.platform !== 'linux') return { unavailable: 'cgroups exist on Linux only' };
-  let mountinfo = options.mountinfo;
-  if (mountinfo === undefined) {
-    try {
-      mountinfo = fs.readFileSync('/proc/self/mountinfo', 'utf8');
-    } catch (e) {
-      return { unavailable: `cannot read /proc/self/mountinfo: ${(e as Error).message}` };
-    }
+/** Where our cgroups would be, from mountinfo and the uid alone: no directory is made, nothing is run. */
+export function cgroupLocation(deps: Pick<CgroupProbeDeps, 'platform' | 'uid' | 'readMountinfo'>): CgroupLocation | { unavailable: string } {
+  if (deps.platform !== 'linux') return { unavailable: 'cgroups exist on Linux only' };
+  let mountinfo: string;
+  try {
+    mountinfo = deps.readMountinfo();
+  } catch (e) {
+    return { unavailable: `cannot read /proc/self/mountinfo: ${(e as Error).message}` };
   }
   const mount = cgroup2Mount(mountinfo);
   if (!mount) return { unavailable: 'no cgroup2 file system is mounted' };
-  const uid = options.uid ?? process.getuid?.() ?? -1;
-  if (uid === 0) {
-    const base = path.join(mount, 'agent-trees');
-    const problem = probeDirectory(base);
-    if (!problem) {
-      return { tier: { kind: 'directory', base, hasKill: fs.existsSync(path.join(base, 'cgroup.kill')) || probeHasKill(base), reason: `own cgroup directories under ${base}` } };
-    }
-    return { unavailable: `cannot create cgroups under ${base}: ${problem}` };
-  }
-  return probeSystemdScope(mount, uid, options.exec ?? defaultExec);
+  if (deps.uid === 0) return { kind: 'directory', base: path.join(mount, 'agent-trees') };
+  return { kind: 'systemd-scope', base: path.join(mount, `user.slice/user-${deps.uid}.slice/user@${deps.uid}.service/app.slice`) };
 }
 
-/** Creates `base` and a child in it, to prove we may; the child is removed again. */
-function probeDirectory(base: string): string | undefined {
+/**
+ * Whether we can make tree cgroups, and where. As root that is a few directory operations (synchronous, quick);
+ * as an ordinary user it runs `systemd-run --user --scope` (asynchronous: it can take seconds).
+ */
+export async function probeCgroupTier(deps: CgroupProbeDeps = systemCgroupProbeDeps): Promise<CgroupProbeResult> {
+  const location = cgroupLocation(deps);
+  if ('unavailable' in location) return location;
+  if (location.kind === 'directory') return probeDirectoryTier(location, deps);
+  const unit = `agent-trees-probe-${process.pid}-${Date.now()}.scope`;
   try {
-    fs.mkdirSync(base, { recursive: true });
-    const probe = path.join(base, `probe-${process.pid}`);
-    fs.mkdirSync(probe, { recursive: true });
-    const ok = fs.existsSync(path.join(probe, 'cgroup.procs'));
-    fs.rmdirSync(probe);
-    fs.accessSync(path.join(base, 'cgroup.procs'), fs.constants.W_OK);
-    return ok ? undefined : 'the new directory has no cgroup.procs (not a cgroup2 file system?)';
-  } catch (e) {
-    return (e as Error).message;
-  }
-}
-
-function probeHasKill(base: string): boolean {
-  // The root of a hierarchy has no cgroup.kill; any child does on 5.14+.
-  try {
-    const probe = path.join(base, `probe-kill-${process.pid}`);
-    fs.mkdirSync(probe);
-    const has = fs.existsSync(path.join(probe, 'cgroup.kill'));
-    fs.rmdirSync(probe);
-    return has;
-  } catch {
-    return false;
-  }
-}
-
-/** As an ordinary user: a systemd user manager hands out transient scopes in a subtree delegated to the user. */
-function probeSystemdScope(mount: string, uid: number, exec: Exec): CgroupProbeResult {
-  const unit = `agent-trees-probe-${process.pid}.scope`;
-  try {
-    exec('systemd-run', ['--user', '--scope', '--quiet', '--collect', `--unit=${unit}`, '--', 'true'], { timeout: 5000 });
+    await deps.execAsync('systemd-run', ['--user', '--scope', '--quiet', '--collect', `--unit=${unit}`, '--', 'true'], 5000);
   } catch (e) {
     return { unavailable: `systemd-run --user --scope does not work here: ${firstLine((e as Error).message)}` };
   }
-  const base = path.join(mount, `user.slice/user-${uid}.slice/user@${uid}.service/app.slice`);
-  return {
-    tier: { kind: 'systemd-scope', base, hasKill: true, reason: `transient systemd user scopes under ${base}` },
-  };
+  return { tier: { ...location, reason: `transient systemd user scopes under ${location.base}` } };
+}
+
+/** As root: creates the base folder and a child in it, to prove we may; the child is removed again. */
+export function probeDirectoryTier(location: CgroupLocation, deps: Pick<CgroupProbeDeps, 'fs'>): CgroupProbeResult {
+  const base = location.base;
+  try {
+    deps.fs.mkdirSync(base, { recursive: true });
+    const probe = path.join(base, `probe-${process.pid}`);
+    deps.fs.mkdirSync(probe, { recursive: true });
+    const ok = deps.fs.existsSync(path.join(probe, 'cgroup.procs'));
+    deps.fs.rmdirSync(probe);
+    deps.fs.accessSync(path.join(base, 'cgroup.procs'), fs.constants.W_OK);
+    if (!ok) return { unavailable: `cannot create cgroups under ${base}: the new directory has no cgroup.procs (not a cgroup2 file system?)` };
+  } catch (e) {
+    return { unavailable: `cannot create cgroups under ${base}: ${(e as Error).message}` };
+  }
+  return { tier: { ...location, reason: `own cgroup directories under ${base}` } };
 }
 
 function firstLine(s: string): string {
   return s.split('\n')[0];
 }
 
-let cached: CgroupProbeResult | undefined;
+/**
+ * The tier of one process, probed once. `now()` never waits: as root it probes on the spot (directory operations
+ * only); as an ordinary user it starts the asynchronous probe and says the tier is not known yet, so the event
+ * loop is never held by `systemd-run`. Callers that can wait use `probe()`.
+ */
+export class CgroupProber {
+  private result: CgroupProbeResult | undefined;
+  private pending: Promise<CgroupProbeResult> | undefined;
 
-/** The tier for this process, probed on first use. */
-export function cgroupTier(mode: CgroupMode): CgroupProbeResult {
-  if (mode === 'off') return { unavailable: 'turned off by setting' };
-  return (cached ??= probeCgroupTier());
+  constructor(private readonly deps: CgroupProbeDeps = systemCgroupProbeDeps) {}
+
+  /** Where tree cgroups of ours are, without probing (for recognising recorded ones). */
+  location(): CgroupLocation | undefined {
+    const l = cgroupLocation(this.deps);
+    return 'unavailable' in l ? undefined : l;
+  }
+
+  now(mode: CgroupMode): CgroupProbeResult {
+    if (mode === 'off') return { unavailable: 'turned off by setting' };
+    if (this.result) return this.result;
+    const location = cgroupLocation(this.deps);
+    if ('unavailable' in location) return (this.result = location);
+    if (location.kind === 'directory') return (this.result = probeDirectoryTier(location, this.deps));
+    void this.probe(mode);
+    return { unavailable: 'the cgroup probe (systemd-run --user --scope) has not finished yet' };
+  }
+
+  async probe(mode: CgroupMode): Promise<CgroupProbeResult> {
+    if (mode === 'off') return { unavailable: 'turned off by setting' };
+    if (this.result) return this.result;
+    this.pending ??= probeCgroupTier(this.deps).then((r) => (this.result = r));
+    return this.pending;
+  }
 }
 
 /** Directory of one tree's cgroup. Tree ids are unique, so a path names one tree only. */
-export function treeCgroupPath(tier: CgroupTier, treeId: string): string {
+export function treeCgroupPath(tier: CgroupLocation, treeId: string): string {
   return tier.kind === 'directory'
     ? path.join(tier.base, TREE_DIR_PREFIX + treeId)
     : path.join(tier.base, `agent-trees-${treeId}.scope`);
@@ -153,7 +174,7 @@ export function treeCgroupPath(tier: CgroupTier, treeId: string): string {
  * The command line that starts `command` inside the tree's cgroup: the launcher moves itself into the cgroup,
  * then execs the command, so the root is inside before it can fork.
  */
-export function launchInCgroup(tier: CgroupTier, cgroupDir: string, treeId: string, command: string, args: string[]): { file: string; args: string[] } {
+export function launchInCgroup(tier: CgroupLocation, cgroupDir: string, treeId: string, command: string, args: string[]): { file: string; args: string[] } {
   if (tier.kind === 'systemd-scope') {
     return {
       file: 'systemd-run',
@@ -180,9 +201,9 @@ export function cgroupProcs(cgroupDir: string): number[] {
  * Whether `dir` is a tree cgroup of ours: directly under our base with our name pattern, and created no later
  * than the tree was tracked (a directory made afresh under the same name is not the recorded one).
  */
-export function isOurCgroup(tier: CgroupTier | undefined, dir: string, treeId: string, trackedAt: number): boolean {
-  if (!tier) return false;
-  if (path.resolve(dir) !== treeCgroupPath(tier, treeId)) return false;
+export function isOurCgroup(location: CgroupLocation | undefined, dir: string, treeId: string, trackedAt: number): boolean {
+  if (!location) return false;
+  if (path.resolve(dir) !== treeCgroupPath(location, treeId)) return false;
   try {
     const st = fs.statSync(dir);
     return st.isDirectory() && fs.existsSync(path.join(dir, 'cgroup.procs')) && st.ctimeMs <= trackedAt + 2000;
@@ -243,18 +264,18 @@ export function removeCgroup(cgroupDir: string, retryMs = 10_000): boolean {
 }
 
 /** Our tree cgroups that no record names and that are empty and older than a minute: left by a killed owner. */
-export function removeUnnamedEmptyCgroups(tier: CgroupTier, named: Set<string>, now = Date.now()): string[] {
-  if (tier.kind !== 'directory') return []; // systemd collects empty transient scopes itself
+export function removeUnnamedEmptyCgroups(location: CgroupLocation, named: Set<string>, now = Date.now()): string[] {
+  if (location.kind !== 'directory') return []; // systemd collects empty transient scopes itself
   const removed: string[] = [];
   let names: string[];
   try {
-    names = fs.readdirSync(tier.base);
+    names = fs.readdirSync(location.base);
   } catch {
     return removed;
   }
   for (const name of names) {
     if (!name.startsWith(TREE_DIR_PREFIX)) continue;
-    const dir = path.join(tier.base, name);
+    const dir = path.join(location.base, name);
     if (named.has(dir)) continue;
     try {
       if (now - fs.statSync(dir).ctimeMs < 60_000) continue; // may be a tree being spawned right now
@@ -265,3 +286,19 @@ export function removeUnnamedEmptyCgroups(tier: CgroupTier, named: Set<string>, 
   }
   return removed;
 }
+
+/** The cgroup operations a kill and a membership resolution use; tests pass their own. */
+export interface CgroupControl {
+  /** Pids in a tree's cgroup. */
+  procs(cgroupDir: string): number[];
+  /** Kills every member at once (see `killCgroup`); returns the pids it found. */
+  kill(cgroupDir: string, signalOne: (pid: number) => void): number[];
+  /** Removes an emptied tree cgroup (see `removeCgroup`). */
+  remove(cgroupDir: string): boolean;
+}
+
+export const linuxCgroups: CgroupControl = {
+  procs: cgroupProcs,
+  kill: killCgroup,
+  remove: (dir) => removeCgroup(dir),
+};

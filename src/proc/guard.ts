@@ -4,34 +4,38 @@
  */
 import { ProcessInfo, ProcessTable } from './processTable';
 
-export class SignalGuard {
-  /** The guard for this process, rebuilt when our parent changes (we were re-parented). */
-  static current(table: ProcessTable): SignalGuard {
-    if (!current || current.ppid !== process.ppid) current = new SignalGuard(table);
-    return current;
-  }
+/** Who "this program" is: the process the guard protects, with its parent and uid. */
+export interface GuardSelf {
+  pid: number;
+  ppid: number;
+  /** Our uid; undefined where the platform has none (Windows). */
+  uid: number | undefined;
+}
 
-  private readonly ppid = process.ppid;
+export function currentSelf(): GuardSelf {
+  return { pid: process.pid, ppid: process.ppid, uid: typeof process.getuid === 'function' ? process.getuid() : undefined };
+}
+
+export class SignalGuard {
+  readonly self: GuardSelf;
   private readonly protectedPids = new Set<number>([0, 1]);
   private readonly ownGroup: number | undefined;
   private readonly uid: number | undefined;
 
-  constructor(table: ProcessTable) {
-    this.protectedPids.add(process.pid);
+  constructor(private readonly table: ProcessTable, self: GuardSelf = currentSelf()) {
+    this.self = self;
+    this.protectedPids.add(self.pid);
     // Ancestors, walked through the table (the chain ends at 1 or at a pid we cannot read).
-    let pid = process.ppid;
+    let pid = self.ppid;
     for (let i = 0; i < 4096 && pid > 1 && !this.protectedPids.has(pid); i++) {
       this.protectedPids.add(pid);
       const p = table.read(pid);
       if (!p) break;
       pid = p.ppid;
     }
-    this.ownGroup = table.read(process.pid)?.pgid;
-    this.uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
-    this.table = table;
+    this.ownGroup = table.read(self.pid)?.pgid;
+    this.uid = self.uid;
   }
-
-  private readonly table: ProcessTable;
 
   /**
    * This process, an ancestor, PID 0/1, or a member of our own group: never a tree member, and never walked
@@ -72,5 +76,3 @@ export class SignalGuard {
     return undefined;
   }
 }
-
-let current: SignalGuard | undefined;

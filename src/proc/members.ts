@@ -3,10 +3,10 @@
  * the tree's process group and session (only while provably the recorded ones), its cgroup, every process
  * carrying its exact tag, and every descendant of any member.
  */
-import { cgroupProcs } from './cgroup';
+import { CgroupControl } from './cgroup';
 import { isRecordedRoot, startedNoLaterThanTracking } from './identity';
 import { SignalGuard } from './guard';
-import { ProcessInfo, processTable, Snapshot } from './processTable';
+import { ProcessInfo, Snapshot } from './processTable';
 import { TreeRecord } from './records';
 
 export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'>;
@@ -32,8 +32,8 @@ export interface ResolveOptions {
   /** Whether the tree's cgroup directory was checked to be ours. Only then are its pids members. */
   cgroupVerified: boolean;
   /**
-   * Why a process can never be a member; such are not walked either. Defaults to this process's
-   * SignalGuard: ourselves, our ancestors, our own group and PID 1.
+   * Why a process can never be a member; such are not walked either. Defaults to the guard's (`MemberDeps`):
+   * ourselves, our ancestors, our own group and PID 1.
    */
   protectedReason?: (p: ProcessInfo) => string | undefined;
   /**
@@ -49,6 +49,13 @@ export interface ResolveOptions {
   rootStartKey?: number;
 }
 
+/** What a resolution reads besides the snapshot: the guard (who can never be a member) and the cgroups. */
+export interface MemberDeps {
+  /** Ourselves, our ancestors, our own group and PID 1: never members, and never walked. */
+  guard: Pick<SignalGuard, 'protectedReason'>;
+  cgroups: Pick<CgroupControl, 'procs'>;
+}
+
 /**
  * Resolves the live members of `tree` in `snap`.
  *
@@ -57,11 +64,11 @@ export interface ResolveOptions {
  * for a continuous owner, or when one of its members carries the tree's tag or sits in its cgroup: otherwise
  * its members are not taken on a guess.
  */
-export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions): Membership {
+export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions, deps: MemberDeps): Membership {
   const procs = snap.processes;
   const seeds = new Map<number, ProcessInfo>();
   const excluded = new Set<string>();
-  const guard = options.protectedReason ?? defaultProtection();
+  const guard = options.protectedReason ?? ((p: ProcessInfo) => deps.guard.protectedReason(p));
   const isProtected = (p: ProcessInfo): boolean => {
     if (p.pid <= 1) return true;
     const why = guard(p);
@@ -73,7 +80,7 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
   };
 
   const tagged = snap.tagged().get(tree.id) ?? [];
-  const cgroupPids = tree.cgroup && options.cgroupVerified ? cgroupProcs(tree.cgroup) : [];
+  const cgroupPids = tree.cgroup && options.cgroupVerified ? deps.cgroups.procs(tree.cgroup) : [];
   for (const p of tagged) add(p);
   for (const pid of cgroupPids) add(procs.get(pid));
   for (const p of options.extraSeeds ?? []) if (procs.get(p.pid)?.startKey === p.startKey) add(procs.get(p.pid));
@@ -139,8 +146,8 @@ function withDescendants(seeds: Map<number, ProcessInfo>, snap: Snapshot, isProt
 }
 
 /** One process (if it still is the one that started at `startKey`) and all its descendants. */
-export function subtreeMembers(snap: Snapshot, pid: number, startKey: number): Membership {
-  return subtreesMembers(snap, [{ pid, startKey }]);
+export function subtreeMembers(snap: Snapshot, pid: number, startKey: number, deps: { guard: Pick<SignalGuard, 'protectedReason'> }): Membership {
+  return subtreesMembers(snap, [{ pid, startKey }], [], deps);
 }
 
 /** A process named by its pid and exact start key. */
@@ -154,13 +161,17 @@ export interface ProcessKey {
  * descendants, never a `spared` pid (nor anything reached only through it) and never a protected process.
  * Never a group: each member is proven by its own identity or its parent link.
  */
-export function subtreesMembers(snap: Snapshot, roots: ProcessKey[], spared: number[] = []): Membership {
-  const guard = defaultProtection();
+export function subtreesMembers(
+  snap: Snapshot,
+  roots: ProcessKey[],
+  spared: number[],
+  deps: { guard: Pick<SignalGuard, 'protectedReason'> },
+): Membership {
   const sparedPids = new Set(spared);
   const excluded: string[] = [];
   const isProtected = (p: ProcessInfo) => {
     if (sparedPids.has(p.pid)) return true;
-    const why = p.pid <= 1 ? `pid ${p.pid}` : guard(p);
+    const why = p.pid <= 1 ? `pid ${p.pid}` : deps.guard.protectedReason(p);
     if (why) excluded.push(why);
     return why !== undefined;
   };
@@ -172,7 +183,3 @@ export function subtreesMembers(snap: Snapshot, roots: ProcessKey[], spared: num
   return { members: [...withDescendants(seeds, snap, isProtected).values()], groupProven: false, inCgroup: 0, excluded };
 }
 
-function defaultProtection(): (p: ProcessInfo) => string | undefined {
-  const guard = SignalGuard.current(processTable());
-  return (p) => guard.protectedReason(p);
-}

@@ -4,12 +4,13 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { CgroupMode, cgroupTier, isOurCgroup, removeCgroup } from './cgroup';
+import { CgroupMode, isOurCgroup } from './cgroup';
+import { Core, processCore } from './core';
 import { selfIdentity } from './identity';
-import { interruptGroup, killWindowsTree, KillReport, treeKiller } from './kill';
+import { emptyReport, KillReport } from './killTarget';
 import { Logger, silentLogger } from './log';
 import { resolveMembers } from './members';
-import { ProcessInfo, processTable, Snapshot } from './processTable';
+import { freshProcessTable, ProcessInfo, Snapshot } from './processTable';
 import { OwnerInfo, RecordStore, setAsidePreviousRecord, TreeRecord, UntrustedFileError } from './records';
 import { SpawnError, spawnTree, SpawnTreeOptions } from './spawn';
 import type { TreeQuery } from './treeMembers';
@@ -38,6 +39,8 @@ export interface TreeOwnerOptions {
    * synchronously in the 'exit' event. Their record stays, so a sweep confirms and removes it.
    */
   killTreesOnExit?: boolean;
+  /** The core parts this owner works through; by default this process's (see core.ts). */
+  core?: Core;
 }
 
 /**
@@ -57,6 +60,7 @@ export type OwnerSpawnOptions = SpawnTreeOptions & {
 export class TreeOwner extends EventEmitter {
   readonly store: RecordStore;
   readonly self: OwnerInfo;
+  readonly core: Core;
   private readonly trees = new Map<string, OwnedTree>();
   private readonly log: Logger;
   private watchTimer: NodeJS.Timeout | undefined;
@@ -66,7 +70,8 @@ export class TreeOwner extends EventEmitter {
     super();
     this.store = new RecordStore(options.recordsDir);
     this.log = options.log ?? silentLogger;
-    this.self = selfIdentity(processTable());
+    this.core = options.core ?? processCore();
+    this.self = selfIdentity(this.core.table);
     const previous = setAsidePreviousRecord(this.store, this.self);
     if (previous.outcome === 'set-aside') {
       this.log.info(`record ${this.store.fileOf(this.self.pid)} was left by an earlier process with our pid; kept for the sweep as ${previous.claim}`);
@@ -85,7 +90,7 @@ export class TreeOwner extends EventEmitter {
   killAllNowSync(): void {
     for (const tree of this.trees.values()) {
       try {
-        if (process.platform !== 'win32') treeKiller.killNowSync(tree.record, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null });
+        this.core.killer.killNowSync(tree.record, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null });
       } catch {
         /* exiting: nothing more can be done here; the next sweep has the record */
       }
@@ -103,7 +108,7 @@ export class TreeOwner extends EventEmitter {
       throw new SpawnError(e instanceof UntrustedFileError ? e.message : `records folder ${this.store.dir}: ${(e as Error).message}`, 'EACCES');
     }
     const { deadline, ...spawnOptions } = options;
-    const spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions });
+    const spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core);
     if (deadline !== undefined) spawned.record.deadline = Math.round(deadline);
     const tree: OwnedTree = { record: spawned.record, child: spawned.child, tier: spawned.tier, state: 'running' };
     this.trees.set(tree.record.id, tree);
@@ -138,20 +143,24 @@ export class TreeOwner extends EventEmitter {
   }
 
   /** Live members of a tree in `snap` (a fresh snapshot when omitted). */
-  members(id: string, snap: Snapshot = processTable().snapshot()): ProcessInfo[] {
+  members(id: string, snap: Snapshot = this.core.table.snapshot()): ProcessInfo[] {
     const tree = this.trees.get(id);
     if (!tree) return [];
-    return resolveMembers(tree.record, snap, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null }).members;
+    return resolveMembers(tree.record, snap, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null }, this.core).members;
   }
 
   /** Kills a whole tree; a second call while one runs joins it. The tree is dropped once empty. */
   async kill(id: string, graceMs: number): Promise<KillReport> {
     const tree = this.trees.get(id);
-    if (!tree) return { treeId: id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
+    if (!tree) return emptyReport(id);
     if (tree.state !== 'ended') tree.state = 'killing';
-    const report = process.platform === 'win32'
-      ? await killWindowsTree(tree.record, { graceMs, continuouslyOwned: true, log: this.log }, () => tree.child.exitCode === null && tree.child.signalCode === null)
-      : await treeKiller.kill(tree.record, { graceMs, continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null, log: this.log });
+    const report = await this.core.killer.kill(tree.record, {
+      graceMs,
+      continuouslyOwned: true,
+      cgroupVerified: tree.record.cgroup !== null,
+      rootAlive: () => rootRuns(tree),
+      log: this.log,
+    });
     tree.lastKill = report;
     this.checkEnded(tree);
     if (tree.state !== 'ended') this.scheduleWatch();
@@ -161,7 +170,18 @@ export class TreeOwner extends EventEmitter {
   /** Ctrl-C for a tree: SIGINT to its process group. */
   interrupt(id: string): boolean {
     const tree = this.trees.get(id);
-    return tree ? interruptGroup(tree.record, true) : false;
+    return tree ? this.core.killer.interrupt(tree.record, true) : false;
+  }
+
+  /**
+   * Kills one process of an owned tree and its descendants ("Kill Process and Its Children"), if it still is a
+   * member, started at `startKey`.
+   */
+  async killProcess(pid: number, startKey: number, graceMs: number): Promise<KillReport> {
+    const snap = (await freshProcessTable(this.core.table)).snapshot();
+    const member = this.list().some((t) => this.members(t.record.id, snap).some((p) => p.pid === pid && p.startKey === startKey));
+    if (!member) return { ...emptyReport(`process-${pid}-${startKey}`), refused: [`pid ${pid} is not a member of a tree this owner runs`] };
+    return this.core.killer.killSubtree(pid, startKey, { graceMs, continuouslyOwned: true, cgroupVerified: false, log: this.log });
   }
 
   /**
@@ -193,14 +213,14 @@ export class TreeOwner extends EventEmitter {
   }
 
   /** Looks once at every tree whose root has exited; drops those with no live member. */
-  checkAll(snap: Snapshot = processTable().snapshot()): void {
+  checkAll(snap: Snapshot = this.core.table.snapshot()): void {
     for (const tree of this.trees.values()) this.checkEnded(tree, snap);
   }
 
   private checkEnded(tree: OwnedTree, snap?: Snapshot): void {
     // The root is a member while it runs; on Windows only the root is known.
-    if (process.platform === 'win32' ? tree.child.exitCode === null && tree.child.signalCode === null : this.members(tree.record.id, snap).length > 0) return;
-    if (tree.record.cgroup) removeCgroup(tree.record.cgroup);
+    if (this.core.platform === 'win32' ? rootRuns(tree) : this.members(tree.record.id, snap).length > 0) return;
+    if (tree.record.cgroup) this.core.cgroups.remove(tree.record.cgroup);
     tree.state = 'ended';
     this.trees.delete(tree.record.id);
     this.writeRecord();
@@ -233,7 +253,14 @@ export class TreeOwner extends EventEmitter {
   }
 }
 
-/** Whether a recorded cgroup may be used: it is a directory of ours for that tree, not made afresh. */
-export function cgroupVerified(record: TreeRecord, mode: CgroupMode = 'auto'): boolean {
-  return record.cgroup !== null && isOurCgroup(cgroupTier(mode).tier, record.cgroup, record.id, record.trackedAt);
+function rootRuns(tree: OwnedTree): boolean {
+  return tree.child.exitCode === null && tree.child.signalCode === null;
+}
+
+/**
+ * Whether a recorded cgroup may be used: it is a directory of ours for that tree, not made afresh. Needs only
+ * where our cgroups live, so it never starts the cgroup probe.
+ */
+export function cgroupVerified(record: TreeRecord, core: Pick<Core, 'cgroupProber'>): boolean {
+  return record.cgroup !== null && isOurCgroup(core.cgroupProber.location(), record.cgroup, record.id, record.trackedAt);
 }

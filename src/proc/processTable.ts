@@ -21,14 +21,7 @@ export function createProcessTable(platform: NodeJS.Platform = process.platform)
 }
 
 /** The table, brought up to date first where listing is asynchronous (Windows: ps-list). */
-export async function freshProcessTable(table: ProcessTable = processTable()): Promise<ProcessTable> {
+export async function freshProcessTable(table: ProcessTable): Promise<ProcessTable> {
   await table.refresh?.();
   return table;
-}
-
-let shared: ProcessTable | undefined;
-
-/** The process table for this platform, shared so its caches serve every caller in the process. */
-export function processTable(): ProcessTable {
-  return (shared ??= createProcessTable());
 }

@@ -5,10 +5,11 @@
  */
 import { HostClock, hostClock } from './bootClock';
 import { OwnerState, ownerState, PresenceProbe, recordOrigin, recordTimeProblem, sameProcess } from './identity';
-import { KillReport, treeKiller, TreeKiller } from './kill';
+import { Core, processCore } from './core';
+import { KillReport } from './killTarget';
 import { Logger } from './log';
 import { cgroupVerified } from './owner';
-import { processTable, ProcessTable } from './processTable';
+import { ProcessTable } from './processTable';
 import { OwnerInfo, OwnerRecord, RecordFile, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface OwnerRecords {
@@ -30,7 +31,7 @@ export function isOwnRecord(owner: OwnerInfo, self: OwnerInfo): boolean {
 }
 
 /** Reads the folder once (changing nothing) and sorts its records by owner. Never throws for a bad record. */
-export function classifyRecords(store: RecordStore, self: OwnerInfo, table: ProcessTable = processTable()): OwnerRecords {
+export function classifyRecords(store: RecordStore, self: OwnerInfo, table: ProcessTable = processCore().table): OwnerRecords {
   const out: OwnerRecords = { own: [], live: [], gone: [], undecided: [], problems: [] };
   const { records, problems } = store.list();
   out.problems = problems;
@@ -100,6 +101,6 @@ export function judgeRecord(
  * Kills a tree another owner records (alive or not): as that owner's kill would, but without its continuous
  * ownership, so the group counts only while provably the recorded one and the cgroup only once checked ours.
  */
-export function killRecordedTree(tree: TreeRecord, graceMs: number, log?: Logger, killer: TreeKiller = treeKiller): Promise<KillReport> {
-  return killer.kill(tree, { graceMs, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree), log });
+export function killRecordedTree(tree: TreeRecord, graceMs: number, log?: Logger, core: Core = processCore()): Promise<KillReport> {
+  return core.killer.kill(tree, { graceMs, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, core), log });
 }

@@ -7,10 +7,11 @@ import { ChildProcess, spawn, StdioOptions } from 'child_process';
 import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { CgroupMode, cgroupTier, launchInCgroup, removeCgroup, treeCgroupPath } from './cgroup';
+import { CgroupMode, launchInCgroup, removeCgroup, treeCgroupPath } from './cgroup';
 import { hostClock } from './bootClock';
+import { Core, processCore } from './core';
 import { latestStart } from './identity';
-import { processTable, START_PRECISION_MS, TREE_ID_VARIABLE } from './processTable';
+import { START_PRECISION_MS, TREE_ID_VARIABLE } from './processTable';
 import { TreeRecord } from './records';
 
 export interface SpawnTreeOptions {
@@ -92,7 +93,7 @@ export function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: 
 }
 
 /** Spawns `command` as the root of a new owned tree and returns its record. Throws SpawnError before spawning. */
-export function spawnTree(options: SpawnTreeOptions): SpawnedTree {
+export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 'cgroupTier'> = processCore()): SpawnedTree {
   const id = options.id ?? newTreeId();
   if (!ID_PATTERN.test(id)) throw new SpawnError(`tree id "${id}": use letters, digits, '.', '_' and '-' only`, 'EINVAL');
   const cwd = options.cwd ?? process.cwd();
@@ -115,7 +116,7 @@ export function spawnTree(options: SpawnTreeOptions): SpawnedTree {
   let cgroup: string | null = null;
   let tierNote: string | undefined;
   if (process.platform === 'linux') {
-    const probe = cgroupTier(options.cgroups ?? 'auto');
+    const probe = core.cgroupTier(options.cgroups ?? 'auto');
     if (probe.tier) {
       const dir = treeCgroupPath(probe.tier, id);
       try {
@@ -149,7 +150,7 @@ export function spawnTree(options: SpawnTreeOptions): SpawnedTree {
     child.on('error', () => {});
     throw new SpawnError(`${options.command}: could not be started`, 'ENOENT');
   }
-  const root = processTable().read(child.pid);
+  const root = core.table.read(child.pid);
   const rootStartTime = root ? root.startTime : spawnedAt;
   const ticks = bootTicksOf(root);
   const record: TreeRecord = {

@@ -15,15 +15,15 @@
  * owner pid is in use), is left alone.
  */
 import { HostClock, hostClock } from './bootClock';
-import { CgroupMode, cgroupTier, removeCgroup, removeUnnamedEmptyCgroups } from './cgroup';
+import { CgroupMode, removeUnnamedEmptyCgroups } from './cgroup';
+import { Core, processCore } from './core';
 import { ownerState, PresenceProbe, sameProcess } from './identity';
 import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
-import { SignalGuard } from './guard';
-import { KillOptions, KillReport, treeKiller } from './kill';
+import { KillOptions, KillReport } from './killTarget';
 import { Logger, silentLogger } from './log';
 import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
-import { ProcessInfo, processTable, ProcessTable, Snapshot } from './processTable';
+import { ProcessInfo, ProcessTable, Snapshot } from './processTable';
 import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface SweptTree {
@@ -72,6 +72,8 @@ export interface SweepOptions {
   guard: SweepGuard;
   /** 'off': no cgroup is probed, read or removed (trees are found by group, session, tag and parentage). */
   cgroups: CgroupMode;
+  /** The cgroup operations and where our cgroups live; by default this process's (see core.ts). */
+  cgroupParts?: Pick<Core, 'cgroups' | 'cgroupProber'>;
   /**
    * Sweep only this owner's record (a watchdog that saw its owner die): no other record, claim, temp file
    * or cgroup is looked at, and nothing is set aside.
@@ -86,9 +88,8 @@ export interface SweepOptions {
  * This process's table, killer and guard, for front ends: `sweepOrphans` itself takes them as parameters
  * (unit tests pass synthetic ones).
  */
-export function localSweepParts(): Pick<SweepOptions, 'table' | 'killer' | 'guard'> {
-  const table = processTable();
-  return { table, killer: treeKiller, guard: SignalGuard.current(table) };
+export function localSweepParts(core: Core = processCore()): Pick<SweepOptions, 'table' | 'killer' | 'guard' | 'cgroupParts'> {
+  return { table: core.table, killer: core.killer, guard: core.guard, cgroupParts: core };
 }
 
 /** Claim files this process is working on right now (a second sweep in this process leaves them alone). */
@@ -222,9 +223,9 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   );
 
   if (!options.onlyOwner) {
-    const tier = options.cgroups === 'off' ? undefined : cgroupTier(options.cgroups).tier;
-    if (tier) {
-      result.cgroupsRemoved = removeUnnamedEmptyCgroups(tier, namedCgroups);
+    const location = options.cgroups === 'off' ? undefined : (options.cgroupParts ?? processCore()).cgroupProber.location();
+    if (location) {
+      result.cgroupsRemoved = removeUnnamedEmptyCgroups(location, namedCgroups);
       for (const dir of result.cgroupsRemoved) log.info(`removed empty cgroup ${dir} left by a killed owner`);
     }
     const gone = (writer: OwnerInfo) => ['dead', 'replaced', 'earlier-boot'].includes(ownerState(table, writer, clock));
@@ -240,14 +241,15 @@ function base(record: OwnerRecord, tree: TreeRecord) {
 }
 
 async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, options: SweepOptions, log: Logger): Promise<SweptTree> {
-  const verified = options.cgroups !== 'off' && cgroupVerified(tree, options.cgroups);
+  const parts = options.cgroupParts ?? processCore();
+  const verified = options.cgroups !== 'off' && cgroupVerified(tree, parts);
   if (tree.cgroup && options.cgroups !== 'off' && !verified)
     log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
   const protectedReason = (p: ProcessInfo) => options.guard.protectedReason(p);
-  const membership = resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason });
+  const membership = resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason }, { guard: options.guard, cgroups: parts.cgroups });
   if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
   if (membership.members.length === 0) {
-    if (verified && tree.cgroup) removeCgroup(tree.cgroup);
+    if (verified && tree.cgroup) parts.cgroups.remove(tree.cgroup);
     return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
   }
   const report = await options.killer.kill(tree, {

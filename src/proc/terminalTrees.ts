@@ -14,19 +14,13 @@
  * The shell itself is never a member of anything that is killed here: ending a terminal's processes spares it.
  */
 import { hostClock, START_KEYS_ARE_BOOT_TICKS } from './bootClock';
-import { KillReport, treeKiller, TreeKiller } from './kill';
+import { processCore } from './core';
+import { KillReport } from './killTarget';
 import { Logger } from './log';
-import { Membership, ProcessKey, resolveMembers, subtreesMembers, TreeIdentity } from './members';
-import {
-  ProcessInfo,
-  processTable,
-  ProcessTable,
-  Snapshot,
-  START_PRECISION_MS,
-  TREE_ID_VARIABLE,
-  WINDOW_TAG_VARIABLE,
-} from './processTable';
+import { MemberDeps, Membership, ProcessKey, resolveMembers, subtreesMembers, TreeIdentity } from './members';
+import { ProcessInfo, ProcessTable, Snapshot, START_PRECISION_MS, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processTable';
 import { RecordFile } from './records';
+import { TreeKiller } from './treeKiller';
 
 /** A terminal's shell as first seen. `key` (pid:startKey) names it for as long as it runs. */
 export interface TerminalShell {
@@ -54,7 +48,7 @@ export function parseProcessKey(key: string): ProcessKey | undefined {
 }
 
 /** The shell running at `pid` now, as a terminal's shell; undefined when it is gone or unreadable. */
-export function readShell(pid: number, table: ProcessTable = processTable(), now = Date.now()): TerminalShell | undefined {
+export function readShell(pid: number, table: ProcessTable = processCore().table, now = Date.now()): TerminalShell | undefined {
   const p = table.read(pid);
   if (!p) return undefined;
   return {
@@ -107,8 +101,10 @@ export interface TerminalMembership {
 }
 
 export interface TerminalResolveOptions {
-  /** Why a process can never be a member (see ResolveOptions.protectedReason); default: this process's guard. */
+  /** Why a process can never be a member (see ResolveOptions.protectedReason); default: the guard's. */
   protectedReason?: (p: ProcessInfo) => string | undefined;
+  /** The guard (and cgroups) resolutions use; default: this process's (see core.ts). */
+  deps?: MemberDeps;
 }
 
 function terminalIdentity(shell: TerminalShell): TreeIdentity {
@@ -138,13 +134,18 @@ export function resolveTerminalTrees(snap: Snapshot, query: TerminalQuery, optio
     }
     // Tagged members of the shell's session: they prove the session once the shell (its leader) is gone.
     for (const p of tagged) if (p.sid === shell.sid) extraSeeds.push(p);
-    return resolveMembers(terminalIdentity(shell), snap, {
-      continuouslyOwned: false,
-      cgroupVerified: false,
-      extraSeeds,
-      rootStartKey: shell.startKey,
-      protectedReason: options.protectedReason,
-    }).members;
+    return resolveMembers(
+      terminalIdentity(shell),
+      snap,
+      {
+        continuouslyOwned: false,
+        cgroupVerified: false,
+        extraSeeds,
+        rootStartKey: shell.startKey,
+        protectedReason: options.protectedReason,
+      },
+      options.deps ?? processCore(),
+    ).members;
   };
 
   const memberships = query.shells.map((shell) => ({ shell, members: resolve(shell, []), unclaimed: [] as ProcessInfo[] }));
@@ -276,7 +277,7 @@ export async function settleLeftovers<T extends ProcessInfo>(
   shell: TerminalShell,
   compute: (snap: Snapshot) => T[],
   options: SettleOptions = {},
-  table: ProcessTable = processTable(),
+  table: ProcessTable = processCore().table,
 ): Promise<T[]> {
   const timeoutMs = options.timeoutMs ?? 3000;
   const quietMs = options.quietMs ?? 300;
@@ -308,7 +309,7 @@ export function endTerminalTree(
   shellKey: string,
   graceMs: number,
   log?: Logger,
-  killer: TreeKiller = treeKiller,
+  killer: TreeKiller = processCore().killer,
   options: TerminalResolveOptions = {},
 ): Promise<KillReport> {
   const shell = query.shells.find((s) => s.key === shellKey);
@@ -316,8 +317,10 @@ export function endTerminalTree(
   if (process.platform === 'win32') return Promise.resolve(refusal(`terminal:${shellKey}`, [NOT_ON_WINDOWS]));
   return killer.killResolved(
     `terminal:${shellKey}`,
-    (snap): Membership => {
-      const mine = resolveTerminalTrees(snap, query, options).find((m) => m.shellKey === shellKey);
+    (snap, guard): Membership => {
+      // Terminal trees have no cgroup: only the kill's guard matters here.
+      const deps = options.deps ?? { guard, cgroups: { procs: () => [] } };
+      const mine = resolveTerminalTrees(snap, query, { ...options, deps }).find((m) => m.shellKey === shellKey);
       return { members: (mine?.members ?? []).filter((p) => p.pid !== shell.pid), groupProven: false, inCgroup: 0, excluded: [] };
     },
     graceMs,
@@ -331,10 +334,15 @@ export function endLeftovers(
   left: ProcessKey[],
   graceMs: number,
   log?: Logger,
-  killer: TreeKiller = treeKiller,
+  killer: TreeKiller = processCore().killer,
 ): Promise<KillReport> {
   if (process.platform === 'win32') return Promise.resolve(refusal(`terminal-left:${shell.key}`, [NOT_ON_WINDOWS]));
-  return killer.killResolved(`terminal-left:${shell.key}`, (snap) => subtreesMembers(snap, left, [shell.pid]), graceMs, log);
+  return killer.killResolved(
+    `terminal-left:${shell.key}`,
+    (snap, guard) => subtreesMembers(snap, left, [shell.pid], { guard }),
+    graceMs,
+    log,
+  );
 }
 
 /**

@@ -2,8 +2,8 @@
  * Members of several trees in one snapshot, as plain data (what the tree view shows). The same function runs
  * on the caller's thread or in a worker (snapshotWorker.ts) when the process table is large.
  */
-import { cgroupProcs } from './cgroup';
-import { resolveMembers, TreeIdentity } from './members';
+import type { Core } from './core';
+import { MemberDeps, resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
 import { ProcessInfo, ProcessTable } from './processTable';
 import { RecordFile, TreeRecord } from './records';
@@ -41,20 +41,23 @@ export interface TreeQuery extends TreeIdentity {
   cgroupVerified: boolean;
 }
 
+/** What a resolution of several trees reads: the guard, the cgroups, and where our cgroups live. */
+export type TreesDeps = MemberDeps & Pick<Core, 'cgroupProber'>;
+
 /** How to resolve a tree recorded by another owner: not owned by us throughout; its cgroup only once checked ours. */
-export function recordedTreeQuery(tree: TreeRecord): TreeQuery {
-  return { ...tree, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree) };
+export function recordedTreeQuery(tree: TreeRecord, deps: Pick<Core, 'cgroupProber'>): TreeQuery {
+  return { ...tree, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, deps) };
 }
 
 /**
  * When every tree has its own verified cgroup, its members are exactly the cgroup's processes (no member can
  * leave it), so only those are read: no scan of the whole table. Otherwise one full snapshot serves all trees.
  */
-export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], extras: ViewExtras = {}): TreesMembers {
+export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], deps: TreesDeps, extras: ViewExtras = {}): TreesMembers {
   const needsAll = (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
   if (trees.length === 0 && !needsAll) return { takenAt: Date.now(), processCount: 0, trees: [], terminals: [], windowRecords: [] };
   if (!needsAll && table.snapshotOf && trees.length > 0 && trees.every((t) => t.cgroup && t.cgroupVerified)) {
-    const perTree = trees.map((t) => ({ id: t.id, pids: new Set(cgroupProcs(t.cgroup!)) }));
+    const perTree = trees.map((t) => ({ id: t.id, pids: new Set(deps.cgroups.procs(t.cgroup!)) }));
     const snap = table.snapshotOf(perTree.flatMap((t) => [...t.pids]));
     return {
       takenAt: snap.takenAt,
@@ -69,20 +72,20 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], extras: 
   }
   const snap = table.snapshot();
   const withCommand = (members: ProcessInfo[]) => members.map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
-  const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals) : [];
+  const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals, { deps }) : [];
   const ofWindow = extras.liveRecords && extras.terminals
     ? windowRecords(extras.liveRecords, snap, extras.terminals.windowTags, terminals.flatMap((t) => t.members))
     : [];
   return {
     takenAt: snap.takenAt,
     processCount: snap.processes.size,
-    trees: trees.map((t) => ({ id: t.id, members: withCommand(resolveMembers(t, snap, t).members) })),
+    trees: trees.map((t) => ({ id: t.id, members: withCommand(resolveMembers(t, snap, t, deps).members) })),
     terminals: terminals.map((t) => ({ ...t, members: withCommand(t.members) })),
     windowRecords: ofWindow.map(({ file, record }) => ({
       file,
       trees: record.trees.map((t) => {
-        const q = recordedTreeQuery(t);
-        return { id: t.id, members: withCommand(resolveMembers(q, snap, q).members) };
+        const q = recordedTreeQuery(t, deps);
+        return { id: t.id, members: withCommand(resolveMembers(q, snap, q, deps).members) };
       }),
     })),
   };

@@ -4,6 +4,7 @@
  */
 import * as fs from 'fs';
 import { Worker } from 'worker_threads';
+import { Core, processCore } from './core';
 import { freshProcessTable } from './processTable';
 import { membersOfTrees, TreeQuery, TreesMembers, ViewExtras } from './treeMembers';
 
@@ -19,12 +20,16 @@ export class TreeMembersSource {
   lastInWorker = false;
 
   /** `workerScript`: the bundled snapshotWorker.js; without it everything runs on this thread. */
-  constructor(private readonly workerScript?: string, private readonly threshold = WORKER_THRESHOLD) {}
+  constructor(
+    private readonly workerScript?: string,
+    private readonly threshold = WORKER_THRESHOLD,
+    private readonly core: Pick<Core, 'table' | 'guard' | 'cgroups' | 'cgroupProber'> = processCore(),
+  ) {}
 
   async query(trees: TreeQuery[], extras: ViewExtras = {}): Promise<TreesMembers> {
     const useWorker = this.workerScript !== undefined && this.lastCount > this.threshold && fs.existsSync(this.workerScript);
     this.lastInWorker = useWorker;
-    const result = useWorker ? await this.inWorker(trees, extras) : membersOfTrees(await freshProcessTable(), trees, extras);
+    const result = useWorker ? await this.inWorker(trees, extras) : membersOfTrees(await freshProcessTable(this.core.table), trees, this.core, extras);
     this.lastCount = result.processCount;
     return result;
   }

@@ -3,7 +3,7 @@ import * as path from 'path';
 import { expandVariables, validateDefinition, validateDefinitions } from '../../src/agents/definition';
 import { chooseDefinitions } from '../../src/agents/definitionSource';
 import { AgentRuns, Clock } from '../../src/agents/runs';
-import { cgroupTier, membersOfTrees, processTable, treeKiller, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { membersOfTrees, processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
 import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
 
 describe('agent definitions', () => {
@@ -185,7 +185,7 @@ describe('memberships off the main thread', () => {
 
 describe('memberships of cgroup trees', () => {
   it('reads only the cgroup, and finds what a full resolution finds', async function () {
-    if (!cgroupTier('auto').tier) this.skip();
+    if (!processCore().cgroupTier('auto').tier) this.skip();
     const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['daemon-scrubbed', pidfile], stdio: 'ignore', cgroups: 'auto' });
@@ -193,7 +193,7 @@ describe('memberships of cgroup trees', () => {
     const pids = await fixturePids(pidfile);
     try {
       assert.strictEqual(tree.tier, 'cgroup');
-      const fast = membersOfTrees(processTable(), [{ ...tree.record, continuouslyOwned: true, cgroupVerified: true }]);
+      const fast = membersOfTrees(processCore().table, [{ ...tree.record, continuouslyOwned: true, cgroupVerified: true }], processCore());
       assert.ok(fast.processCount < 10, 'no full scan');
       const full = owner.members(tree.record.id).map((p) => p.pid).sort();
       assert.deepStrictEqual(fast.trees[0].members.map((m) => m.pid).sort(), full);
@@ -218,11 +218,11 @@ describe('killing one process and its children', () => {
     });
     for (const m of members) register(m.pid);
     const middle = members.find((p) => p.ppid === root)!;
-    const report = await treeKiller.killSubtree(middle.pid, middle.startKey, 300);
+    const report = await owner.killProcess(middle.pid, middle.startKey, 300);
     assert.strictEqual(report.signalled, 3, 'the middle shell and its two children');
     assert.deepStrictEqual(await waitAllDead(members.filter((p) => p.pid !== root).map((p) => p.pid)), []);
     assert.strictEqual(aliveOf([root]).length, 1, 'the root lives on');
-    const stale = await treeKiller.killSubtree(root, processTable().read(root)!.startKey + 99999, 300);
+    const stale = await owner.killProcess(root, processCore().table.read(root)!.startKey + 99999, 300);
     assert.strictEqual(stale.signalled, 0, 'a pid whose start time does not match is not touched');
     assert.strictEqual(aliveOf([root]).length, 1);
     await owner.dispose(300);

@@ -6,7 +6,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { cgroupTier, localSweepParts, processTable, RecordStore, selfIdentity, sweepOrphans, TreeOwner } from '../../src/proc';
+import { localSweepParts, processCore, RecordStore, selfIdentity, sweepOrphans, TreeOwner } from '../../src/proc';
+
+const processTable = () => processCore().table;
 import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
 import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor } from './helpers';
 import { SCENARIOS } from '../fixtures/scenarios';
@@ -36,7 +38,7 @@ function expectSurvivors(mode: string, tier: string, left: number[], pids: Fixtu
   }
 }
 
-const cgroupProbe = cgroupTier('auto');
+const cgroupProbe = processCore().cgroupTier('auto');
 
 for (const tier of ['cgroup', 'group'] as const) {
   describe(`escape matrix, ${tier} tier`, function () {

@@ -21,6 +21,9 @@ const ticksTree = treeRecord('t', {
 });
 const epochTree = treeRecord('t', { rootPid: 100, pgid: 100, sid: 100, rootStartTime: 1_000_000, trackedAt: 1_000_030 });
 
+
+/** Nobody protected, no cgroups: the synthetic tables need neither. */
+const NO_DEPS = { guard: { protectedReason: () => undefined }, cgroups: { procs: () => [] } };
 describe('the group-leader proof (startedNoLaterThanTracking)', () => {
   const cases: { name: string; leader: ReturnType<typeof proc>; tree: typeof ticksTree; bootTicks: boolean; proven: boolean }[] = [
     { name: 'ticks: the recorded root itself (same start tick)', leader: proc(100, 5000), tree: ticksTree, bootTicks: true, proven: true },
@@ -113,7 +116,7 @@ describe('the root start-time tolerance (isRecordedRoot)', () => {
         continuouslyOwned: false,
         cgroupVerified: false,
         protectedReason: () => undefined,
-      }).members.map((p) => p.pid);
+      }, NO_DEPS).members.map((p) => p.pid);
     assert.deepStrictEqual(members(5000), [100]);
     assert.deepStrictEqual(members(5001), []);
   });
@@ -123,7 +126,7 @@ describe('the root start-time tolerance (isRecordedRoot)', () => {
       continuouslyOwned: false,
       cgroupVerified: false,
       protectedReason: () => undefined,
-    });
+    }, NO_DEPS);
     assert.deepStrictEqual(m.members, []);
     assert.match(m.groupDoubt!, /started after the tree was tracked/);
   });

@@ -7,7 +7,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync, spawn } from 'child_process';
-import { OwnerRecord, processTable, RecordStore, TreeRecord } from '../../src/proc';
+import { OwnerRecord, processCore, RecordStore, TreeRecord } from '../../src/proc';
+
+const processTable = () => processCore().table;
 import { aliveOf, CLI, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';
 import { cliOwner, deadPid, hasTool, identity, runBounded, sweep, syntheticTable } from './recordHelpers';
 

@@ -2,7 +2,11 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { TreeOwner, treeKiller, spawnTree, resolveMembers, processTable } from '../../src/proc';
+import { TreeOwner, spawnTree, resolveMembers, processCore } from '../../src/proc';
+
+const core = processCore();
+const treeKiller = core.killer;
+const processTable = () => core.table;
 import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
 
 /** Starts a fixture tree through a TreeOwner in the group tier (process group, session, descendants, tag). */
@@ -155,7 +159,7 @@ describe('killing a whole tree (real processes)', () => {
     const record = owner.get(id)!.record;
     const snap = processTable().snapshot();
     const withoutTag = { ...snap, tagged: () => new Map() };
-    const viaRoot = resolveMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }).members.map((p) => p.pid);
+    const viaRoot = resolveMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }, core).members.map((p) => p.pid);
     assert.ok(viaRoot.includes(low), 'the low-pid child is a member');
     await owner.kill(id, 1000);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);

@@ -2,7 +2,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ExecAsync, killWindowsTree, TASKKILL_TIMEOUT_MS, MacProcessTable, parseCpuTime, parseMacPs, parseProcStat, fromPsList, WindowsProcessTable, envValue } from '../../src/proc';
+import { ExecAsync, killWindows, TASKKILL_TIMEOUT_MS, WindowsKillDeps, MacProcessTable, parseCpuTime, parseMacPs, parseProcStat, fromPsList, WindowsProcessTable, envValue } from '../../src/proc';
 import { spawn } from 'child_process';
 import { ownerState } from '../../src/proc';
 import { REPO, register, table, waitFor } from './helpers';
@@ -50,6 +50,10 @@ describe('macOS process table (recorded ps output)', () => {
 
 describe('Windows (injected ps-list and taskkill)', () => {
   const tree = { id: 'w1', rootPid: 4000, pgid: 4000, sid: 4000, rootStartTime: 0, trackedAt: 0, cgroup: null };
+  const target = { kind: 'tree' as const, tree };
+  const owned = (graceMs: number, rootAlive: () => boolean) => ({ graceMs, continuouslyOwned: true, cgroupVerified: false, rootAlive });
+  const deps = (exec: ExecAsync, killProcess: WindowsKillDeps['killProcess'] = () => assert.fail('no direct kill expected')): WindowsKillDeps =>
+    ({ table: new WindowsProcessTable(async () => []), exec, killProcess });
 
   it('lists processes from ps-list output', async () => {
     const table = new WindowsProcessTable(async () => [
@@ -67,11 +71,11 @@ describe('Windows (injected ps-list and taskkill)', () => {
   it('asks taskkill /T first, then /T /F after the grace period, with every call bounded', async () => {
     const calls: { args: string[]; timeout: number }[] = [];
     let alive = true;
-    const report = await killWindowsTree(tree, { graceMs: 150, continuouslyOwned: true }, () => alive, async (file, args, timeout) => {
+    const report = await killWindows(target, owned(150, () => alive), deps(async (file, args, timeout) => {
       calls.push({ args: [file, ...args], timeout });
       if (args.includes('/F')) alive = false;
       return { code: 0, stdout: '' };
-    }, () => assert.fail('taskkill /F ended the root: no direct kill'));
+    }));
     assert.deepStrictEqual(calls.map((c) => c.args), [['taskkill', '/T', '/PID', '4000'], ['taskkill', '/T', '/F', '/PID', '4000']]);
     assert.ok(calls.every((c) => c.timeout > 0 && c.timeout <= 3000));
     assert.strictEqual(report.escalated, true);
@@ -81,11 +85,11 @@ describe('Windows (injected ps-list and taskkill)', () => {
   it('stops after the polite request when the tree ends within the grace period', async () => {
     let alive = true;
     const calls: string[][] = [];
-    const report = await killWindowsTree(tree, { graceMs: 2000, continuouslyOwned: true }, () => alive, async (file, args) => {
+    const report = await killWindows(target, owned(2000, () => alive), deps(async (_file, args) => {
       calls.push(args);
       alive = false;
       return { code: 0, stdout: '' };
-    });
+    }));
     assert.strictEqual(calls.length, 1);
     assert.strictEqual(report.escalated, false);
   });
@@ -96,15 +100,15 @@ describe('Windows (injected ps-list and taskkill)', () => {
     // without a bound would hang here, and the test with it.
     const stalled: ExecAsync = (_f, _a, timeout) =>
       timeout > 0 && timeout <= TASKKILL_TIMEOUT_MS ? new Promise((r) => setTimeout(() => r({ code: 1, stdout: '' }), 20)) : new Promise(() => {});
-    const report = await killWindowsTree(tree, { graceMs: 50, continuouslyOwned: true }, () => true, stalled, (pid) => killedRoots.push(pid));
+    const report = await killWindows(target, owned(50, () => true), deps(stalled, (pid) => killedRoots.push(pid)));
     assert.deepStrictEqual(killedRoots, [4000], 'the root is killed itself when taskkill did nothing');
     assert.strictEqual(report.survivors, 1, 'and a root that still runs is reported');
   });
 
   it('does not touch a tree it did not spawn (no start time to prove the root)', async () => {
-    const report = await killWindowsTree(tree, { graceMs: 10, continuouslyOwned: false }, () => true, async () => {
+    const report = await killWindows(target, { graceMs: 10, continuouslyOwned: false, cgroupVerified: false, rootAlive: () => true }, deps(async () => {
       throw new Error('must not run');
-    });
+    }));
     assert.strictEqual(report.signalled, 0);
     assert.match(report.refused[0], /only the owner that spawned a tree/);
   });

@@ -12,7 +12,7 @@ import {
   OwnerInfo,
   PresenceProbe,
   ProcessInfo,
-  processTable,
+  processCore,
   ProcessTable,
   RecordStore,
   selfIdentity,
@@ -123,7 +123,8 @@ export function syntheticTable(
   };
 }
 
-export { processTable };
+/** This process's table (see core.ts). */
+export const processTable = (): ProcessTable => processCore().table;
 
 /** Starts `agent-trees run` on a fixture as an owner process of its own; resolves once the tree is recorded. */
 export async function cliOwner(records: string, mode = 'deep', extra: string[] = ['--no-cgroup']) {

@@ -2,7 +2,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { processTable, RecordStore, TreeOwner, TreeRecord } from '../../src/proc';
+import { processCore, RecordStore, TreeOwner, TreeRecord } from '../../src/proc';
+
+const processTable = () => processCore().table;
 import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
 import { runCli } from './cliHelpers';
 import { cliOwner, deadPid, identity, nowTicks, sweep } from './recordHelpers';

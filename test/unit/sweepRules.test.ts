@@ -7,9 +7,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import {
-  cgroupTier,
   KillOptions,
   KillReport,
+  processCore,
   OwnerInfo,
   processTag,
   RecordStore,
@@ -308,7 +308,7 @@ describe('sweep rules: records', () => {
   });
 
   it('honours cgroups "off": a recorded cgroup is never used, even one that is ours', async function () {
-    const tier = cgroupTier('auto').tier;
+    const tier = processCore().cgroupTier('auto').tier;
     if (!tier || tier.kind !== 'directory') this.skip();
     const dir = treeCgroupPath(tier!, `sweep-rules-${process.pid}`);
     fs.mkdirSync(dir);

@@ -1,0 +1,73 @@
+/**
+ * The core context: the parts every path through the core needs (the process table, the signaller, the
+ * guard, the cgroups and their probe, and the one killer), built in one place. The front ends take the
+ * process's context from `processCore()`, so the CLI and the extension each have one table (warm caches) and
+ * one killer (requests for one tree join); tests build their own with synthetic parts.
+ */
+import { CgroupControl, CgroupMode, CgroupProbeResult, CgroupProber, linuxCgroups } from './cgroup';
+import { currentSelf, SignalGuard } from './guard';
+import { MemberDeps } from './members';
+import { createProcessTable, ProcessTable } from './processTable';
+import { processSignaller, Signaller } from './signaller';
+import { TreeKiller } from './treeKiller';
+import { execAsync, ExecAsync } from './windowsKill';
+
+export interface Core extends MemberDeps {
+  readonly platform: NodeJS.Platform;
+  readonly table: ProcessTable;
+  readonly signaller: Signaller;
+  readonly cgroups: CgroupControl;
+  /** Where tree cgroups live and whether this process can make them (probed once, never blocking). */
+  readonly cgroupProber: CgroupProber;
+  readonly killer: TreeKiller;
+  /** The guard for this process now; rebuilt when our parent changes (we were re-parented). */
+  readonly guard: SignalGuard;
+  /** The cgroup tier for spawning, as known now (see `CgroupProber.now`). */
+  cgroupTier(mode: CgroupMode): CgroupProbeResult;
+}
+
+export interface CoreParts {
+  platform: NodeJS.Platform;
+  table: ProcessTable;
+  signaller: Signaller;
+  cgroups: CgroupControl;
+  cgroupProber: CgroupProber;
+  /** Builds the guard; by default this process's, walked through `table`. */
+  makeGuard: (table: ProcessTable) => SignalGuard;
+  /** Windows: runs taskkill. */
+  exec: ExecAsync;
+}
+
+export function createCore(parts: Partial<CoreParts> = {}): Core {
+  const platform = parts.platform ?? process.platform;
+  const table = parts.table ?? createProcessTable(platform);
+  const signaller = parts.signaller ?? processSignaller;
+  const cgroups = parts.cgroups ?? linuxCgroups;
+  const cgroupProber = parts.cgroupProber ?? new CgroupProber();
+  const makeGuard = parts.makeGuard ?? ((t: ProcessTable) => new SignalGuard(t, currentSelf()));
+  let guard: SignalGuard | undefined;
+  const currentGuard = (): SignalGuard => {
+    if (!guard || (!parts.makeGuard && guard.self.ppid !== process.ppid)) guard = makeGuard(table);
+    return guard;
+  };
+  const killer = new TreeKiller({ platform, table, signaller, guard: currentGuard, cgroups, exec: parts.exec ?? execAsync });
+  return {
+    platform,
+    table,
+    signaller,
+    cgroups,
+    cgroupProber,
+    killer,
+    get guard() {
+      return currentGuard();
+    },
+    cgroupTier: (mode) => cgroupProber.now(mode),
+  };
+}
+
+let shared: Core | undefined;
+
+/** This process's core context, built on first use: what the front ends use. */
+export function processCore(): Core {
+  return (shared ??= createCore());
+}
