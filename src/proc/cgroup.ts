@@ -188,13 +188,33 @@ export function launchInCgroup(tier: CgroupLocation, cgroupDir: string, treeId: 
   };
 }
 
-/** Pids in a cgroup (empty when it is gone). */
+/**
+ * Pids in a cgroup and in every cgroup below it (empty when it is gone): a member may make a child cgroup and
+ * move into it, and it is still in the tree's.
+ */
 export function cgroupProcs(cgroupDir: string): number[] {
-  try {
-    return fs.readFileSync(path.join(cgroupDir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-  } catch {
-    return [];
+  const pids: number[] = [];
+  for (const dir of cgroupsBelow(cgroupDir)) {
+    try {
+      for (const line of fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n')) if (line) pids.push(Number(line));
+    } catch {
+      /* gone meanwhile */
+    }
   }
+  return pids;
+}
+
+/** `dir` and every cgroup below it, parents first. */
+function cgroupsBelow(dir: string): string[] {
+  const out = [dir];
+  for (let i = 0; i < out.length && out.length < 10_000; i++) {
+    try {
+      for (const e of fs.readdirSync(out[i], { withFileTypes: true })) if (e.isDirectory()) out.push(path.join(out[i], e.name));
+    } catch {
+      /* gone meanwhile, or not a directory */
+    }
+  }
+  return out;
 }
 
 /**
@@ -212,7 +232,10 @@ export function isOurCgroup(location: CgroupLocation | undefined, dir: string, t
   }
 }
 
-/** Kills every member at once: `cgroup.kill`, or freeze, SIGKILL each, thaw. Returns the pids it found. */
+/**
+ * Kills every member at once, those of child cgroups included: `cgroup.kill` (which kills the whole subtree),
+ * or freeze (which freezes the subtree), SIGKILL each, thaw. Returns the pids it found.
+ */
 export function killCgroup(cgroupDir: string, signalOne: (pid: number) => void): number[] {
   const before = cgroupProcs(cgroupDir);
   if (before.length === 0) return before;
@@ -239,19 +262,22 @@ export function killCgroup(cgroupDir: string, signalOne: (pid: number) => void):
 }
 
 /**
- * Removes a tree cgroup once empty. Killed members can linger as zombies until their new parent reaps them,
- * and the kernel refuses the rmdir (EBUSY) until then: so it is retried in the background for a while.
- * Returns whether it is gone now.
+ * Removes a tree cgroup once empty, with any child cgroups its members made (deepest first). Killed members can
+ * linger as zombies until their new parent reaps them, and the kernel refuses the rmdir (EBUSY) until then: so
+ * it is retried in the background for a while. Returns whether it is gone now.
  */
 export function removeCgroup(cgroupDir: string, retryMs = 10_000): boolean {
   const attempt = (): 'gone' | 'busy' | 'failed' => {
-    try {
-      fs.rmdirSync(cgroupDir);
-      return 'gone';
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      return code === 'ENOENT' ? 'gone' : code === 'EBUSY' ? 'busy' : 'failed';
+    let result: 'gone' | 'busy' | 'failed' = 'gone';
+    for (const dir of cgroupsBelow(cgroupDir).reverse()) {
+      try {
+        fs.rmdirSync(dir);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT') result = code === 'EBUSY' ? 'busy' : 'failed';
+      }
     }
+    return result;
   };
   const first = attempt();
   if (first !== 'busy' || retryMs <= 0) return first === 'gone';

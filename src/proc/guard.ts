@@ -1,6 +1,8 @@
 /**
- * The processes this program must never signal: PID 0 and 1, itself, its ancestors, its own process group,
- * and other users' processes.
+ * The processes this program must never signal: PID 0 and 1, itself, its ancestors and its own process group,
+ * on every path (one process, a group, a whole cgroup). Other users' processes are never members on a tag
+ * alone (see members.ts); a member that changed uid is proven by cgroup or parentage, and the kernel decides
+ * whether we may signal it.
  */
 import { ProcessInfo, ProcessTable } from './processTable';
 
@@ -52,27 +54,41 @@ export class SignalGuard {
     return this.protectedPids.has(pid);
   }
 
-  /** Why `p` must not be signalled, or undefined when it may be. */
-  refusal(p: Pick<ProcessInfo, 'pid' | 'pgid' | 'uid'>): string | undefined {
-    const why = this.protectedReason(p);
-    if (why) return why;
-    if (this.uid !== undefined) {
-      // A snapshot leaves uid unread (-1): read it now, for the few processes about to be signalled.
-      const uid = p.uid >= 0 ? p.uid : this.table.read(p.pid)?.uid ?? -1;
-      if (uid >= 0 && uid !== this.uid) return `pid ${p.pid} belongs to uid ${uid}`;
+  /**
+   * The uid of `p` when it is not ours, else undefined. Membership uses it for the one kind of evidence another
+   * user can fake: an environment tag.
+   */
+  otherUid(p: Pick<ProcessInfo, 'pid' | 'uid'>): number | undefined {
+    if (this.uid === undefined) return undefined;
+    const uid = p.uid >= 0 ? p.uid : this.table.read(p.pid)?.uid ?? -1; // a snapshot leaves uid unread
+    return uid >= 0 && uid !== this.uid ? uid : undefined;
+  }
+
+  /**
+   * Whether a whole process group may be signalled at once: never PID 0/1's, our own, or one that holds this
+   * process or an ancestor right now (a leaderless group can hold our parent while we are not in it). `members`
+   * are the processes of the group the caller means to signal.
+   */
+  groupRefusal(pgid: number, members: Pick<ProcessInfo, 'pid' | 'pgid'>[]): string | undefined {
+    if (pgid <= 1) return `process group ${pgid}`;
+    if (pgid === this.ownGroup) return `process group ${pgid} is our own`;
+    if (this.protectedPids.has(pgid)) return `process group ${pgid} is led by this process or an ancestor`;
+    for (const pid of this.protectedPids) {
+      if (pid > 1 && this.table.read(pid)?.pgid === pgid) return `process group ${pgid} holds pid ${pid}, this process or its ancestor`;
+    }
+    for (const m of members) {
+      const why = this.protectedReason(m);
+      if (why) return why;
     }
     return undefined;
   }
 
-  /** Whether a whole process group may be signalled at once (given every member we can see). */
-  groupRefusal(pgid: number, members: ProcessInfo[]): string | undefined {
-    if (pgid <= 1) return `process group ${pgid}`;
-    if (pgid === this.ownGroup) return `process group ${pgid} is our own`;
-    if (this.protectedPids.has(pgid)) return `process group ${pgid} is led by this process or an ancestor`;
-    for (const m of members) {
-      const why = this.refusal(m);
-      if (why) return why;
-    }
-    return undefined;
+  /**
+   * Whether a cgroup may be killed or frozen as a whole, given the pids in it (with those of its child cgroups):
+   * never while it holds this process or an ancestor (a killer inside the tree it kills).
+   */
+  cgroupRefusal(pids: number[]): string | undefined {
+    const inside = pids.find((pid) => this.protectedPids.has(pid));
+    return inside === undefined ? undefined : `it holds pid ${inside}, this process or its ancestor`;
   }
 }

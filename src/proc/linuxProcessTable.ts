@@ -84,15 +84,21 @@ function withOpenFile<T>(path: string, read: (fd: number) => T): T | undefined {
   }
 }
 
-/**
- * Reads a small /proc file with one open/read/close (readFileSync also fstat()s); with `withUid`, one fstat
- * for the owner's uid as well (a single read needs it; a full snapshot leaves it for the few that need it).
- */
-function readSmall(path: string, withUid: boolean): { text: string; uid: number } | undefined {
+/** Reads a small /proc file with one open/read/close (readFileSync also fstat()s). */
+function readSmall(path: string): string | undefined {
   return withOpenFile(path, (fd) => {
     const n = fs.readSync(fd, readBuffer, 0, readBuffer.length, 0);
-    return { text: readBuffer.toString('latin1', 0, n), uid: withUid ? fs.fstatSync(fd).uid : -1 };
+    return readBuffer.toString('latin1', 0, n);
   });
+}
+
+/**
+ * The real uid of a process, from the `Uid:` line of `/proc/<pid>/status`. Not the owner of its /proc files:
+ * those belong to root for a non-dumpable process (ssh-agent, gpg-agent) whatever user runs it.
+ */
+export function parseStatusUid(status: string): number | undefined {
+  const m = /^Uid:\s+(\d+)/m.exec(status);
+  return m ? Number(m[1]) : undefined;
 }
 
 let wholeBuffer = Buffer.allocUnsafe(64 * 1024);
@@ -148,11 +154,12 @@ export class LinuxProcessTable implements ProcessTable {
   }
 
   read(pid: number): ProcessInfo | undefined {
-    const r = readSmall(`${this.procRoot}/${pid}/stat`, true);
-    if (!r) return undefined;
-    const p = parseProcStat(r.text, this.bootTime(), PAGE_SIZE);
+    const text = readSmall(`${this.procRoot}/${pid}/stat`);
+    if (!text) return undefined;
+    const p = parseProcStat(text, this.bootTime(), PAGE_SIZE);
     if (!p || p.state === 'Z' || p.state === 'X') return undefined;
-    p.uid = r.uid;
+    const status = readSmall(`${this.procRoot}/${pid}/status`);
+    p.uid = (status ? parseStatusUid(status) : undefined) ?? -1;
     return p;
   }
 
@@ -169,9 +176,9 @@ export class LinuxProcessTable implements ProcessTable {
     for (const name of names) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
-      const r = readSmall(`${this.procRoot}/${name}/stat`, false);
-      if (!r) continue; // exited between readdir and read, or unreadable: not a live process we can see
-      const p = parseProcStat(r.text, boot, PAGE_SIZE);
+      const text = readSmall(`${this.procRoot}/${name}/stat`);
+      if (!text) continue; // exited between readdir and read, or unreadable: not a live process we can see
+      const p = parseProcStat(text, boot, PAGE_SIZE);
       if (!p || p.state === 'Z' || p.state === 'X') continue;
       processes.set(p.pid, p);
     }
@@ -188,8 +195,8 @@ export class LinuxProcessTable implements ProcessTable {
     const boot = this.bootTime();
     const processes = new Map<number, ProcessInfo>();
     for (const pid of pids) {
-      const r = readSmall(`${this.procRoot}/${pid}/stat`, false);
-      const p = r && parseProcStat(r.text, boot, PAGE_SIZE);
+      const text = readSmall(`${this.procRoot}/${pid}/stat`);
+      const p = text && parseProcStat(text, boot, PAGE_SIZE);
       if (p && p.state !== 'Z' && p.state !== 'X') processes.set(p.pid, p);
     }
     return this.makeSnapshot(takenAt, processes);

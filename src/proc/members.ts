@@ -51,8 +51,8 @@ export interface ResolveOptions {
 
 /** What a resolution reads besides the snapshot: the guard (who can never be a member) and the cgroups. */
 export interface MemberDeps {
-  /** Ourselves, our ancestors, our own group and PID 1: never members, and never walked. */
-  guard: Pick<SignalGuard, 'protectedReason'>;
+  /** Ourselves, our ancestors, our own group and PID 1: never members, and never walked; and our uid. */
+  guard: Pick<SignalGuard, 'protectedReason'> & Partial<Pick<SignalGuard, 'otherUid'>>;
   cgroups: Pick<CgroupControl, 'procs'>;
 }
 
@@ -63,9 +63,14 @@ export interface MemberDeps {
  * tracked (`startedNoLaterThanTracking`: in boot ticks, the recorded root exactly). A leaderless group is proven
  * for a continuous owner, or when one of its members carries the tree's tag or sits in its cgroup: otherwise
  * its members are not taken on a guess.
+ *
+ * Another user's process is a member only by lineage (the cgroup, the proven group or session, descent from a
+ * member): anyone can set an environment variable, so a tag alone never makes it one. A member that changed
+ * uid (a set-uid program) is still a member.
  */
 export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions, deps: MemberDeps): Membership {
   const procs = snap.processes;
+  /** Members by lineage: the cgroup, the proven group and session, the root. */
   const seeds = new Map<number, ProcessInfo>();
   const excluded = new Set<string>();
   const guard = options.protectedReason ?? ((p: ProcessInfo) => deps.guard.protectedReason(p));
@@ -79,11 +84,11 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
     if (p && !isProtected(p)) seeds.set(p.pid, p);
   };
 
-  const tagged = snap.tagged().get(tree.id) ?? [];
   const cgroupPids = tree.cgroup && options.cgroupVerified ? deps.cgroups.procs(tree.cgroup) : [];
-  for (const p of tagged) add(p);
   for (const pid of cgroupPids) add(procs.get(pid));
   for (const p of options.extraSeeds ?? []) if (procs.get(p.pid)?.startKey === p.startKey) add(procs.get(p.pid));
+  const tagged = (snap.tagged().get(tree.id) ?? []).filter((p) => !isProtected(p));
+  const taggedPids = new Set(tagged.map((p) => p.pid));
 
   // Group and session: sid == pgid == rootPid for trees we spawned; each is checked on its own anyway.
   let groupProven = false;
@@ -110,7 +115,7 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
       return false;
     }
     if (options.continuouslyOwned) return true;
-    if (members.some((m) => seeds.has(m.pid))) return true;
+    if (members.some((m) => seeds.has(m.pid) || (taggedPids.has(m.pid) && deps.guard.otherUid?.(m) === undefined))) return true;
     groupDoubt = `${what} ${leaderPid} has no leader and no member carrying the tree's tag`;
     return false;
   };
@@ -124,7 +129,18 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
   const root = procs.get(tree.rootPid);
   if (root && root.pid !== tree.pgid && isRecordedRoot(root, tree)) add(root);
 
+  // Tagged processes of our own uid; another user's only if lineage makes it a member anyway.
+  const foreign = new Map<number, number>();
+  for (const p of tagged) {
+    if (seeds.has(p.pid)) continue;
+    const uid = deps.guard.otherUid?.(p);
+    if (uid === undefined) seeds.set(p.pid, p);
+    else foreign.set(p.pid, uid);
+  }
   const members = withDescendants(seeds, snap, isProtected);
+  for (const [pid, uid] of foreign) {
+    if (!members.has(pid)) excluded.add(`pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`);
+  }
   return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
 }
 

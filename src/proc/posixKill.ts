@@ -62,7 +62,8 @@ export class PosixTreeKill {
     let escalated = false;
     if (this.options.graceMs > 0) {
       const stopped = this.freeze();
-      if (stopped.length === 0) return this.report(false, []);
+      // Nobody stopped is not nobody left: members we may not signal are counted by the final look.
+      if (stopped.length === 0) return this.finish(false);
       this.onPhase('terminate');
       this.signalAll(stopped, 'SIGTERM', COUNTED);
       this.signalAll(stopped, 'SIGCONT', UNCOUNTED);
@@ -106,11 +107,7 @@ export class PosixTreeKill {
   private signalMembers(m: Membership, signal: NodeJS.Signals, opts: SignalOptions): ProcessInfo[] {
     let groupDone = false;
     const pgid = this.tree?.pgid;
-    if (pgid !== undefined && m.groupProven) {
-      const inGroup = m.members.filter((p) => p.pgid === pgid);
-      const why = this.deps.guard.groupRefusal(pgid, inGroup);
-      if (!why) groupDone = this.sendGroup(pgid, signal);
-    }
+    if (pgid !== undefined && m.groupProven) groupDone = this.sendGroup(pgid, signal);
     const got: ProcessInfo[] = [];
     for (const p of m.members) {
       if (groupDone && p.pgid === pgid) {
@@ -129,30 +126,40 @@ export class PosixTreeKill {
   }
 
   private signalOne(p: ProcessInfo, signal: NodeJS.Signals, opts: SignalOptions): boolean {
-    const why = this.deps.guard.refusal(p);
+    const why = this.deps.guard.protectedReason(p);
     if (why) {
       this.refused.add(why);
       return false;
     }
     const now = this.deps.table.read(p.pid);
     if (!now || now.startKey !== p.startKey) return false; // gone, or the pid is someone else's now
-    if (!this.sendPid(p.pid, signal)) return false;
+    const result = this.sendPid(p.pid, signal);
+    if (result === 'denied') {
+      // A member that changed uid (a set-uid program): only root or that uid may signal it. It is counted
+      // among the survivors by the final look, and this says why.
+      this.refused.add(`pid ${p.pid} runs as uid ${now.uid}: only root or uid ${now.uid} can end it`);
+    }
+    if (result !== 'sent') return false;
     if (opts.counted) this.signalled.add(p.pid);
     return true;
   }
 
   /**
    * The two places a signal leaves a kill. Each checks the guard once more, whatever the caller proved: our own
-   * group may be leaderless (its leader gone), and nothing else would stop kill(-ourGroup).
+   * group may be leaderless (its leader gone), it may hold our parent, and nothing else would stop kill(-pgid).
    */
   private sendGroup(pgid: number, signal: NodeJS.Signals): boolean {
-    if (pgid <= 1 || this.deps.guard.groupRefusal(pgid, [])) return false;
+    const why = pgid <= 1 ? `process group ${pgid}` : this.deps.guard.groupRefusal(pgid, []);
+    if (why) {
+      this.refused.add(`not signalled as a group: ${why}`);
+      return false;
+    }
     return this.deps.signaller.signalGroup(pgid, signal) === 'sent';
   }
 
-  private sendPid(pid: number, signal: NodeJS.Signals): boolean {
-    if (pid <= 1 || this.deps.guard.isProtectedPid(pid)) return false;
-    return this.deps.signaller.signalProcess(pid, signal) === 'sent';
+  private sendPid(pid: number, signal: NodeJS.Signals): 'sent' | 'gone' | 'denied' {
+    if (pid <= 1 || this.deps.guard.isProtectedPid(pid)) return 'denied';
+    return this.deps.signaller.signalProcess(pid, signal);
   }
 
   /** Polls until every listed member is dead and a fresh resolution finds no one; false at the grace deadline. */
@@ -209,18 +216,25 @@ export class PosixTreeKill {
     const tree = this.tree;
     if (!tree) return [];
     if (tree.cgroup && this.options.cgroupVerified) {
-      const pids = this.deps.cgroups.kill(tree.cgroup, (pid) => {
-        const p = this.deps.table.read(pid);
-        if (p) this.signalOne(p, 'SIGKILL', COUNTED);
-      });
-      for (const pid of pids) this.signalled.add(pid);
-      // Every member was born in the cgroup: the group is in it too.
-      if (pids.length > 0) return pids.map((pid) => ({ pid }));
+      // cgroup.kill (or the cgroup freeze) would reach a killer inside the tree, and its ancestors: then the
+      // other members are ended one by one instead, each frozen (SIGSTOP) first.
+      const why = this.deps.guard.cgroupRefusal(this.deps.cgroups.procs(tree.cgroup));
+      if (why) {
+        this.refused.add(`cgroup ${tree.cgroup} not killed as a whole: ${why}`);
+      } else {
+        const pids = this.deps.cgroups.kill(tree.cgroup, (pid) => {
+          const p = this.deps.table.read(pid);
+          if (p) this.signalOne(p, 'SIGKILL', COUNTED);
+        });
+        for (const pid of pids) this.signalled.add(pid);
+        // Every member was born in the cgroup: the group is in it too.
+        if (pids.length > 0) return pids.map((pid) => ({ pid }));
+      }
     }
     if (!this.groupIsProvenCheaply(tree)) return [];
     // One plain scan (no command lines, no environments) to count the group, then the group SIGKILL.
     const inGroup = [...this.deps.table.snapshot().processes.values()].filter((p) => p.pgid === tree.pgid && !this.deps.guard.protectedReason(p));
-    if (inGroup.length === 0 || this.deps.guard.groupRefusal(tree.pgid, inGroup) || !this.sendGroup(tree.pgid, 'SIGKILL')) return [];
+    if (inGroup.length === 0 || !this.sendGroup(tree.pgid, 'SIGKILL')) return [];
     for (const p of inGroup) this.signalled.add(p.pid);
     return inGroup;
   }
@@ -268,10 +282,9 @@ export class PosixTreeKill {
 
   private async finish(escalated: boolean): Promise<KillReport> {
     let left = this.resolve().members;
-    if (left.length > 0) {
-      left = await this.waitDead(left, REAP_WAIT_MS);
-      if (left.length > 0) left = this.resolve().members;
-    }
+    // Give the signalled ones time to finish exiting; those we could not signal will not.
+    const dying = left.filter((p) => this.signalled.has(p.pid));
+    if (dying.length > 0 && (await this.waitDead(dying, REAP_WAIT_MS)).length < dying.length) left = this.resolve().members;
     if (this.tree?.cgroup && this.options.cgroupVerified && left.length === 0) this.deps.cgroups.remove(this.tree.cgroup);
     return this.report(escalated, left);
   }

@@ -61,6 +61,8 @@ export interface SweepKiller {
 /** Who may never be a member (ourselves, our ancestors, our group, PID 1): a `SignalGuard`. */
 export interface SweepGuard {
   protectedReason(p: ProcessInfo): string | undefined;
+  /** The uid of `p` when it is not ours: a tag alone never makes another user's process a member. */
+  otherUid?(p: ProcessInfo): number | undefined;
 }
 
 export interface SweepOptions {

@@ -9,9 +9,16 @@ export interface CliRun {
   exited: Promise<void>;
 }
 
-/** Starts `node dist/cli.js ARGS` (its output collected). */
-export function startCli(args: string[], options: SpawnOptions = {}): CliRun {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+/** An ordinary user for tests that need one (root runs the suite); `setpriv` switches to it. */
+export const OTHER_UID = 12345;
+
+/** Starts `node dist/cli.js ARGS` (its output collected); with `asUid`, as that user (through setpriv). */
+export function startCli(args: string[], options: SpawnOptions & { asUid?: number } = {}): CliRun {
+  const { asUid, ...spawnOptions } = options;
+  const [file, argv] = asUid === undefined
+    ? [process.execPath, [CLI, ...args]]
+    : ['setpriv', [`--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', process.execPath, CLI, ...args]];
+  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
   register(child.pid!);
   let stdout = '';
   let stderr = '';
@@ -24,6 +31,6 @@ export function startCli(args: string[], options: SpawnOptions = {}): CliRun {
   return { child, done, exited };
 }
 
-export function runCli(args: string[], options: SpawnOptions = {}) {
+export function runCli(args: string[], options: SpawnOptions & { asUid?: number } = {}) {
   return startCli(args, options).done;
 }

@@ -9,7 +9,8 @@ import { envValue, LinuxProcessTable } from '../../src/proc/processTable';
 
 export const REPO = path.resolve(__dirname, '..', '..', '..');
 export const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');
-export const CLI = path.join(REPO, 'dist', 'cli.js');
+/** The bundled CLI; AGENT_TREES_TEST_CLI points the CLI tests at another build (an earlier one, say). */
+export const CLI = process.env.AGENT_TREES_TEST_CLI ?? path.join(REPO, 'dist', 'cli.js');
 
 /** Every process the tests start inherits this; `env -i` ones are registered by pid instead. */
 export const RUN_MARKER = 'AGENT_TREES_TEST_RUN';
