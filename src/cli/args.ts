@@ -32,11 +32,16 @@ const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
   '--verbose': { value: false, commands: ['run', 'sweep', 'kill'] },
 };
 
+/** The longest timeout or grace period, in ms: what a ms count can hold exactly (some 285,000 years). */
+export const MAX_DURATION_MS = Number.MAX_SAFE_INTEGER;
+
 function seconds(option: string, text: string, allowZero: boolean): number {
   if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`${option} takes a number of seconds, not "${text}"`);
   const n = Number(text);
   if (!allowZero && n === 0) throw new UsageError(`${option} must be more than 0`);
-  return Math.round(n * 1000);
+  const ms = Math.round(n * 1000);
+  if (!(ms <= MAX_DURATION_MS)) throw new UsageError(`${option} must be at most ${Math.floor(MAX_DURATION_MS / 1000)} seconds, not ${text.length > 24 ? `${text.slice(0, 20)}... (${text.length} digits)` : text}`);
+  return ms;
 }
 
 export function parseArgs(argv: string[]): ParsedArgs {

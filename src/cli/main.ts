@@ -1,27 +1,21 @@
 /**
- * `agent-trees`: the command-line front end to the process-tree core.
+ * `agent-trees`: the command-line front end to the process-tree core. It uses the tree owner (`run`), the sweep
+ * and the queries on recorded trees (`ps`, `kill`), and nothing below them.
  *
- *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] -- CMD [ARGS...]
+ *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--verbose] -- CMD [ARGS...]
  *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose]
  *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
- *   agent-trees kill TREE_ID [--records DIR] [--grace SEC]
+ *   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
  */
 import * as os from 'os';
-import * as path from 'path';
 import {
-  cgroupVerified,
-  freshProcessTable,
   KillReport,
+  killTreeById,
+  listOwnedTrees,
   localSweepParts,
-  judgeRecord,
-  OwnerRecord,
-  ownerState,
   OwnerState,
   processCore,
-  ProcessTable,
   RecordStore,
-  resolveMembers,
-  sameProcess,
   selfIdentity,
   SpawnError,
   stderrLogger,
@@ -29,32 +23,53 @@ import {
   TreeOwner,
 } from '../proc';
 import { UsageError, parseArgs, ParsedArgs } from './args';
+import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
 
 const USAGE = `Usage:
   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--verbose] -- CMD [ARGS...]
   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose]
   agent-trees ps [--records DIR] [--no-cgroup] [--json]
-  agent-trees kill TREE_ID [--records DIR] [--grace SEC]
+  agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
 
-Runs CMD as an owned process tree and kills all of it on timeout (exit 124), Ctrl-C (130), SIGTERM (143),
-SIGHUP or the death of this command's parent (129), and when CMD exits (unless --keep-descendants).
+Runs CMD as an owned process tree and kills all of it on timeout (exit 124), on Ctrl-C (130), SIGTERM (143),
+SIGHUP or the death of this command's parent (129), on any other catchable fatal signal N (128+N), and when
+CMD exits (unless --keep-descendants).
 --mcp (a stdio MCP server): stdin is passed on to CMD, and when it closes (the client stopped the server)
 the whole tree ends at once (exit 0).
 Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.`;
-
-export function defaultRecordsDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.AGENT_TREES_RECORDS) return env.AGENT_TREES_RECORDS;
-  const home = os.homedir();
-  if (process.platform === 'win32') return path.join(env.LOCALAPPDATA ?? path.join(home, 'AppData', 'Local'), 'agent-trees', 'owned-trees');
-  if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'agent-trees', 'owned-trees');
-  return path.join(env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'agent-trees', 'owned-trees');
-}
 
 // Run by an editor's launcher with Electron as Node (see the extension's terminal launcher): what CMD starts must
 // not inherit that, or any Electron app it runs would start as plain Node.
 if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
 
-const EXIT = { usage: 2, timeout: 124, sigint: 130, sigterm: 143, sighup: 129 } as const;
+const EXIT = { usage: 2, timeout: 124 } as const;
+
+/**
+ * The signals that end a Node process by default and that it can catch: `run` ends its tree on each, then exits
+ * 128+N. SIGUSR1 (Node's debugger signal) ends it as it would any program. Left to their default: SIGSEGV,
+ * SIGBUS, SIGFPE and SIGILL (after a real fault no JavaScript can run, and a listener would hang the process;
+ * the tree's record stays for a sweep), SIGPIPE (Node ignores it: nothing is orphaned) and the real-time
+ * signals (Node cannot listen to them).
+ */
+const FATAL_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTRAP', 'SIGABRT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGTERM', 'SIGSTKFLT',
+  'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGIO', 'SIGPWR', 'SIGSYS'] as const;
+
+const SIGNAL_WHY: Partial<Record<NodeJS.Signals, string>> = { SIGINT: 'interrupted', SIGTERM: 'terminated', SIGHUP: 'hung up' };
+
+/** setTimeout's limit: a longer delay fires at once (TimeoutOverflowWarning). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A timeout of any length: re-armed in steps setTimeout can hold. Returns the function that cancels it. */
+function setLongTimeout(fire: () => void, ms: number): () => void {
+  const deadline = Date.now() + ms;
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const left = deadline - Date.now();
+    timer = left > 0 ? setTimeout(arm, Math.min(left, MAX_TIMER_MS)) : setTimeout(fire, 0);
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
 
 async function main(argv: string[]): Promise<number> {
   let args: ParsedArgs;
@@ -67,24 +82,32 @@ async function main(argv: string[]): Promise<number> {
     }
     throw e;
   }
+  if (args.command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  const records = args.records ?? defaultRecordsDir();
+  const problem = recordsDirProblem(records, args.command === 'run');
+  if (problem) {
+    process.stderr.write(`agent-trees: ${problem}\n`);
+    return EXIT.usage;
+  }
   switch (args.command) {
-    case 'help':
-      process.stdout.write(USAGE + '\n');
-      return 0;
     case 'run':
-      return run(args);
+      return run(args, records);
     case 'sweep':
-      return sweep(args);
+      return sweep(args, records);
     case 'ps':
-      return ps(args);
+      return ps(args, records);
     case 'kill':
-      return kill(args);
+      return kill(args, records);
   }
 }
 
-async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
+async function run(args: ParsedArgs & { command: 'run' }, records: string): Promise<number> {
   const log = stderrLogger(args.verbose);
-  const owner = new TreeOwner({ recordsDir: args.records ?? defaultRecordsDir(), log, cgroups: args.cgroups ? 'auto' : 'off' });
+  const owner = new TreeOwner({ recordsDir: records, log, cgroups: args.cgroups ? 'auto' : 'off' });
+  await owner.prepare();
   let tree;
   try {
     tree = owner.spawn({
@@ -107,20 +130,19 @@ async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
 
   return new Promise<number>((resolve) => {
     let finishing = false;
-    const timers: NodeJS.Timeout[] = [];
+    const cancels: (() => void)[] = [];
     const finish = async (code: number, why: string, keep = false) => {
       if (finishing) return;
       finishing = true;
-      for (const t of timers) {
-        clearTimeout(t);
-        clearInterval(t);
-      }
+      for (const cancel of cancels) cancel();
       if (keep) {
         owner.release(id);
       } else {
         const report: KillReport = await owner.kill(id, args.graceMs);
         if (why) log.warn(`${why}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived` : ''));
-        else if (report.signalled > 0) log.info(`ended ${report.signalled} processes ${args.cmd[0]} left running`);
+        else if (report.signalled > 0 || report.survivors > 0) {
+          log.info(`ended ${report.signalled} processes ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''));
+        }
       }
       await owner.dispose(args.graceMs);
       resolve(code);
@@ -140,23 +162,31 @@ async function run(args: ParsedArgs & { command: 'run' }): Promise<number> {
       process.stdin.on('end', () => void finish(0, 'stdin closed'));
     }
     if (args.timeoutMs > 0) {
-      timers.push(setTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
+      cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
     }
-    process.on('SIGINT', () => void finish(EXIT.sigint, 'interrupted'));
-    process.on('SIGTERM', () => void finish(EXIT.sigterm, 'terminated'));
-    process.on('SIGHUP', () => void finish(EXIT.sighup, 'hung up'));
+    for (const signal of FATAL_SIGNALS) {
+      const number = os.constants.signals[signal as keyof typeof os.constants.signals];
+      if (number === undefined) continue; // not on this platform
+      const onSignal = () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
+      try {
+        process.on(signal, onSignal);
+      } catch {
+        continue; // this platform cannot listen to it (Windows)
+      }
+      cancels.push(() => process.off(signal, onSignal));
+    }
     // The parent died: nobody is left to wait for the tree, so it goes too.
     const parent = process.ppid;
-    timers.push(setInterval(() => {
-      if (process.ppid !== parent) void finish(EXIT.sighup, `parent process ${parent} exited`);
-    }, 500));
+    const poll = setInterval(() => {
+      if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);
+    }, 500);
+    cancels.push(() => clearInterval(poll));
   });
 }
 
-async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
-  const store = new RecordStore(args.records ?? defaultRecordsDir());
-  const parts = localSweepParts();
-  const result = await sweepOrphans(store, {
+async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): Promise<number> {
+  const parts = localSweepParts(processCore());
+  const result = await sweepOrphans(new RecordStore(records), {
     ...parts,
     self: selfIdentity(parts.table),
     graceMs: args.graceMs,
@@ -178,44 +208,16 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }): Promise<number> {
   return result.trees.some((t) => t.outcome === 'survivors') ? 1 : 0;
 }
 
-/** What `ps` and `kill` may do with a record's trees: the sweep's own verdict, so the rules are one. */
-function recordStanding(table: ProcessTable, record: OwnerRecord): { state: OwnerState; note?: string; resolvable: boolean } {
-  const v = judgeRecord(record, { table, self: selfIdentity(table) });
-  const state = v.act === 'refuse' ? 'unknown' : v.state ?? 'unknown';
-  if (v.act === 'refuse') return { state, note: v.problem, resolvable: false };
-  if (v.act === 'clean-up') return { state, note: 'recorded before the last boot: nothing of it runs', resolvable: false };
-  return { state, note: v.resolvable ? undefined : v.why, resolvable: v.resolvable === true };
-}
-
 /** Read-only: lists records and their live members; renames, deletes and signals nothing. */
-async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
-  const store = new RecordStore(args.records ?? defaultRecordsDir());
-  const mode = args.cgroups ? 'auto' : 'off';
+async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promise<number> {
   const core = processCore();
-  const table = await freshProcessTable(core.table);
-  const snap = table.snapshot();
-  const { records, problems } = store.list();
-  const owners = records.map(({ file, record }) => {
-    const standing = recordStanding(table, record);
-    return {
-      file,
-      owner: { ...record.owner, alive: standing.state === 'alive', state: standing.state },
-      note: standing.note,
-      trees: record.trees.map((t) => {
-        const m = standing.resolvable
-          ? resolveMembers(t, snap, { continuouslyOwned: standing.state === 'alive', cgroupVerified: mode !== 'off' && cgroupVerified(t, core) }, core).members
-          : [];
-        return {
-          ...t,
-          tier: t.cgroup ? 'cgroup' : 'group',
-          members: m.map((p) => ({ pid: p.pid, ppid: p.ppid, pgid: p.pgid, state: p.state, rssBytes: p.rssBytes, cpuMs: p.cpuMs, command: snap.commandLine(p.pid) })),
-        };
-      }),
-    };
-  });
+  const store = new RecordStore(records);
+  const mode = args.cgroups ? 'auto' : 'off';
+  const { owners, problems } = await listOwnedTrees(store, core, mode);
   if (args.json) {
-    const tier = mode === 'off' ? null : (core.cgroupTier(mode).tier?.reason ?? null);
-    process.stdout.write(JSON.stringify({ recordsDir: store.dir, cgroupTier: tier, owners, problems }, null, 2) + '\n');
+    // Where tree cgroups of this user live; read from mountinfo: `ps` never probes (no systemd-run).
+    const cgroupLocation = mode === 'off' ? null : (core.cgroupProber.location() ?? null);
+    process.stdout.write(JSON.stringify({ recordsDir: store.dir, cgroupLocation, owners, problems }, null, 2) + '\n');
     return 0;
   }
   if (owners.length === 0) process.stdout.write(`no owned trees recorded in ${store.dir}\n`);
@@ -237,54 +239,21 @@ async function ps(args: ParsedArgs & { command: 'ps' }): Promise<number> {
   return 0;
 }
 
-async function kill(args: ParsedArgs & { command: 'kill' }): Promise<number> {
-  const store = new RecordStore(args.records ?? defaultRecordsDir());
-  const core = processCore();
-  const table = core.table;
-  const { records, problems } = store.list();
-  const found = records.find(({ record }) => record.trees.some((t) => t.id === args.treeId));
-  if (!found) {
-    for (const p of problems) process.stderr.write(`agent-trees: warning: ${p.file}: ${p.problem}\n`);
+async function kill(args: ParsedArgs & { command: 'kill' }, records: string): Promise<number> {
+  const store = new RecordStore(records);
+  const result = await killTreeById(store, args.treeId, { graceMs: args.graceMs, log: stderrLogger(args.verbose) }, processCore());
+  if (result.outcome === 'not-found') {
+    for (const p of result.problems) process.stderr.write(`agent-trees: warning: ${p.file}: ${p.problem}\n`);
     process.stderr.write(`agent-trees: no recorded tree has the id ${args.treeId} (in ${store.dir})\n`);
     return 1;
   }
-  const tree = found.record.trees.find((t) => t.id === args.treeId)!;
-  const standing = recordStanding(table, found.record);
-  if (!standing.resolvable) {
-    process.stderr.write(`agent-trees: tree ${tree.id}: ${standing.note}; not killed\n`);
+  if (result.outcome === 'refused') {
+    process.stderr.write(`agent-trees: tree ${args.treeId}: ${result.why}; not killed\n`);
     return 1;
   }
-  const report = await core.killer.kill(tree, {
-    graceMs: args.graceMs,
-    continuouslyOwned: false,
-    cgroupVerified: cgroupVerified(tree, core),
-    log: stderrLogger(args.verbose),
-  });
-  if (['dead', 'replaced'].includes(standing.state) && report.survivors === 0) dropFromDeadOwnersRecord(store, table, found.record, tree.id);
-  process.stdout.write(`tree ${tree.id}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived (${report.survivorPids.join(', ')})` : '') + '\n');
+  const report = result.report;
+  process.stdout.write(`tree ${report.treeId}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived (${report.survivorPids.join(', ')})` : '') + '\n');
   return report.survivors > 0 ? 1 : 0;
-}
-
-/**
- * Nobody else will update a dead owner's record: take the killed tree out of it. Claimed first, and the claimed
- * content judged again, so a record its owner rewrote meanwhile (or a new owner with that pid) is given back.
- */
-function dropFromDeadOwnersRecord(store: RecordStore, table: ProcessTable, record: OwnerRecord, treeId: string): void {
-  const self = selfIdentity(table);
-  const file = store.claim(record.owner.pid, self);
-  if (!file) return;
-  let claimed: OwnerRecord;
-  try {
-    claimed = store.readClaim(file);
-  } catch {
-    return; // left in place: a sweep reports it
-  }
-  const state = ownerState(table, claimed.owner);
-  if (!sameProcess(claimed.owner, record.owner) || (state !== 'dead' && state !== 'replaced')) {
-    store.restoreClaim(file, claimed, sameProcess);
-    return;
-  }
-  store.finishClaim(file, claimed, claimed.trees.filter((t) => t.id !== treeId), self);
 }
 
 main(process.argv.slice(2)).then(

@@ -17,6 +17,7 @@ export * from './core';
 export * from './spawn';
 export * from './owner';
 export * from './sweep';
+export * from './recordedTrees';
 export * from './log';
 export { CgroupLocation, CgroupMode, CgroupProbeResult, CgroupProber, CgroupTier, cgroup2Mount, probeCgroupTier } from './cgroup';
 export * from './treeMembers';

@@ -78,6 +78,8 @@ export class TreeOwner extends EventEmitter {
     } else if (previous.outcome === 'unreadable') {
       this.log.warn(`record ${this.store.fileOf(this.self.pid)}: ${previous.problem}`);
     }
+    // Probe cgroups now, in the background: a spawn never waits for it (see `prepare`).
+    if ((options.cgroups ?? 'auto') === 'auto') void this.core.cgroupProber.probe('auto');
     if (options.killTreesOnExit) {
       this.onExit = () => this.killAllNowSync();
       process.on('exit', this.onExit);
@@ -95,6 +97,14 @@ export class TreeOwner extends EventEmitter {
         /* exiting: nothing more can be done here; the next sweep has the record */
       }
     }
+  }
+
+  /**
+   * Waits until the cgroup probe has its answer, so the next spawn gets the cgroup tier where there is one.
+   * Only the probe as an ordinary user takes time (`systemd-run`); it never blocks the event loop.
+   */
+  async prepare(): Promise<void> {
+    await this.core.cgroupProber.probe(this.options.cgroups ?? 'auto');
   }
 
   /** Spawns an owned tree and records it before returning. Throws SpawnError when nothing could start. */

@@ -1,0 +1,123 @@
+/**
+ * Queries on the recorded trees of every owner (live or gone) in a records folder: what `agent-trees ps` lists
+ * and what `agent-trees kill TREE_ID` ends. A front end that does not own the trees uses these and nothing
+ * below. What may be done with a record is the sweep's own verdict (`judgeRecord`), so the rules are one.
+ */
+import { CgroupMode } from './cgroup';
+import { Core } from './core';
+import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity';
+import { KillReport } from './killTarget';
+import { Logger } from './log';
+import { resolveMembers } from './members';
+import { cgroupVerified } from './owner';
+import { freshProcessTable, ProcessInfo, ProcessTable } from './processTable';
+import { judgeRecord, killRecordedTree } from './recordOwners';
+import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
+
+export interface ListedMember extends Pick<ProcessInfo, 'pid' | 'ppid' | 'pgid' | 'state' | 'rssBytes' | 'cpuMs'> {
+  command: string;
+}
+
+export interface ListedTree extends TreeRecord {
+  tier: 'cgroup' | 'group';
+  members: ListedMember[];
+}
+
+export interface ListedOwner {
+  file: string;
+  owner: OwnerInfo & { alive: boolean; state: OwnerState };
+  /** Why its trees are not resolved, or what else is to know about it. */
+  note?: string;
+  trees: ListedTree[];
+}
+
+/** What a front end may do with a record's trees: the sweep's own verdict, so the rules are one. */
+export function recordStanding(table: ProcessTable, record: OwnerRecord): { state: OwnerState; note?: string; resolvable: boolean } {
+  const v = judgeRecord(record, { table, self: selfIdentity(table) });
+  const state = v.act === 'refuse' ? 'unknown' : (v.state ?? 'unknown');
+  if (v.act === 'refuse') return { state, note: v.problem, resolvable: false };
+  if (v.act === 'clean-up') return { state, note: 'recorded before the last boot: nothing of it runs', resolvable: false };
+  return { state, note: v.resolvable ? undefined : v.why, resolvable: v.resolvable === true };
+}
+
+/** Every recorded tree with its live members, read-only: nothing is claimed, renamed, deleted or signalled. */
+export async function listOwnedTrees(
+  store: RecordStore,
+  core: Core,
+  cgroups: CgroupMode = 'auto',
+): Promise<{ owners: ListedOwner[]; problems: RecordProblem[] }> {
+  const table = await freshProcessTable(core.table);
+  const snap = table.snapshot();
+  const { records, problems } = store.list();
+  const owners = records.map(({ file, record }): ListedOwner => {
+    const standing = recordStanding(table, record);
+    const alive = standing.state === 'alive';
+    return {
+      file,
+      owner: { ...record.owner, alive, state: standing.state },
+      note: standing.note,
+      trees: record.trees.map((t): ListedTree => {
+        const verified = cgroups !== 'off' && cgroupVerified(t, core);
+        const members = standing.resolvable ? resolveMembers(t, snap, { continuouslyOwned: alive, cgroupVerified: verified }, core).members : [];
+        return {
+          ...t,
+          tier: t.cgroup ? 'cgroup' : 'group',
+          members: members.map((p) => ({ pid: p.pid, ppid: p.ppid, pgid: p.pgid, state: p.state, rssBytes: p.rssBytes, cpuMs: p.cpuMs, command: snap.commandLine(p.pid) })),
+        };
+      }),
+    };
+  });
+  return { owners, problems };
+}
+
+export type KillByIdResult =
+  | { outcome: 'killed'; report: KillReport }
+  | { outcome: 'not-found'; problems: RecordProblem[] }
+  | { outcome: 'refused'; why: string };
+
+/**
+ * Kills one recorded tree by its id, whoever owns it (its owner, alive or not, is not the caller: every proof
+ * is made afresh). When the owner is gone and nothing of the tree is left, the tree is taken out of its record,
+ * since nobody else will.
+ */
+export async function killTreeById(store: RecordStore, treeId: string, options: { graceMs: number; log?: Logger }, core: Core): Promise<KillByIdResult> {
+  const table = core.table;
+  const { records, problems } = store.list();
+  const found = records.find(({ record }) => record.trees.some((t) => t.id === treeId));
+  if (!found) return { outcome: 'not-found', problems };
+  const tree = found.record.trees.find((t) => t.id === treeId)!;
+  const standing = recordStanding(table, found.record);
+  if (!standing.resolvable) return { outcome: 'refused', why: standing.note ?? 'its record cannot be acted on' };
+  const report = await killRecordedTree(tree, options.graceMs, options.log, core);
+  if ((standing.state === 'dead' || standing.state === 'replaced') && report.survivors === 0 && report.refused.length === 0) {
+    dropFromDeadOwnersRecord(store, table, found.record, tree.id);
+  }
+  return { outcome: 'killed', report };
+}
+
+/**
+ * Nobody else will update a dead owner's record: take the killed tree out of it. Claimed first, and the claimed
+ * content judged again, so a record its owner rewrote meanwhile (or a new owner with that pid) is given back.
+ */
+function dropFromDeadOwnersRecord(store: RecordStore, table: ProcessTable, record: OwnerRecord, treeId: string): void {
+  const self = selfIdentity(table);
+  const file = store.claim(record.owner.pid, self);
+  if (!file) return;
+  let claimed: OwnerRecord;
+  try {
+    claimed = store.readClaim(file);
+  } catch {
+    return; // left in place: a sweep reports it
+  }
+  const state = ownerState(table, claimed.owner);
+  if (!sameProcess(claimed.owner, record.owner) || (state !== 'dead' && state !== 'replaced')) {
+    store.restoreClaim(file, claimed, sameProcess);
+    return;
+  }
+  store.finishClaim(
+    file,
+    claimed,
+    claimed.trees.filter((t) => t.id !== treeId),
+    self,
+  );
+}
