@@ -205,7 +205,7 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
     process.stdout.write(`swept ${result.trees.length} tree(s) of dead owners, ended ${result.killed} processes; ` +
       `${result.liveOwners} live owner(s) left alone\n`);
   }
-  return result.trees.some((t) => t.outcome === 'survivors') ? 1 : 0;
+  return result.trees.some((t) => t.outcome === 'survivors' || t.outcome === 'refused') ? 1 : 0;
 }
 
 /** Read-only: lists records and their live members; renames, deletes and signals nothing. */

@@ -11,7 +11,7 @@
  */
 import * as fs from 'fs';
 import { HostClock, hostClock, START_KEYS_ARE_BOOT_TICKS } from './bootClock';
-import { parseProcStat, ProcessInfo, ProcessTable, START_PRECISION_MS } from './processTable';
+import { parseProcStat, ProcessInfo, ProcessTable, START_PRECISION_MS, provesIdentity, StartPrecision } from './processTable';
 import type { OwnerInfo, OwnerRecord, TreeRecord } from './records';
 
 /** Clock slack when comparing epoch start times taken at different moments (platforms without a boot clock). */
@@ -147,19 +147,29 @@ export type TreeTimes = Pick<TreeRecord, 'rootPid' | 'rootStartTime' | 'trackedA
  * start tick); any other leader must have started no later than the tracking tick. A tree recorded without
  * ticks proves nothing this way on Linux. The caller passes only trees of records from here (`recordOrigin`).
  */
-export function startedNoLaterThanTracking(p: ProcessInfo, tree: TreeTimes, bootTicks = START_KEYS_ARE_BOOT_TICKS): boolean {
+export function startedNoLaterThanTracking(p: ProcessInfo, tree: TreeTimes, bootTicks = START_KEYS_ARE_BOOT_TICKS, errorMs = START_PRECISION_MS): boolean {
   if (bootTicks) {
     if (p.pid === tree.rootPid && tree.rootStartTicks !== undefined) return p.startKey === tree.rootStartTicks;
     return tree.trackedAtTicks !== undefined && p.startKey <= tree.trackedAtTicks;
   }
-  return latestStart(p) <= tree.trackedAt;
+  return latestStart(p, errorMs) <= tree.trackedAt;
+}
+
+/**
+ * The same, by the precision of the table `p` was read from (`StartPrecision`): boot ticks where start keys
+ * are ticks (Linux), else epoch times with the table's own error bound counted against `p` (macOS: whole
+ * seconds). A table without start times (Windows) proves nothing this way.
+ */
+export function startedNoLaterThanTrackingBy(precision: StartPrecision, p: ProcessInfo, tree: TreeTimes): boolean {
+  if (!provesIdentity(precision)) return false;
+  return startedNoLaterThanTracking(p, tree, precision.unit === 'ticks', precision.errorMs);
 }
 
 /** Whether `p` is the tree's recorded root: its exact start tick, or (no boot clock) within the rounding. */
-export function isRecordedRoot(p: ProcessInfo, tree: TreeTimes, bootTicks = START_KEYS_ARE_BOOT_TICKS): boolean {
+export function isRecordedRoot(p: ProcessInfo, tree: TreeTimes, bootTicks = START_KEYS_ARE_BOOT_TICKS, errorMs = START_PRECISION_MS): boolean {
   if (p.pid !== tree.rootPid) return false;
   if (bootTicks) return tree.rootStartTicks !== undefined && p.startKey === tree.rootStartTicks;
-  return Math.abs(p.startTime - tree.rootStartTime) <= 2 * START_PRECISION_MS;
+  return Math.abs(p.startTime - tree.rootStartTime) <= 2 * errorMs;
 }
 
 /**
@@ -231,6 +241,6 @@ function epochProblem(record: OwnerRecord, nowMs: number): string | undefined {
  * Latest moment a process may have started, given its converted start time: epoch ms for display and for the
  * epoch fields of a record, where a conversion error may never make a fresh process look older than it is.
  */
-export function latestStart(p: ProcessInfo): number {
-  return p.startTime + START_PRECISION_MS;
+export function latestStart(p: ProcessInfo, errorMs = START_PRECISION_MS): number {
+  return p.startTime + errorMs;
 }

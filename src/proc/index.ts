@@ -19,7 +19,7 @@ export * from './owner';
 export * from './sweep';
 export * from './recordedTrees';
 export * from './log';
-export { CgroupLocation, CgroupMode, CgroupProbeResult, CgroupProber, CgroupTier, cgroup2Mount, probeCgroupTier } from './cgroup';
+export { CgroupControl, CgroupLocation, CgroupMode, CgroupProbeDeps, CgroupProbeResult, CgroupProber, CgroupTier, cgroup2Mount, probeCgroupTier } from './cgroup';
 export * from './treeMembers';
 export * from './treeMembersSource';
 export * from './terminalTrees';

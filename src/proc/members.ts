@@ -4,9 +4,9 @@
  * carrying its exact tag, and every descendant of any member.
  */
 import { CgroupControl } from './cgroup';
-import { isRecordedRoot, startedNoLaterThanTracking } from './identity';
+import { isRecordedRoot, startedNoLaterThanTrackingBy } from './identity';
 import { SignalGuard } from './guard';
-import { ProcessInfo, Snapshot } from './processTable';
+import { ProcessInfo, provesIdentity, Snapshot } from './processTable';
 import { TreeRecord } from './records';
 
 export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'>;
@@ -99,19 +99,27 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
     if (p.pgid === tree.pgid) groupMembers.push(p);
     if (p.sid === tree.sid) sessionMembers.push(p);
   }
+  const precision = snap.startPrecision;
   const check = (leaderPid: number, members: ProcessInfo[], what: string): boolean => {
     if (members.length === 0) return false;
     const leader = procs.get(leaderPid);
+    if (leader && !provesIdentity(precision)) {
+      // No start times (Windows): a process at the leader's pid may be anyone's; only the owner knows.
+      if (options.continuouslyOwned) return true;
+      groupDoubt = `${what} ${leaderPid}: this platform gives no start times to prove its leader`;
+      return false;
+    }
     if (leader && options.rootStartKey !== undefined && leaderPid === tree.rootPid) {
       if (leader.startKey === options.rootStartKey) return true;
       groupDoubt = `${what} ${leaderPid} is led by another process than the recorded one`;
       return false;
     }
     if (leader) {
-      if (startedNoLaterThanTracking(leader, tree)) return true;
-      groupDoubt = tree.trackedAtTicks === undefined && tree.rootStartTicks === undefined
-        ? `${what} ${leaderPid} has a leader whose start cannot be compared with the record (no boot-clock times in it)`
-        : `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
+      if (startedNoLaterThanTrackingBy(precision, leader, tree)) return true;
+      groupDoubt =
+        precision.unit === 'ticks' && tree.trackedAtTicks === undefined && tree.rootStartTicks === undefined
+          ? `${what} ${leaderPid} has a leader whose start cannot be compared with the record (no boot-clock times in it)`
+          : `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
       return false;
     }
     if (options.continuouslyOwned) return true;
@@ -127,7 +135,7 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
 
   // The root itself, if it is not its own group leader (it always is for trees spawned here).
   const root = procs.get(tree.rootPid);
-  if (root && root.pid !== tree.pgid && isRecordedRoot(root, tree)) add(root);
+  if (root && root.pid !== tree.pgid && provesIdentity(precision) && isRecordedRoot(root, tree, precision.unit === 'ticks', precision.errorMs)) add(root);
 
   // Tagged processes of our own uid; another user's only if lineage makes it a member anyway.
   const foreign = new Map<number, number>();

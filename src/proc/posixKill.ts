@@ -8,7 +8,7 @@
  */
 import { CgroupControl } from './cgroup';
 import { SignalGuard } from './guard';
-import { startedNoLaterThanTracking } from './identity';
+import { startedNoLaterThanTrackingBy } from './identity';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 import { Membership, resolveMembers, subtreeMembers, TreeIdentity } from './members';
 import { ProcessInfo, ProcessTable } from './processTable';
@@ -253,7 +253,7 @@ export class PosixTreeKill {
   /** The group is ours without a full scan: its leader started before tracking, or we owned it throughout. */
   private groupIsProvenCheaply(tree: TreeIdentity): boolean {
     const leader = this.deps.table.read(tree.pgid);
-    if (leader) return leader.pgid === tree.pgid && startedNoLaterThanTracking(leader, tree);
+    if (leader) return leader.pgid === tree.pgid && startedNoLaterThanTrackingBy(this.deps.table.startPrecision, leader, tree);
     return this.options.continuouslyOwned;
   }
 
@@ -308,7 +308,7 @@ export class PosixTreeKill {
  */
 export function interruptGroup(tree: TreeIdentity, continuouslyOwned: boolean, deps: Pick<KillDeps, 'table' | 'signaller' | 'guard'>): boolean {
   const leader = deps.table.read(tree.pgid);
-  if (leader ? !startedNoLaterThanTracking(leader, tree) : !continuouslyOwned) return false;
+  if (leader ? !startedNoLaterThanTrackingBy(deps.table.startPrecision, leader, tree) : !continuouslyOwned) return false;
   if (tree.pgid <= 1 || deps.guard.groupRefusal(tree.pgid, leader ? [leader] : [])) return false;
   return deps.signaller.signalGroup(tree.pgid, 'SIGINT') === 'sent';
 }

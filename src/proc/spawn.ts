@@ -11,7 +11,7 @@ import { CgroupMode, launchInCgroup, removeCgroup, treeCgroupPath } from './cgro
 import { hostClock } from './bootClock';
 import { Core, processCore } from './core';
 import { latestStart } from './identity';
-import { START_PRECISION_MS, TREE_ID_VARIABLE } from './processTable';
+import { TREE_ID_VARIABLE } from './processTable';
 import { TreeRecord } from './records';
 
 export interface SpawnTreeOptions {
@@ -164,7 +164,7 @@ export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 
     // Never earlier than the latest moment the root can have started, with one more precision step for the
     // boot-time estimate of another process (the sweeper's), so the sweep's "leader started no later than
     // trackedAt" holds for the real root whatever the start-time rounding.
-    trackedAt: Math.max(Date.now(), root ? latestStart(root) + START_PRECISION_MS : spawnedAt),
+    trackedAt: Math.max(Date.now(), root ? latestStart(root, core.table.startPrecision.errorMs) + core.table.startPrecision.errorMs : spawnedAt),
     envTag: `${TREE_ID_VARIABLE}=${id}`,
     cgroup,
     ...ticks,

@@ -23,7 +23,7 @@ import { KillOptions, KillReport } from './killTarget';
 import { Logger, silentLogger } from './log';
 import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
-import { ProcessInfo, ProcessTable, Snapshot } from './processTable';
+import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './processTable';
 import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface SweptTree {
@@ -31,8 +31,11 @@ export interface SweptTree {
   treeId: string;
   label: string;
   rootPid: number;
-  /** 'killed': members were ended; 'gone': nothing of it was alive; 'survivors': some could not be ended. */
-  outcome: 'killed' | 'gone' | 'survivors';
+  /**
+   * 'killed': members were ended; 'gone': nothing of it was alive; 'survivors': some could not be ended;
+   * 'refused': this platform cannot prove another owner's processes (no start times), so it was left alone.
+   */
+  outcome: 'killed' | 'gone' | 'survivors' | 'refused';
   killed: number;
   survivors: number;
   /** Why part of it was not trusted (a reused group id, say), when that happened. */
@@ -214,7 +217,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
         swept.forEach((s, i) => {
           result.trees.push(s);
           result.killed += s.killed;
-          if (s.outcome === 'survivors') remaining.push(record.trees[i]);
+          if (s.outcome === 'survivors' || s.outcome === 'refused') remaining.push(record.trees[i]);
         });
         keep(remaining);
         store.finishClaim(file, record, remaining, self);
@@ -243,6 +246,11 @@ function base(record: OwnerRecord, tree: TreeRecord) {
 }
 
 async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, options: SweepOptions, log: Logger): Promise<SweptTree> {
+  if (!provesIdentity(snap.startPrecision)) {
+    const note = `not swept: this platform's process table has no start times, so no process of another owner's tree can be proven`;
+    log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
+    return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
+  }
   const parts = options.cgroupParts ?? processCore();
   const verified = options.cgroups !== 'off' && cgroupVerified(tree, parts);
   if (tree.cgroup && options.cgroups !== 'off' && !verified)
