@@ -51,7 +51,7 @@ export function killTitles(tier: string): Record<KillMethod, string> {
   return {
     'ours': `ours: TreeOwner.kill(id, 0), ${tier} tier`,
     'ours-group': 'ours: TreeOwner.kill(id, 0), group tier (cgroups off)',
-    'ours-direct': `ours: treeKiller.kill(record, {graceMs: 0}) directly, ${tier} tier`,
+    'ours-direct': `ours: core.killer.kill(record, {graceMs: 0}) directly, ${tier} tier`,
     'tree-kill': "tree-kill(rootPid, 'SIGKILL')",
     'floor': "process.kill(-pgid, 'SIGKILL') (floor)",
   };

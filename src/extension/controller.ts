@@ -307,6 +307,7 @@ export class AgentTreesController implements vscode.Disposable {
     definition = expandVariables(definition, { workspaceFolder, userHome: os.homedir(), env: process.env });
     const cwd = definition.cwd && workspaceFolder && !path.isAbsolute(definition.cwd) ? path.join(workspaceFolder, definition.cwd) : definition.cwd;
     let run: AgentRun;
+    await this.owner.prepare(); // the cgroup probe, if it is still running (never blocking the host)
     try {
       run = this.runs.launch({ ...definition, cwd }, { defaultCwd: workspaceFolder });
     } catch (e) {
