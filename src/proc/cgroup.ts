@@ -71,12 +71,15 @@ export const systemCgroupProbeDeps: CgroupProbeDeps = {
   execAsync: (file, args, timeoutMs) =>
     new Promise((resolve, reject) => {
       execFile(file, args, { encoding: 'utf8', timeout: timeoutMs, windowsHide: true }, (error, _stdout, stderr) =>
-        error ? reject(new Error(firstLine(stderr) || error.message)) : resolve());
+        error ? reject(new Error(firstLine(stderr) || error.message)) : resolve(),
+      );
     }),
 };
 
 /** Where our cgroups would be, from mountinfo and the uid alone: no directory is made, nothing is run. */
-export function cgroupLocation(deps: Pick<CgroupProbeDeps, 'platform' | 'uid' | 'readMountinfo'>): CgroupLocation | { unavailable: string } {
+export function cgroupLocation(
+  deps: Pick<CgroupProbeDeps, 'platform' | 'uid' | 'readMountinfo'>,
+): CgroupLocation | { unavailable: string } {
   if (deps.platform !== 'linux') return { unavailable: 'cgroups exist on Linux only' };
   let mountinfo: string;
   try {
@@ -117,7 +120,8 @@ export function probeDirectoryTier(location: CgroupLocation, deps: Pick<CgroupPr
     const ok = deps.fs.existsSync(path.join(probe, 'cgroup.procs'));
     deps.fs.rmdirSync(probe);
     deps.fs.accessSync(path.join(base, 'cgroup.procs'), fs.constants.W_OK);
-    if (!ok) return { unavailable: `cannot create cgroups under ${base}: the new directory has no cgroup.procs (not a cgroup2 file system?)` };
+    if (!ok)
+      return { unavailable: `cannot create cgroups under ${base}: the new directory has no cgroup.procs (not a cgroup2 file system?)` };
   } catch (e) {
     return { unavailable: `cannot create cgroups under ${base}: ${(e as Error).message}` };
   }
@@ -165,16 +169,20 @@ export class CgroupProber {
 
 /** Directory of one tree's cgroup. Tree ids are unique, so a path names one tree only. */
 export function treeCgroupPath(tier: CgroupLocation, treeId: string): string {
-  return tier.kind === 'directory'
-    ? path.join(tier.base, TREE_DIR_PREFIX + treeId)
-    : path.join(tier.base, `agent-trees-${treeId}.scope`);
+  return tier.kind === 'directory' ? path.join(tier.base, TREE_DIR_PREFIX + treeId) : path.join(tier.base, `agent-trees-${treeId}.scope`);
 }
 
 /**
  * The command line that starts `command` inside the tree's cgroup: the launcher moves itself into the cgroup,
  * then execs the command, so the root is inside before it can fork.
  */
-export function launchInCgroup(tier: CgroupLocation, cgroupDir: string, treeId: string, command: string, args: string[]): { file: string; args: string[] } {
+export function launchInCgroup(
+  tier: CgroupLocation,
+  cgroupDir: string,
+  treeId: string,
+  command: string,
+  args: string[],
+): { file: string; args: string[] } {
   if (tier.kind === 'systemd-scope') {
     return {
       file: 'systemd-run',

@@ -24,7 +24,10 @@ export class SignalGuard {
   private readonly ownGroup: number | undefined;
   private readonly uid: number | undefined;
 
-  constructor(private readonly table: ProcessTable, self: GuardSelf = currentSelf()) {
+  constructor(
+    private readonly table: ProcessTable,
+    self: GuardSelf = currentSelf(),
+  ) {
     this.self = self;
     this.protectedPids.add(self.pid);
     // Ancestors, walked through the table (the chain ends at 1 or at a pid we cannot read).
@@ -60,7 +63,7 @@ export class SignalGuard {
    */
   otherUid(p: Pick<ProcessInfo, 'pid' | 'uid'>): number | undefined {
     if (this.uid === undefined) return undefined;
-    const uid = p.uid >= 0 ? p.uid : this.table.read(p.pid)?.uid ?? -1; // a snapshot leaves uid unread
+    const uid = p.uid >= 0 ? p.uid : (this.table.read(p.pid)?.uid ?? -1); // a snapshot leaves uid unread
     return uid >= 0 && uid !== this.uid ? uid : undefined;
   }
 

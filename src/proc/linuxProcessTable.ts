@@ -4,7 +4,16 @@
  * and dead (X) processes are left out: they count as gone.
  */
 import * as fs from 'fs';
-import { childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision, TagVariable, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processInfo';
+import {
+  childrenOf,
+  ProcessInfo,
+  ProcessTable,
+  Snapshot,
+  StartPrecision,
+  TagVariable,
+  TREE_ID_VARIABLE,
+  WINDOW_TAG_VARIABLE,
+} from './processInfo';
 
 /** Clock ticks per second for `/proc/<pid>/stat` times. USER_HZ is 100 on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;

@@ -87,4 +87,3 @@ export class MacProcessTable implements ProcessTable {
     return parseMacPs(out).get(pid);
   }
 }
-

@@ -59,7 +59,6 @@ export class PosixTreeKill {
   }
 
   async run(): Promise<KillReport> {
-    let escalated = false;
     if (this.options.graceMs > 0) {
       const stopped = this.freeze();
       // Nobody stopped is not nobody left: members we may not signal are counted by the final look.
@@ -70,8 +69,7 @@ export class PosixTreeKill {
       this.hurry(this.options.graceMs);
       if (await this.waitForEmpty(stopped)) return this.finish(false);
     }
-    escalated = await this.escalate();
-    return this.finish(escalated);
+    return this.finish(await this.escalate());
   }
 
   private resolve(): Membership {
@@ -233,7 +231,9 @@ export class PosixTreeKill {
     }
     if (!this.groupIsProvenCheaply(tree)) return [];
     // One plain scan (no command lines, no environments) to count the group, then the group SIGKILL.
-    const inGroup = [...this.deps.table.snapshot().processes.values()].filter((p) => p.pgid === tree.pgid && !this.deps.guard.protectedReason(p));
+    const inGroup = [...this.deps.table.snapshot().processes.values()].filter(
+      (p) => p.pgid === tree.pgid && !this.deps.guard.protectedReason(p),
+    );
     if (inGroup.length === 0 || !this.sendGroup(tree.pgid, 'SIGKILL')) return [];
     for (const p of inGroup) this.signalled.add(p.pid);
     return inGroup;
@@ -306,7 +306,11 @@ export class PosixTreeKill {
  * SIGINT to a tree's process group, as Ctrl-C in a terminal sends it: only for a group that provably is the
  * tree's (its leader started no later than tracking, or the caller owned it throughout).
  */
-export function interruptGroup(tree: TreeIdentity, continuouslyOwned: boolean, deps: Pick<KillDeps, 'table' | 'signaller' | 'guard'>): boolean {
+export function interruptGroup(
+  tree: TreeIdentity,
+  continuouslyOwned: boolean,
+  deps: Pick<KillDeps, 'table' | 'signaller' | 'guard'>,
+): boolean {
   const leader = deps.table.read(tree.pgid);
   if (leader ? !startedNoLaterThanTrackingBy(deps.table.startPrecision, leader, tree) : !continuouslyOwned) return false;
   if (tree.pgid <= 1 || deps.guard.groupRefusal(tree.pgid, leader ? [leader] : [])) return false;

@@ -58,11 +58,21 @@ export async function listOwnedTrees(
       note: standing.note,
       trees: record.trees.map((t): ListedTree => {
         const verified = cgroups !== 'off' && cgroupVerified(t, core);
-        const members = standing.resolvable ? resolveMembers(t, snap, { continuouslyOwned: alive, cgroupVerified: verified }, core).members : [];
+        const members = standing.resolvable
+          ? resolveMembers(t, snap, { continuouslyOwned: alive, cgroupVerified: verified }, core).members
+          : [];
         return {
           ...t,
           tier: t.cgroup ? 'cgroup' : 'group',
-          members: members.map((p) => ({ pid: p.pid, ppid: p.ppid, pgid: p.pgid, state: p.state, rssBytes: p.rssBytes, cpuMs: p.cpuMs, command: snap.commandLine(p.pid) })),
+          members: members.map((p) => ({
+            pid: p.pid,
+            ppid: p.ppid,
+            pgid: p.pgid,
+            state: p.state,
+            rssBytes: p.rssBytes,
+            cpuMs: p.cpuMs,
+            command: snap.commandLine(p.pid),
+          })),
         };
       }),
     };
@@ -71,16 +81,19 @@ export async function listOwnedTrees(
 }
 
 export type KillByIdResult =
-  | { outcome: 'killed'; report: KillReport }
-  | { outcome: 'not-found'; problems: RecordProblem[] }
-  | { outcome: 'refused'; why: string };
+  { outcome: 'killed'; report: KillReport } | { outcome: 'not-found'; problems: RecordProblem[] } | { outcome: 'refused'; why: string };
 
 /**
  * Kills one recorded tree by its id, whoever owns it (its owner, alive or not, is not the caller: every proof
  * is made afresh). When the owner is gone and nothing of the tree is left, the tree is taken out of its record,
  * since nobody else will.
  */
-export async function killTreeById(store: RecordStore, treeId: string, options: { graceMs: number; log?: Logger }, core: Core): Promise<KillByIdResult> {
+export async function killTreeById(
+  store: RecordStore,
+  treeId: string,
+  options: { graceMs: number; log?: Logger },
+  core: Core,
+): Promise<KillByIdResult> {
   const table = core.table;
   const { records, problems } = store.list();
   const found = records.find(({ record }) => record.trees.some((t) => t.id === treeId));

@@ -55,7 +55,12 @@ export class TreeKiller extends EventEmitter {
    * process at a time, never a whole group: for member sets that are not an owned tree, such as what a
    * terminal's shell left running (see `KillTarget`). A second call with the same `id` while one runs joins it.
    */
-  killResolved(id: string, resolve: (snap: Snapshot, guard: SignalGuard) => Membership, graceMs: number, log?: Logger): Promise<KillReport> {
+  killResolved(
+    id: string,
+    resolve: (snap: Snapshot, guard: SignalGuard) => Membership,
+    graceMs: number,
+    log?: Logger,
+  ): Promise<KillReport> {
     return this.killTarget({ kind: 'members', id, resolve }, { graceMs, continuouslyOwned: false, cgroupVerified: false, log });
   }
 
@@ -75,15 +80,22 @@ export class TreeKiller extends EventEmitter {
     let kill: PosixTreeKill | undefined;
     let run: Promise<KillReport>;
     if (this.deps.platform === 'win32') {
-      run = killWindows(target, options, { table: this.deps.table, exec: this.deps.exec, killProcess: (pid) => this.deps.signaller.signalProcess(pid, 'SIGKILL') }, onPhase);
+      run = killWindows(
+        target,
+        options,
+        { table: this.deps.table, exec: this.deps.exec, killProcess: (pid) => this.deps.signaller.signalProcess(pid, 'SIGKILL') },
+        onPhase,
+      );
     } else {
       kill = new PosixTreeKill(target, options, this.killDeps(), onPhase);
       run = kill.run();
     }
-    const promise = run.then((report) => {
-      logReport(log, describe(target), report, Date.now() - started);
-      return report;
-    }).finally(() => this.running.delete(id));
+    const promise = run
+      .then((report) => {
+        logReport(log, describe(target), report, Date.now() - started);
+        return report;
+      })
+      .finally(() => this.running.delete(id));
     this.running.set(id, { promise, kill });
     return promise;
   }
@@ -116,7 +128,10 @@ function describe(target: KillTarget): string {
 }
 
 function logReport(log: Logger, what: string, report: KillReport, ms: number): void {
-  log.info(`${what}: ended ${report.signalled} processes in ${ms} ms` + (report.escalated ? ' (SIGKILL needed)' : '') +
-    (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''));
+  log.info(
+    `${what}: ended ${report.signalled} processes in ${ms} ms` +
+      (report.escalated ? ' (SIGKILL needed)' : '') +
+      (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
+  );
   for (const why of report.refused) log.warn(`${what}: not signalled: ${why}`);
 }

@@ -15,7 +15,7 @@ export type ExecAsync = (file: string, args: string[], timeoutMs: number) => Pro
 export const execAsync: ExecAsync = (file, args, timeoutMs) =>
   new Promise((resolve) => {
     execFile(file, args, { timeout: timeoutMs, windowsHide: true, encoding: 'utf8' }, (error, stdout) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : 1) : 0;
+      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 1) : 0;
       resolve({ code, stdout: stdout ?? '' });
     });
   });
@@ -31,7 +31,8 @@ export interface WindowsKillDeps {
   killProcess: (pid: number) => void;
 }
 
-export const NOT_PROVABLE_ON_WINDOWS = 'on Windows only the owner that spawned a tree can prove its processes (ps-list gives no start times)';
+export const NOT_PROVABLE_ON_WINDOWS =
+  'on Windows only the owner that spawned a tree can prove its processes (ps-list gives no start times)';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -45,7 +46,12 @@ export function taskkillPids(stdout: string): number[] {
   return pids;
 }
 
-export async function killWindows(target: KillTarget, options: KillOptions, deps: WindowsKillDeps, onPhase: (phase: KillPhase) => void = () => {}): Promise<KillReport> {
+export async function killWindows(
+  target: KillTarget,
+  options: KillOptions,
+  deps: WindowsKillDeps,
+  onPhase: (phase: KillPhase) => void = () => {},
+): Promise<KillReport> {
   const report = emptyReport(targetId(target));
   if (target.kind === 'members') {
     report.refused.push(`${report.treeId}: on Windows only a tree or a process and its children can be ended (taskkill /T)`);

@@ -69,4 +69,3 @@ async function loadPsList(): Promise<PsListEntry[]> {
   const { default: psList } = await import('ps-list');
   return psList({ all: true });
 }
-

@@ -47,8 +47,22 @@ describe('agent-trees run on every catchable fatal signal', () => {
   // The signals whose default action ends a Node process and that Node lets us catch. SIGUSR1 is Node's
   // debugger signal, but a run ends on it as any program would; SIGSEGV, SIGBUS, SIGFPE and SIGILL are left
   // to the default (a real fault cannot run JavaScript); SIGPIPE Node ignores.
-  const fatal = ['SIGQUIT', 'SIGABRT', 'SIGTRAP', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGVTALRM', 'SIGXCPU', 'SIGXFSZ',
-    'SIGPROF', 'SIGSYS', 'SIGIO', 'SIGPWR', 'SIGSTKFLT'] as const;
+  const fatal = [
+    'SIGQUIT',
+    'SIGABRT',
+    'SIGTRAP',
+    'SIGUSR1',
+    'SIGUSR2',
+    'SIGALRM',
+    'SIGVTALRM',
+    'SIGXCPU',
+    'SIGXFSZ',
+    'SIGPROF',
+    'SIGSYS',
+    'SIGIO',
+    'SIGPWR',
+    'SIGSTKFLT',
+  ] as const;
   for (const signal of fatal) {
     const code = 128 + os.constants.signals[signal];
     it(`${signal}: ends the tree and exits ${code}`, async () => {
@@ -89,9 +103,33 @@ describe('agent-trees with a records path that cannot hold records', () => {
   }
 
   const cases: { what: string; make: () => string; asUid?: number; problem: RegExp }[] = [
-    { what: 'a file', make: () => { const f = path.join(tmpDir(), 'file'); fs.writeFileSync(f, ''); return f; }, problem: /is not a folder/ },
-    { what: 'a dangling symlink', make: () => { const l = path.join(tmpDir(), 'link'); fs.symlinkSync('/nonexistent/agent-trees', l); return l; }, problem: /symlink to .* which does not exist/ },
-    { what: 'a FIFO', make: () => { const f = path.join(tmpDir(), 'fifo'); spawnSyncOk('mkfifo', [f]); return f; }, problem: /is not a folder/ },
+    {
+      what: 'a file',
+      make: () => {
+        const f = path.join(tmpDir(), 'file');
+        fs.writeFileSync(f, '');
+        return f;
+      },
+      problem: /is not a folder/,
+    },
+    {
+      what: 'a dangling symlink',
+      make: () => {
+        const l = path.join(tmpDir(), 'link');
+        fs.symlinkSync('/nonexistent/agent-trees', l);
+        return l;
+      },
+      problem: /symlink to .* which does not exist/,
+    },
+    {
+      what: 'a FIFO',
+      make: () => {
+        const f = path.join(tmpDir(), 'fifo');
+        spawnSyncOk('mkfifo', [f]);
+        return f;
+      },
+      problem: /is not a folder/,
+    },
     { what: 'a path under /proc', make: () => '/proc/x', problem: /cannot be created|not writable/ },
     { what: 'a read-only folder', make: () => dirFor(OTHER_UID, 0o555), asUid: OTHER_UID, problem: /not writable/ },
   ];
@@ -143,7 +181,10 @@ describe('the cgroup probe', () => {
     const { bin, calls } = fakeSystemdRun();
     const records = dirFor(OTHER_UID);
     for (const args of [['ps'], ['ps', '--json']]) {
-      const r = await runCli([...args, '--records', records], { asUid: OTHER_UID, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+      const r = await runCli([...args, '--records', records], {
+        asUid: OTHER_UID,
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+      });
       assert.strictEqual(r.code, 0, r.stderr);
     }
     assert.ok(!fs.existsSync(calls), `systemd-run ran: ${fs.existsSync(calls) && fs.readFileSync(calls, 'utf8')}`);
@@ -154,17 +195,22 @@ describe('the cgroup probe', () => {
     // probe held the event loop, the timer could not run until systemd-run gave up.
     const bin = dirFor(0);
     const dir = dirFor(OTHER_UID, 0o777);
-    fs.writeFileSync(path.join(bin, 'systemd-run'),
+    fs.writeFileSync(
+      path.join(bin, 'systemd-run'),
       `#!/bin/sh\ni=0\nwhile [ ! -e "${dir}/loop" ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done\n` +
-      `if [ -e "${dir}/loop" ]; then echo saw-loop > "${dir}/result"; else echo no-loop > "${dir}/result"; fi\nexit 1\n`, { mode: 0o755 });
+        `if [ -e "${dir}/loop" ]; then echo saw-loop > "${dir}/result"; else echo no-loop > "${dir}/result"; fi\nexit 1\n`,
+      { mode: 0o755 },
+    );
     const script = `
       const { createCore } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'proc'))});
       const core = createCore();
       const now = core.cgroupTier('auto');
       setTimeout(() => require('fs').writeFileSync(${JSON.stringify(path.join(dir, 'loop'))}, ''), 0);
       core.cgroupProber.probe('auto').then((r) => console.log(JSON.stringify({ now, later: r })));`;
-    const child = spawn('setpriv', [`--reuid=${OTHER_UID}`, `--regid=${OTHER_UID}`, '--clear-groups', process.execPath, '-e', script],
-      { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('setpriv', [`--reuid=${OTHER_UID}`, `--regid=${OTHER_UID}`, '--clear-groups', process.execPath, '-e', script], {
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     register(child.pid!);
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
@@ -193,7 +239,9 @@ describe('--verbose', () => {
 
     // A tree whose owner was SIGKILLed, swept.
     const ownerPids = path.join(tmpDir(), 'pids');
-    const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), records, 'deep', ownerPids, 'off'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), records, 'deep', ownerPids, 'off'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     register(owner.pid!);
     const [orphanId] = (await new Promise<string>((resolve) => owner.stdout!.once('data', (d) => resolve(String(d))))).trim().split(' ');
     const orphans = await fixturePids(ownerPids);

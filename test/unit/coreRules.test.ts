@@ -7,8 +7,22 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import { spawnSync } from 'child_process';
 import {
-  cgroup2Mount, CgroupProbeDeps, CgroupProber, KillOptions, LinuxProcessTable, localSweepParts, MAC_START_PRECISION, MacProcessTable, probeCgroupTier,
-  RecordStore, resolveMembers, StartPrecision, sweepOrphans, TreeIdentity, TreeRecord, WindowsProcessTable,
+  cgroup2Mount,
+  CgroupProbeDeps,
+  CgroupProber,
+  KillOptions,
+  LinuxProcessTable,
+  localSweepParts,
+  MAC_START_PRECISION,
+  MacProcessTable,
+  probeCgroupTier,
+  RecordStore,
+  resolveMembers,
+  StartPrecision,
+  sweepOrphans,
+  TreeIdentity,
+  TreeRecord,
+  WindowsProcessTable,
 } from '../../src/proc';
 import { ANCESTRY, FakeProcess, FakeTable, LINUX_PRECISION, machine, proc, SELF } from './synthetic';
 import { tmpDir } from './helpers';
@@ -20,7 +34,15 @@ const TRACKED = 1_000_100;
  */
 const TRACKED_TICKS = 5000;
 const tree: TreeIdentity = {
-  id: 't1', rootPid: 200, pgid: 200, sid: 200, rootStartTime: 1_000_000, trackedAt: TRACKED, cgroup: null, rootStartTicks: 1200, trackedAtTicks: TRACKED_TICKS,
+  id: 't1',
+  rootPid: 200,
+  pgid: 200,
+  sid: 200,
+  rootStartTime: 1_000_000,
+  trackedAt: TRACKED,
+  cgroup: null,
+  rootStartTicks: 1200,
+  trackedAtTicks: TRACKED_TICKS,
 };
 const outsider: KillOptions = { graceMs: 0, continuouslyOwned: false, cgroupVerified: false };
 const owned: KillOptions = { graceMs: 0, continuouslyOwned: true, cgroupVerified: false };
@@ -30,7 +52,10 @@ const HOUR = 3_600_000;
 const inTree = (pid: number, fields: Partial<FakeProcess> = {}) => proc(pid, { ppid: 200, pgid: 200, sid: 200, ...fields });
 
 describe('core rules: joining kills', () => {
-  for (const [first, second] of [[HOUR, 20], [20, HOUR]]) {
+  for (const [first, second] of [
+    [HOUR, 20],
+    [20, HOUR],
+  ]) {
     it(`a shorter grace wins: ${first} ms, then ${second} ms, is one kill that escalates after 20 ms`, async () => {
       const m = machine([proc(200, { ignoresTerm: true }), inTree(201, { ignoresTerm: true })]);
       const phases: string[] = [];
@@ -58,21 +83,66 @@ describe('core rules: which group is proven', () => {
     excluded?: RegExp;
     tree?: TreeIdentity;
   }[] = [
-    { title: 'the recorded root leads its group (its exact start tick)', procs: [proc(200), inTree(201)], proven: true, members: [200, 201] },
-    { title: 'a leader that started after tracking (a reused pid)', procs: [proc(200, { startKey: TRACKED_TICKS + 1 }), inTree(201)], proven: false, members: [], doubt: /started after the tree was tracked/ },
-    { title: 'a leader at the root\'s pid one tick off the recorded root', procs: [proc(200, { startKey: 1201 }), inTree(201)], proven: false, members: [] },
-    { title: 'a recorded tree without ticks proves no leader on Linux', procs: [proc(200), inTree(201)], proven: false, members: [], doubt: /no boot-clock times/, tree: { ...tree, rootStartTicks: undefined, trackedAtTicks: undefined } },
-    { title: 'a leaderless group, continuous owner', procs: [inTree(201), inTree(202)], continuouslyOwned: true, proven: true, members: [201, 202] },
-    { title: 'a leaderless group proven by a tagged member', procs: [inTree(201, { tag: 't1' }), inTree(202)], proven: true, members: [201, 202] },
-    { title: 'a leaderless group with no tagged member', procs: [inTree(201), inTree(202)], proven: false, members: [], doubt: /no leader and no member carrying/ },
     {
-      title: 'a leaderless group whose only tagged member is another user\'s',
+      title: 'the recorded root leads its group (its exact start tick)',
+      procs: [proc(200), inTree(201)],
+      proven: true,
+      members: [200, 201],
+    },
+    {
+      title: 'a leader that started after tracking (a reused pid)',
+      procs: [proc(200, { startKey: TRACKED_TICKS + 1 }), inTree(201)],
+      proven: false,
+      members: [],
+      doubt: /started after the tree was tracked/,
+    },
+    {
+      title: "a leader at the root's pid one tick off the recorded root",
+      procs: [proc(200, { startKey: 1201 }), inTree(201)],
+      proven: false,
+      members: [],
+    },
+    {
+      title: 'a recorded tree without ticks proves no leader on Linux',
+      procs: [proc(200), inTree(201)],
+      proven: false,
+      members: [],
+      doubt: /no boot-clock times/,
+      tree: { ...tree, rootStartTicks: undefined, trackedAtTicks: undefined },
+    },
+    {
+      title: 'a leaderless group, continuous owner',
+      procs: [inTree(201), inTree(202)],
+      continuouslyOwned: true,
+      proven: true,
+      members: [201, 202],
+    },
+    {
+      title: 'a leaderless group proven by a tagged member',
+      procs: [inTree(201, { tag: 't1' }), inTree(202)],
+      proven: true,
+      members: [201, 202],
+    },
+    {
+      title: 'a leaderless group with no tagged member',
+      procs: [inTree(201), inTree(202)],
+      proven: false,
+      members: [],
+      doubt: /no leader and no member carrying/,
+    },
+    {
+      title: "a leaderless group whose only tagged member is another user's",
       procs: [inTree(201, { tag: 't1', uid: 4242 }), inTree(202)],
       proven: false,
       members: [],
       excluded: /pid 201 carries the tree's tag but runs as uid 4242/,
     },
-    { title: 'a tagged process of ours outside the group, and its child', procs: [proc(300, { tag: 't1' }), proc(301, { ppid: 300 })], proven: false, members: [300, 301] },
+    {
+      title: 'a tagged process of ours outside the group, and its child',
+      procs: [proc(300, { tag: 't1' }), proc(301, { ppid: 300 })],
+      proven: false,
+      members: [300, 301],
+    },
     {
       title: 'a member that changed uid, by lineage (a child of a member)',
       procs: [proc(200), proc(310, { ppid: 200, pgid: 310, sid: 310, uid: 0 })],
@@ -87,25 +157,47 @@ describe('core rules: which group is proven', () => {
       members: [],
       doubt: /started after the tree was tracked/,
     },
-    { title: 'macOS: a leader a whole second older than tracking', procs: [proc(200, { startTime: TRACKED - 1500 }), inTree(201)], precision: MAC_START_PRECISION, proven: true, members: [200, 201] },
     {
-      title: 'Windows: a process at the leader\'s pid proves nothing to an outsider',
+      title: 'macOS: a leader a whole second older than tracking',
+      procs: [proc(200, { startTime: TRACKED - 1500 }), inTree(201)],
+      precision: MAC_START_PRECISION,
+      proven: true,
+      members: [200, 201],
+    },
+    {
+      title: "Windows: a process at the leader's pid proves nothing to an outsider",
       procs: [proc(200, { startTime: 0 }), proc(201, { ppid: 200 })],
       precision: { unit: 'none', errorMs: Infinity },
       proven: false,
       members: [],
       doubt: /no start times/,
     },
-    { title: 'Windows: the continuous owner', procs: [proc(200, { startTime: 0 }), proc(201, { ppid: 200 })], precision: { unit: 'none', errorMs: Infinity }, continuouslyOwned: true, proven: true, members: [200, 201] },
+    {
+      title: 'Windows: the continuous owner',
+      procs: [proc(200, { startTime: 0 }), proc(201, { ppid: 200 })],
+      precision: { unit: 'none', errorMs: Infinity },
+      continuouslyOwned: true,
+      proven: true,
+      members: [200, 201],
+    },
   ];
   for (const c of cases) {
     it(c.title, () => {
       const m = machine(c.procs, { precision: c.precision });
-      const r = resolveMembers(c.tree ?? tree, m.table.snapshot(), { continuouslyOwned: c.continuouslyOwned ?? false, cgroupVerified: false }, m.core);
+      const r = resolveMembers(
+        c.tree ?? tree,
+        m.table.snapshot(),
+        { continuouslyOwned: c.continuouslyOwned ?? false, cgroupVerified: false },
+        m.core,
+      );
       assert.strictEqual(r.groupProven, c.proven, r.groupDoubt);
       assert.deepStrictEqual(r.members.map((p) => p.pid).sort(), c.members);
       if (c.doubt) assert.match(r.groupDoubt ?? '', c.doubt);
-      if (c.excluded) assert.ok(r.excluded.some((e) => c.excluded!.test(e)), r.excluded.join('; '));
+      if (c.excluded)
+        assert.ok(
+          r.excluded.some((e) => c.excluded!.test(e)),
+          r.excluded.join('; '),
+        );
     });
   }
 
@@ -114,15 +206,28 @@ describe('core rules: which group is proven', () => {
   const rootCases: { title: string; precision: StartPrecision; fields: Partial<FakeProcess>; member: boolean }[] = [
     { title: 'Linux, its exact start tick', precision: LINUX_PRECISION, fields: { startKey: 1200 }, member: true },
     { title: 'Linux, one tick later', precision: LINUX_PRECISION, fields: { startKey: 1201 }, member: false },
-    { title: 'macOS, 2 s off', precision: MAC_START_PRECISION, fields: { startTime: tree.rootStartTime + 2 * MAC_START_PRECISION.errorMs }, member: true },
-    { title: 'macOS, beyond 2 error bounds', precision: MAC_START_PRECISION, fields: { startTime: tree.rootStartTime + 2 * MAC_START_PRECISION.errorMs + 1 }, member: false },
+    {
+      title: 'macOS, 2 s off',
+      precision: MAC_START_PRECISION,
+      fields: { startTime: tree.rootStartTime + 2 * MAC_START_PRECISION.errorMs },
+      member: true,
+    },
+    {
+      title: 'macOS, beyond 2 error bounds',
+      precision: MAC_START_PRECISION,
+      fields: { startTime: tree.rootStartTime + 2 * MAC_START_PRECISION.errorMs + 1 },
+      member: false,
+    },
     { title: 'Windows (no start times)', precision: { unit: 'none', errorMs: Infinity }, fields: {}, member: false },
   ];
   for (const c of rootCases) {
     it(`the root start-time tolerance: a root that left its group, ${c.title}: ${c.member ? 'a member' : 'not a member'}`, () => {
       const m = machine([proc(205, { pgid: 206, sid: 206, ...c.fields })], { precision: c.precision });
       const r = resolveMembers({ ...tree, rootPid: 205 }, m.table.snapshot(), { continuouslyOwned: false, cgroupVerified: false }, m.core);
-      assert.strictEqual(r.members.some((p) => p.pid === 205), c.member);
+      assert.strictEqual(
+        r.members.some((p) => p.pid === 205),
+        c.member,
+      );
     });
   }
 });
@@ -135,9 +240,15 @@ describe('core rules: the guard on every path', () => {
   });
 
   it('a leaderless group holding our parent gets no group signal; its other members are ended one by one', async () => {
-    const m = machine([inTree(201, { tag: 't1' }), inTree(202)], { ancestry: [ANCESTRY[0], proc(50, { pgid: 200, sid: 200 }), ANCESTRY[2]] });
+    const m = machine([inTree(201, { tag: 't1' }), inTree(202)], {
+      ancestry: [ANCESTRY[0], proc(50, { pgid: 200, sid: 200 }), ANCESTRY[2]],
+    });
     const report = await m.core.killer.kill(tree, { ...outsider, graceMs: 50 });
-    assert.deepStrictEqual(m.signaller.calls.filter((c) => c.to === 'group'), [], 'no kill(-pgid)');
+    assert.deepStrictEqual(
+      m.signaller.calls.filter((c) => c.to === 'group'),
+      [],
+      'no kill(-pgid)',
+    );
     assert.deepStrictEqual(m.signaller.reached(50), [], 'the parent got nothing');
     assert.deepStrictEqual(m.signaller.reached(201).slice(0, 2), ['SIGSTOP', 'SIGTERM'], 'frozen first');
     assert.strictEqual(report.survivors, 0);
@@ -149,7 +260,10 @@ describe('core rules: the guard on every path', () => {
     m.cgroups.dirs.set('/cg/tree-t1', [100, 300, 301]);
     const report = await m.core.killer.kill({ ...tree, cgroup: '/cg/tree-t1' }, { ...outsider, cgroupVerified: true });
     assert.deepStrictEqual(m.cgroups.killed, []);
-    assert.ok(report.refused.some((r) => /not killed as a whole: it holds pid 100/.test(r)), report.refused.join('; '));
+    assert.ok(
+      report.refused.some((r) => /not killed as a whole: it holds pid 100/.test(r)),
+      report.refused.join('; '),
+    );
     assert.deepStrictEqual(m.signaller.reached(100, 100), []);
     assert.ok(!m.table.processes.has(300) && !m.table.processes.has(301));
     assert.ok(m.table.processes.has(100));
@@ -160,7 +274,10 @@ describe('core rules: the guard on every path', () => {
     m.cgroups.dirs.set('/cg/tree-t1', []);
     m.cgroups.dirs.set('/cg/tree-t1/sub', [400]);
     const verified = { ...tree, cgroup: '/cg/tree-t1' };
-    assert.deepStrictEqual(resolveMembers(verified, m.table.snapshot(), { continuouslyOwned: true, cgroupVerified: true }, m.core).members.map((p) => p.pid), [400]);
+    assert.deepStrictEqual(
+      resolveMembers(verified, m.table.snapshot(), { continuouslyOwned: true, cgroupVerified: true }, m.core).members.map((p) => p.pid),
+      [400],
+    );
     const report = await m.core.killer.kill(verified, { ...owned, cgroupVerified: true });
     assert.deepStrictEqual(m.cgroups.killed, ['/cg/tree-t1']);
     assert.strictEqual(report.signalled, 1);
@@ -173,7 +290,10 @@ describe('core rules: the guard on every path', () => {
     const report = await m.core.killer.kill(tree, { ...owned, graceMs: 50 });
     assert.strictEqual(report.survivors, 1);
     assert.deepStrictEqual(report.survivorPids, [201]);
-    assert.ok(report.refused.some((r) => /pid 201 runs as uid 0: only root or uid 0 can end it/.test(r)), report.refused.join('; '));
+    assert.ok(
+      report.refused.some((r) => /pid 201 runs as uid 0: only root or uid 0 can end it/.test(r)),
+      report.refused.join('; '),
+    );
   });
 });
 
@@ -183,7 +303,8 @@ describe('core rules: the cgroup probe', () => {
     '37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer',
     '41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
   ].join('\n');
-  const pureV2 = '29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot';
+  const pureV2 =
+    '29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot';
 
   for (const [title, text, mount] of [
     ['a hybrid layout', hybrid, '/sys/fs/cgroup/unified'],
@@ -194,22 +315,70 @@ describe('core rules: the cgroup probe', () => {
     it(`cgroup2Mount: ${title}`, () => assert.strictEqual(cgroup2Mount(text), mount));
   }
 
-  const okFs = { mkdirSync: () => undefined, rmdirSync: () => undefined, existsSync: () => true, accessSync: () => undefined } as unknown as CgroupProbeDeps['fs'];
-  const deps = (over: Partial<CgroupProbeDeps>): CgroupProbeDeps => ({ platform: 'linux', uid: 0, readMountinfo: () => hybrid, fs: okFs, execAsync: async () => {}, ...over });
+  const okFs = {
+    mkdirSync: () => undefined,
+    rmdirSync: () => undefined,
+    existsSync: () => true,
+    accessSync: () => undefined,
+  } as unknown as CgroupProbeDeps['fs'];
+  const deps = (over: Partial<CgroupProbeDeps>): CgroupProbeDeps => ({
+    platform: 'linux',
+    uid: 0,
+    readMountinfo: () => hybrid,
+    fs: okFs,
+    execAsync: async () => {},
+    ...over,
+  });
   const cases: { title: string; deps: CgroupProbeDeps; tier?: { kind: string; base: string }; unavailable?: RegExp }[] = [
     { title: 'not Linux', deps: deps({ platform: 'darwin' }), unavailable: /Linux only/ },
-    { title: 'mountinfo unreadable', deps: deps({ readMountinfo: () => { throw new Error('EACCES'); } }), unavailable: /cannot read \/proc\/self\/mountinfo: EACCES/ },
+    {
+      title: 'mountinfo unreadable',
+      deps: deps({
+        readMountinfo: () => {
+          throw new Error('EACCES');
+        },
+      }),
+      unavailable: /cannot read \/proc\/self\/mountinfo: EACCES/,
+    },
     { title: 'no cgroup2 mounted', deps: deps({ readMountinfo: () => hybrid.split('\n')[0] }), unavailable: /no cgroup2 file system/ },
     { title: 'root, writable', deps: deps({}), tier: { kind: 'directory', base: '/sys/fs/cgroup/unified/agent-trees' } },
-    { title: 'root, pure v2', deps: deps({ readMountinfo: () => pureV2 }), tier: { kind: 'directory', base: '/sys/fs/cgroup/agent-trees' } },
+    {
+      title: 'root, pure v2',
+      deps: deps({ readMountinfo: () => pureV2 }),
+      tier: { kind: 'directory', base: '/sys/fs/cgroup/agent-trees' },
+    },
     {
       title: 'root, not allowed to make directories',
-      deps: deps({ fs: { ...okFs, mkdirSync: () => { throw new Error('EROFS: read-only file system'); } } as CgroupProbeDeps['fs'] }),
+      deps: deps({
+        fs: {
+          ...okFs,
+          mkdirSync: () => {
+            throw new Error('EROFS: read-only file system');
+          },
+        } as CgroupProbeDeps['fs'],
+      }),
       unavailable: /cannot create cgroups under \/sys\/fs\/cgroup\/unified\/agent-trees: EROFS/,
     },
-    { title: 'root, not a cgroup2 file system', deps: deps({ fs: { ...okFs, existsSync: () => false } as CgroupProbeDeps['fs'] }), unavailable: /no cgroup.procs/ },
-    { title: 'a user with systemd', deps: deps({ uid: 1000 }), tier: { kind: 'systemd-scope', base: '/sys/fs/cgroup/unified/user.slice/user-1000.slice/user@1000.service/app.slice' } },
-    { title: 'a user without systemd', deps: deps({ uid: 1000, execAsync: async () => { throw new Error('Failed to connect to bus'); } }), unavailable: /systemd-run --user --scope does not work here: Failed to connect to bus/ },
+    {
+      title: 'root, not a cgroup2 file system',
+      deps: deps({ fs: { ...okFs, existsSync: () => false } as CgroupProbeDeps['fs'] }),
+      unavailable: /no cgroup.procs/,
+    },
+    {
+      title: 'a user with systemd',
+      deps: deps({ uid: 1000 }),
+      tier: { kind: 'systemd-scope', base: '/sys/fs/cgroup/unified/user.slice/user-1000.slice/user@1000.service/app.slice' },
+    },
+    {
+      title: 'a user without systemd',
+      deps: deps({
+        uid: 1000,
+        execAsync: async () => {
+          throw new Error('Failed to connect to bus');
+        },
+      }),
+      unavailable: /systemd-run --user --scope does not work here: Failed to connect to bus/,
+    },
   ];
   for (const c of cases) {
     it(`probeCgroupTier: ${c.title}`, async () => {
@@ -222,7 +391,15 @@ describe('core rules: the cgroup probe', () => {
   it('CgroupProber never waits: a user\'s probe is pending until systemd-run answers; "off" probes nothing', async () => {
     let answer!: () => void;
     const calls: string[][] = [];
-    const prober = new CgroupProber(deps({ uid: 1000, execAsync: (file, args) => { calls.push([file, ...args]); return new Promise<void>((r) => (answer = r)); } }));
+    const prober = new CgroupProber(
+      deps({
+        uid: 1000,
+        execAsync: (file, args) => {
+          calls.push([file, ...args]);
+          return new Promise<void>((r) => (answer = r));
+        },
+      }),
+    );
     assert.match(prober.now('off').unavailable!, /turned off/);
     assert.strictEqual(calls.length, 0);
     assert.match(prober.now('auto').unavailable!, /has not finished/);
@@ -243,7 +420,8 @@ describe('core rules: Windows (injected ps-list and taskkill)', () => {
     { pid: 4002, ppid: 4001, name: 'python.exe' },
     { pid: 4003, ppid: 4001, name: 'conhost.exe' },
   ];
-  const success = (pids: number[]) => pids.map((p) => `SUCCESS: The process with PID ${p} (child process of PID 4000) has been terminated.`).join('\r\n');
+  const success = (pids: number[]) =>
+    pids.map((p) => `SUCCESS: The process with PID ${p} (child process of PID 4000) has been terminated.`).join('\r\n');
 
   function windowsMachine(exec: (args: string[]) => { code: number; stdout: string }) {
     let alive = [...listing];
@@ -278,19 +456,43 @@ describe('core rules: Windows (injected ps-list and taskkill)', () => {
     assert.match(report.refused[0], /only the owner that spawned a tree can prove/);
   });
 
-  it('a sweep of another owner\'s tree is refused, logged, and its record kept', async () => {
+  it("a sweep of another owner's tree is refused, logged, and its record kept", async () => {
     const { m } = windowsMachine(() => assert.fail('taskkill must not run'));
     const store = new RecordStore(tmpDir());
     // A dead owner: a child of ours that has exited and been reaped.
     const gone = spawnSync('true').pid!;
-    const record: TreeRecord = { ...tree, rootPid: 4000, pgid: 4000, sid: 4000, label: 'agent', command: ['agent'], envTag: 'AGENT_TREES_TREE_ID=t1' };
+    const record: TreeRecord = {
+      ...tree,
+      rootPid: 4000,
+      pgid: 4000,
+      sid: 4000,
+      label: 'agent',
+      command: ['agent'],
+      envTag: 'AGENT_TREES_TREE_ID=t1',
+    };
     store.write({ pid: gone, startTime: 1 }, [record]);
     const warnings: string[] = [];
     const log = { trace() {}, debug() {}, info() {}, warn: (s: string) => warnings.push(s), error() {} };
-    const result = await sweepOrphans(store, { ...localSweepParts(m.core), self: { pid: SELF.pid, startTime: 1 }, graceMs: 0, cgroups: 'auto', log });
-    assert.deepStrictEqual(result.trees.map((t) => t.outcome), ['refused']);
-    assert.ok(warnings.some((w) => /not swept: .*no start times/.test(w)), warnings.join('\n'));
-    assert.deepStrictEqual(store.read(gone)?.trees.map((t) => t.id), ['t1'], 'the record is kept');
+    const result = await sweepOrphans(store, {
+      ...localSweepParts(m.core),
+      self: { pid: SELF.pid, startTime: 1 },
+      graceMs: 0,
+      cgroups: 'auto',
+      log,
+    });
+    assert.deepStrictEqual(
+      result.trees.map((t) => t.outcome),
+      ['refused'],
+    );
+    assert.ok(
+      warnings.some((w) => /not swept: .*no start times/.test(w)),
+      warnings.join('\n'),
+    );
+    assert.deepStrictEqual(
+      store.read(gone)?.trees.map((t) => t.id),
+      ['t1'],
+      'the record is kept',
+    );
     fs.rmSync(store.dir, { recursive: true });
   });
 });
@@ -299,13 +501,15 @@ describe('core rules: macOS (injected ps)', () => {
   /** What `ps -o pid=,ppid=,pgid=,sess=,state=,uid=,rss=,time=,lstart=,command=` prints for the fake table. */
   function psOutput(fake: FakeTable, args: string[]): string {
     const only = args[0] === '-p' ? Number(args[1]) : undefined;
-    const lines = [...fake.processes.values()].filter((p) => only === undefined || p.pid === only).map((p) => {
-      const d = new Date(p.startTime);
-      const day = d.toLocaleDateString('en-US', { weekday: 'short' });
-      const month = d.toLocaleDateString('en-US', { month: 'short' });
-      const time = [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
-      return `${p.pid} ${p.ppid} ${p.pgid} ${p.sid} ${p.state} ${p.uid} 100 0:00.01 ${day} ${month} ${String(d.getDate()).padStart(2)} ${time} ${d.getFullYear()} ${p.name}`;
-    });
+    const lines = [...fake.processes.values()]
+      .filter((p) => only === undefined || p.pid === only)
+      .map((p) => {
+        const d = new Date(p.startTime);
+        const day = d.toLocaleDateString('en-US', { weekday: 'short' });
+        const month = d.toLocaleDateString('en-US', { month: 'short' });
+        const time = [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
+        return `${p.pid} ${p.ppid} ${p.pgid} ${p.sid} ${p.state} ${p.uid} 100 0:00.01 ${day} ${month} ${String(d.getDate()).padStart(2)} ${time} ${d.getFullYear()} ${p.name}`;
+      });
     if (only !== undefined && lines.length === 0) throw new Error('ps: exit 1');
     return lines.join('\n') + '\n';
   }
@@ -323,7 +527,10 @@ describe('core rules: macOS (injected ps)', () => {
       });
       assert.strictEqual(m.core.table.startPrecision, MAC_START_PRECISION);
       const report = await m.core.killer.kill(tree, outsider);
-      assert.strictEqual(m.signaller.calls.some((c) => c.to === 'group'), group);
+      assert.strictEqual(
+        m.signaller.calls.some((c) => c.to === 'group'),
+        group,
+      );
       if (group) assert.strictEqual(report.survivors, 0);
       else {
         assert.deepStrictEqual(m.signaller.calls, [], 'nothing proven, nothing signalled (macOS has no tags)');

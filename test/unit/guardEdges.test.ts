@@ -16,16 +16,20 @@ const cgroupProbe = core.cgroupTier('auto');
 
 /** `ROLE PID` lines written by the scripts below, once `role` has appeared. */
 async function linesOf(file: string, role: string, timeoutMs = 10_000): Promise<Map<string, number[]>> {
-  return waitFor(`"${role}" in ${file}`, () => {
-    const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-    if (!new RegExp(`^${role}( |$)`, 'm').test(text)) return undefined;
-    const roles = new Map<string, number[]>();
-    for (const line of text.split('\n')) {
-      const [r, pid] = line.split(' ');
-      if (r) roles.set(r, [...(roles.get(r) ?? []), Number(pid)]);
-    }
-    return roles;
-  }, timeoutMs);
+  return waitFor(
+    `"${role}" in ${file}`,
+    () => {
+      const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+      if (!new RegExp(`^${role}( |$)`, 'm').test(text)) return undefined;
+      const roles = new Map<string, number[]>();
+      for (const line of text.split('\n')) {
+        const [r, pid] = line.split(' ');
+        if (r) roles.set(r, [...(roles.get(r) ?? []), Number(pid)]);
+      }
+      return roles;
+    },
+    timeoutMs,
+  );
 }
 
 /** A folder an ordinary user can use (tmpDir makes 0700 folders owned by root). */
@@ -95,7 +99,7 @@ for (const tier of ['cgroup', 'group'] as const) {
       assert.deepStrictEqual(fs.readdirSync(records), []);
     });
 
-    it('a leaderless group holding the caller\'s ancestor gets no group signal', async () => {
+    it("a leaderless group holding the caller's ancestor gets no group signal", async () => {
       const records = tmpDir();
       const pids = path.join(tmpDir(), 'pids');
       const go = path.join(tmpDir(), 'go');
@@ -112,8 +116,13 @@ for (const tier of ['cgroup', 'group'] as const) {
                echo "parent-done $$" >> "$P"; exec sleep 60' &
         while ! grep -qs '^parent ' "$P"; do sleep 0.02; done
         echo "ready $$" >> "$P"`;
-      const tree = owner.spawn({ command: 'sh', args: ['-c', script], stdio: 'ignore', cgroups,
-        env: { P: pids, GO: go, R: records, NODE: process.execPath, CLI } });
+      const tree = owner.spawn({
+        command: 'sh',
+        args: ['-c', script],
+        stdio: 'ignore',
+        cgroups,
+        env: { P: pids, GO: go, R: records, NODE: process.execPath, CLI },
+      });
       register(tree.child.pid!);
       const roles = await linesOf(pids, 'ready');
       const member = roles.get('member')![0];
@@ -137,7 +146,7 @@ for (const tier of ['cgroup', 'group'] as const) {
   });
 }
 
-describe('a member in a child cgroup of the tree\'s cgroup', () => {
+describe("a member in a child cgroup of the tree's cgroup", () => {
   it('an `env -i setsid -f` daemon that moved itself into <tree cgroup>/sub dies, and the report counts it', async function () {
     if (!cgroupProbe.tier) this.skip();
     const mount = path.dirname(cgroupProbe.tier!.base);
@@ -149,7 +158,9 @@ describe('a member in a child cgroup of the tree\'s cgroup', () => {
       mkdir "$CG/sub"
       setsid -f env -i /bin/sh -c 'echo $$ > "$1/sub/cgroup.procs"; echo "daemon $$" >> "$2"; exec sleep 60' x "$CG" "$P" </dev/null >/dev/null 2>&1
       while ! grep -qs '^daemon ' "$P"; do sleep 0.02; done`;
-    const run = startCli(['run', '--records', records, '--verbose', '--', 'sh', '-c', script], { env: { ...process.env, P: pids, CGROOT: mount } });
+    const run = startCli(['run', '--records', records, '--verbose', '--', 'sh', '-c', script], {
+      env: { ...process.env, P: pids, CGROOT: mount },
+    });
     const roles = await linesOf(pids, 'daemon');
     const daemon = roles.get('daemon')![0];
     register(daemon);
@@ -179,12 +190,15 @@ ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
 open(sys.argv[1], "a").write("nodump %d\\n" % os.getpid())
 time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
       while ! grep -qs '^nodump ' "$P"; do sleep 0.02; done`;
-    const run = startCli(['run', '--records', records, '--verbose', '--grace', '1', '--', 'sh', '-c', script], { asUid: OTHER_UID, env: { ...process.env, P: pids } });
+    const run = startCli(['run', '--records', records, '--verbose', '--grace', '1', '--', 'sh', '-c', script], {
+      asUid: OTHER_UID,
+      env: { ...process.env, P: pids },
+    });
     const roles = await linesOf(pids, 'nodump');
     const nodump = roles.get('nodump')![0];
     register(nodump);
     try {
-      assert.strictEqual(fs.statSync(`/proc/${nodump}/stat`).uid, 0, '/proc shows a non-dumpable process as root\'s');
+      assert.strictEqual(fs.statSync(`/proc/${nodump}/stat`).uid, 0, "/proc shows a non-dumpable process as root's");
       const r = await run.done;
       assert.strictEqual(r.code, 0, r.stderr);
       assert.deepStrictEqual(await waitAllDead([nodump]), [], r.stderr);
@@ -206,7 +220,10 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
     const script = `
       "$SUID" --reuid=0 --regid=0 --clear-groups sh -c 'echo "rooted $$" >> "$P"; exec sleep 60' </dev/null >/dev/null 2>&1 &
       while ! grep -qs '^rooted ' "$P"; do sleep 0.02; done`;
-    const run = startCli(['run', '--records', records, '--verbose', '--grace', '1', '--', 'sh', '-c', script], { asUid: OTHER_UID, env: { ...process.env, P: pids, SUID: suid } });
+    const run = startCli(['run', '--records', records, '--verbose', '--grace', '1', '--', 'sh', '-c', script], {
+      asUid: OTHER_UID,
+      env: { ...process.env, P: pids, SUID: suid },
+    });
     const roles = await linesOf(pids, 'rooted');
     const rooted = roles.get('rooted')![0];
     register(rooted);
@@ -227,7 +244,9 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
     const script = `
       setpriv --reuid=${OTHER_UID} --regid=${OTHER_UID} --clear-groups sh -c 'echo "dropped $$" >> "$P"; exec sleep 60' </dev/null >/dev/null 2>&1 &
       while ! grep -qs '^dropped ' "$P"; do sleep 0.02; done`;
-    const run = startCli(['run', '--records', records, '--verbose', '--grace', '1', '--no-cgroup', '--', 'sh', '-c', script], { env: { ...process.env, P: pids } });
+    const run = startCli(['run', '--records', records, '--verbose', '--grace', '1', '--no-cgroup', '--', 'sh', '-c', script], {
+      env: { ...process.env, P: pids },
+    });
     const roles = await linesOf(pids, 'dropped');
     const dropped = roles.get('dropped')![0];
     register(dropped);

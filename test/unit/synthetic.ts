@@ -4,7 +4,22 @@
  * escalation rules run on any platform's terms without touching a real process. The real-process tests stay
  * the final word; these make each rule's cases cheap to list.
  */
-import { CgroupControl, CgroupProber, childrenOf, Core, createCore, ExecAsync, GuardSelf, ProcessInfo, ProcessTable, SignalGuard, Signaller, SignalResult, Snapshot, StartPrecision } from '../../src/proc';
+import {
+  CgroupControl,
+  CgroupProber,
+  childrenOf,
+  Core,
+  createCore,
+  ExecAsync,
+  GuardSelf,
+  ProcessInfo,
+  ProcessTable,
+  SignalGuard,
+  Signaller,
+  SignalResult,
+  Snapshot,
+  StartPrecision,
+} from '../../src/proc';
 
 export const LINUX_PRECISION: StartPrecision = { unit: 'ticks', errorMs: 50 };
 
@@ -19,13 +34,29 @@ export interface FakeProcess extends ProcessInfo {
 
 /** The process `pid`, with defaults for what a case does not care about. */
 export function proc(pid: number, fields: Partial<FakeProcess> = {}): FakeProcess {
-  return { pid, ppid: 1, pgid: pid, sid: pid, state: 'S', startKey: 1000 + pid, startTime: 1_000_000, uid: 1000, name: `p${pid}`, rssBytes: 0, cpuMs: 0, ...fields };
+  return {
+    pid,
+    ppid: 1,
+    pgid: pid,
+    sid: pid,
+    state: 'S',
+    startKey: 1000 + pid,
+    startTime: 1_000_000,
+    uid: 1000,
+    name: `p${pid}`,
+    rssBytes: 0,
+    cpuMs: 0,
+    ...fields,
+  };
 }
 
 export class FakeTable implements ProcessTable {
   readonly processes = new Map<number, FakeProcess>();
 
-  constructor(list: FakeProcess[], readonly startPrecision: StartPrecision = LINUX_PRECISION) {
+  constructor(
+    list: FakeProcess[],
+    readonly startPrecision: StartPrecision = LINUX_PRECISION,
+  ) {
     for (const p of list) this.processes.set(p.pid, p);
   }
 
@@ -95,10 +126,15 @@ export class RecordingSignaller implements Signaller {
 export class FakeCgroups implements CgroupControl {
   readonly killed: string[] = [];
 
-  constructor(private readonly table: FakeTable, readonly dirs = new Map<string, number[]>()) {}
+  constructor(
+    private readonly table: FakeTable,
+    readonly dirs = new Map<string, number[]>(),
+  ) {}
 
   procs(dir: string): number[] {
-    return [...this.dirs].filter(([d]) => d === dir || d.startsWith(dir + '/')).flatMap(([, pids]) => pids.filter((pid) => this.table.processes.has(pid)));
+    return [...this.dirs]
+      .filter(([d]) => d === dir || d.startsWith(dir + '/'))
+      .flatMap(([, pids]) => pids.filter((pid) => this.table.processes.has(pid)));
   }
 
   kill(dir: string): number[] {
@@ -148,9 +184,11 @@ export function machine(
     cgroups,
     cgroupProber: new CgroupProber({ platform: 'linux', uid: 0, readMountinfo: () => '', fs: {} as never, execAsync: async () => {} }),
     makeGuard: (t) => new SignalGuard(t, options.self ?? SELF),
-    exec: options.exec ?? (async () => {
-      throw new Error('no taskkill on this machine');
-    }),
+    exec:
+      options.exec ??
+      (async () => {
+        throw new Error('no taskkill on this machine');
+      }),
   });
   return { table, signaller, cgroups, core };
 }
