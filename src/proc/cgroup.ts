@@ -63,7 +63,7 @@ export interface CgroupProbeDeps {
   execAsync(file: string, args: string[], timeoutMs: number): Promise<void>;
 }
 
-export const systemCgroupProbeDeps: CgroupProbeDeps = {
+const systemCgroupProbeDeps: CgroupProbeDeps = {
   platform: process.platform,
   uid: process.getuid?.() ?? -1,
   readMountinfo: () => fs.readFileSync('/proc/self/mountinfo', 'utf8'),
@@ -77,9 +77,7 @@ export const systemCgroupProbeDeps: CgroupProbeDeps = {
 };
 
 /** Where our cgroups would be, from mountinfo and the uid alone: no directory is made, nothing is run. */
-export function cgroupLocation(
-  deps: Pick<CgroupProbeDeps, 'platform' | 'uid' | 'readMountinfo'>,
-): CgroupLocation | { unavailable: string } {
+function cgroupLocation(deps: Pick<CgroupProbeDeps, 'platform' | 'uid' | 'readMountinfo'>): CgroupLocation | { unavailable: string } {
   if (deps.platform !== 'linux') return { unavailable: 'cgroups exist on Linux only' };
   let mountinfo: string;
   try {
@@ -111,7 +109,7 @@ export async function probeCgroupTier(deps: CgroupProbeDeps = systemCgroupProbeD
 }
 
 /** As root: creates the base folder and a child in it, to prove we may; the child is removed again. */
-export function probeDirectoryTier(location: CgroupLocation, deps: Pick<CgroupProbeDeps, 'fs'>): CgroupProbeResult {
+function probeDirectoryTier(location: CgroupLocation, deps: Pick<CgroupProbeDeps, 'fs'>): CgroupProbeResult {
   const base = location.base;
   try {
     deps.fs.mkdirSync(base, { recursive: true });

@@ -31,13 +31,12 @@ export interface WindowsKillDeps {
   killProcess: (pid: number) => void;
 }
 
-export const NOT_PROVABLE_ON_WINDOWS =
-  'on Windows only the owner that spawned a tree can prove its processes (ps-list gives no start times)';
+const NOT_PROVABLE_ON_WINDOWS = 'on Windows only the owner that spawned a tree can prove its processes (ps-list gives no start times)';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Pids that taskkill reports as ended or asked to end (its `SUCCESS: ... PID n ...` lines). */
-export function taskkillPids(stdout: string): number[] {
+function taskkillPids(stdout: string): number[] {
   const pids: number[] = [];
   for (const line of stdout.split(/\r?\n/)) {
     const m = /^SUCCESS:.*?PID (\d+)/.exec(line);

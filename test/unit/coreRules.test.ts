@@ -15,6 +15,7 @@ import {
   localSweepParts,
   MAC_START_PRECISION,
   MacProcessTable,
+  parseStatusUid,
   probeCgroupTier,
   RecordStore,
   resolveMembers,
@@ -538,6 +539,15 @@ describe('core rules: macOS (injected ps)', () => {
       }
     });
   }
+});
+
+describe('core rules: the real uid on Linux', () => {
+  it('comes from the Uid line of /proc/<pid>/status (its first field), not from who owns the /proc files', () => {
+    // A set-uid program: real 1000, effective 0. /proc/<pid>/stat of a non-dumpable process belongs to root.
+    const status = 'Name:\tssh-agent\nUmask:\t0077\nState:\tS (sleeping)\nPid:\t4242\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\n';
+    assert.strictEqual(parseStatusUid(status), 1000);
+    assert.strictEqual(parseStatusUid('Name:\tx\n'), undefined);
+  });
 });
 
 describe('core rules: each table declares its start-time precision', () => {
