@@ -4,6 +4,7 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
+import { hostClock } from './bootClock';
 import { CgroupMode, isOurCgroup } from './cgroup';
 import { Core, processCore } from './core';
 import { selfIdentity } from './identity';
@@ -117,6 +118,11 @@ export class TreeOwner extends EventEmitter {
       // others could plant records in, refuses the spawn with one line saying why.
       throw new SpawnError(e instanceof UntrustedFileError ? e.message : `records folder ${this.store.dir}: ${(e as Error).message}`, 'EACCES');
     }
+    // Under a /proc of another pid namespace (`unshare -p` without --mount-proc) no pid read from it is ours:
+    // the tree could be neither seen nor ended (a timeout ended 0 of it and said so), so it is not started.
+    const clock = hostClock();
+    if (clock && !clock.procIsOurs)
+      throw new SpawnError('the /proc mounted here is of another pid namespace (mount one of ours: unshare --mount-proc): a tree started here could not be seen or ended', 'EINVAL');
     const { deadline, ...spawnOptions } = options;
     const spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core);
     if (deadline !== undefined) spawned.record.deadline = Math.round(deadline);
