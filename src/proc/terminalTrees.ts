@@ -155,8 +155,11 @@ export function resolveTerminalTrees(snap: Snapshot, query: TerminalQuery, optio
   const unclaimed = tagged.filter((p) => !claimed.has(p.pid) && !underEditor.has(p.pid) && p.pid !== query.editorRoot);
   if (unclaimed.length > 0) {
     for (const m of memberships) {
-      // A process cannot have come from a shell that started after it (the rounding is counted in its favour).
-      const from = unclaimed.filter((p) => m.shell.startTime <= p.startTime + 2 * START_PRECISION_MS);
+      // A process cannot have come from a shell that started after it. In boot ticks where there are (a clock
+      // step between the shell's first look and now moves epoch start times); else with the rounding in its favour.
+      const from = unclaimed.filter((p) =>
+        START_KEYS_ARE_BOOT_TICKS ? m.shell.startKey <= p.startKey : m.shell.startTime <= p.startTime + 2 * START_PRECISION_MS,
+      );
       if (from.length === 0) continue;
       m.unclaimed = from;
       m.members = resolve(m.shell, from);

@@ -5,10 +5,13 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { CLI, tmpDir } from './helpers';
+import { spawn } from 'child_process';
+import { liveOwnership, processTable, readShell, terminalLeftovers, WINDOW_TAG_VARIABLE } from '../../src/proc';
+import { aliveOf, CLI, register, tmpDir, waitFor } from './helpers';
 import { hasTool, runBounded } from './recordHelpers';
 
 const node = process.execPath;
+const readNowTicks = () => Math.floor(parseFloat(fs.readFileSync('/proc/uptime', 'latin1')) * 100);
 const isRoot = process.getuid?.() === 0;
 
 describe('attack probes', () => {
@@ -33,6 +36,41 @@ describe('attack probes', () => {
       assert.match(ran.stderr, /^agent-trees: .*another pid namespace.*\n$/);
       assert.strictEqual(fs.existsSync(marker), false, 'nothing was started');
       assert.deepStrictEqual(fs.readdirSync(records), [], 'nothing was recorded');
+    });
+  });
+
+  describe('terminal trees across a wall-clock step', () => {
+    // Probed: a tagged daemon that a terminal's shell could not have started (it started before that shell) was
+    // counted as that terminal's leftover once the clock stepped forward between the shell's first look and the
+    // close, so closing that terminal ("end") would end a process of another terminal. Start order is compared
+    // in boot ticks, which no clock step moves.
+    it("a tagged daemon older than a terminal's shell is not that terminal's after the clock steps forward", async () => {
+      const tag = 'a77ac0ffee000001';
+      const daemon = spawn('sleep', ['60'], { detached: true, stdio: 'ignore', env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag } });
+      register(daemon.pid!);
+      const table = processTable();
+      const d = await waitFor('the daemon', () => table.read(daemon.pid!));
+      // The terminal's shell starts at least one tick later than the daemon.
+      await waitFor('a tick to pass', () => readNowTicks() > d.startKey + 2);
+      const sh = spawn('sh', ['-c', 'sleep 60; :'], { detached: true, stdio: 'ignore' });
+      register(sh.pid!);
+      const shChild = await waitFor("the shell's child", () => processTable().snapshot().children().get(sh.pid!)?.[0]);
+      register(shChild.pid);
+      try {
+        const seenBeforeStep = await waitFor('the shell', () => readShell(sh.pid!));
+        // Read before a +1 h step: every later snapshot puts start times an hour later than this one did.
+        const shell = { ...seenBeforeStep, startTime: seenBeforeStep.startTime - 3_600_000, trackedAt: seenBeforeStep.trackedAt - 3_600_000 };
+        const query = { windowTags: [tag], shells: [shell], seen: {}, kept: [] };
+        const left = terminalLeftovers(table.snapshot(), query, shell.key, liveOwnership([]));
+        assert.ok(
+          !left.some((p) => p.pid === daemon.pid),
+          `the daemon ${daemon.pid} started before the shell: it is not this terminal's (left: ${left.map((p) => p.pid)})`,
+        );
+      } finally {
+        process.kill(-sh.pid!, 'SIGKILL');
+        daemon.kill('SIGKILL');
+        await waitFor('all gone', () => aliveOf([sh.pid!, shChild.pid, daemon.pid!]).length === 0);
+      }
     });
   });
 });

@@ -125,7 +125,7 @@ describe("terminal trees: which processes are a terminal's (synthetic snapshots)
     { title: 'the second terminal: its own jobs, not the daemon, which started before its shell', key: other.key, members: [200, 201] },
     {
       title: 'a daemon started after both shells is counted to both (no session claims it)',
-      fakes: [...base, { pid: 108, ppid: 1, sid: 108, start: 7000, window: 'W' }],
+      fakes: [...base, { pid: 108, ppid: 1, sid: 108, start: 7000, startKey: 7000, window: 'W' }],
       key: other.key,
       members: [108, 200, 201],
     },
