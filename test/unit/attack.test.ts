@@ -6,9 +6,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { liveOwnership, processTable, readShell, terminalLeftovers, WINDOW_TAG_VARIABLE } from '../../src/proc';
+import { liveOwnership, readShell, terminalLeftovers, WINDOW_TAG_VARIABLE } from '../../src/proc';
 import { aliveOf, CLI, register, tmpDir, waitFor } from './helpers';
-import { hasTool, runBounded } from './recordHelpers';
+import { hasTool, processTable, runBounded } from './recordHelpers';
 
 const node = process.execPath;
 const readNowTicks = () => Math.floor(parseFloat(fs.readFileSync('/proc/uptime', 'latin1')) * 100);
@@ -71,6 +71,18 @@ describe('attack probes', () => {
         daemon.kill('SIGKILL');
         await waitFor('all gone', () => aliveOf([sh.pid!, shChild.pid, daemon.pid!]).length === 0);
       }
+    });
+  });
+
+  describe("a records folder that passes every check but takes no files (fixed on main by recordsDir.ts)", () => {
+    // Probed: `--records /proc` (root's, mode 555) logged "cannot write the owned-trees record" and ran the tree
+    // unrecorded, exit 0: nothing could sweep it after a crash.
+    it('run refuses with one line and exit 2, and starts nothing', async () => {
+      const marker = path.join(tmpDir(), 'started');
+      const ran = await runBounded(node, [CLI, 'run', '--records', '/proc', '--', 'sh', '-c', `touch "${marker}"`]);
+      assert.strictEqual(ran.code, 2, ran.stderr);
+      assert.match(ran.stderr, /^agent-trees: records folder \/proc is not writable: [^\n]*\n$/);
+      assert.strictEqual(fs.existsSync(marker), false, 'nothing was started');
     });
   });
 });
