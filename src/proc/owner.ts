@@ -121,8 +121,12 @@ export class TreeOwner extends EventEmitter {
     // Under a /proc of another pid namespace (`unshare -p` without --mount-proc) no pid read from it is ours:
     // the tree could be neither seen nor ended (a timeout ended 0 of it and said so), so it is not started.
     const clock = hostClock();
-    if (clock && !clock.procIsOurs)
-      throw new SpawnError('the /proc mounted here is of another pid namespace (mount one of ours: unshare --mount-proc): a tree started here could not be seen or ended', 'EINVAL');
+    if (clock && !clock.procIsOurs) {
+      throw new SpawnError(
+        'the /proc mounted here is of another pid namespace (mount one of ours: unshare --mount-proc): a tree started here could not be seen or ended',
+        'EINVAL',
+      );
+    }
     const { deadline, ...spawnOptions } = options;
     const spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core);
     if (deadline !== undefined) spawned.record.deadline = Math.round(deadline);

@@ -59,7 +59,11 @@ describe('attack probes', () => {
       try {
         const seenBeforeStep = await waitFor('the shell', () => readShell(sh.pid!));
         // Read before a +1 h step: every later snapshot puts start times an hour later than this one did.
-        const shell = { ...seenBeforeStep, startTime: seenBeforeStep.startTime - 3_600_000, trackedAt: seenBeforeStep.trackedAt - 3_600_000 };
+        const shell = {
+          ...seenBeforeStep,
+          startTime: seenBeforeStep.startTime - 3_600_000,
+          trackedAt: seenBeforeStep.trackedAt - 3_600_000,
+        };
         const query = { windowTags: [tag], shells: [shell], seen: {}, kept: [] };
         const left = terminalLeftovers(table.snapshot(), query, shell.key, liveOwnership([]));
         assert.ok(
@@ -74,7 +78,7 @@ describe('attack probes', () => {
     });
   });
 
-  describe("a records folder that passes every check but takes no files (fixed on main by recordsDir.ts)", () => {
+  describe('a records folder that passes every check but takes no files (fixed on main by recordsDir.ts)', () => {
     // Probed: `--records /proc` (root's, mode 555) logged "cannot write the owned-trees record" and ran the tree
     // unrecorded, exit 0: nothing could sweep it after a crash.
     it('run refuses with one line and exit 2, and starts nothing', async () => {
