@@ -28,6 +28,8 @@ if ! node esbuild.js; then
   failed=$((failed + 1))
   notes+=("build: node esbuild.js failed (see above)")
 fi
+# A clean out/test first: a test file deleted or moved in the sources must not live on as a stale .js.
+rm -rf out/test
 if ! npx tsc -p tsconfig.test.json; then
   failed=$((failed + 1))
   notes+=("typecheck and test build: tsc -p tsconfig.test.json failed (see above)")
