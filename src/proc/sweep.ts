@@ -177,6 +177,11 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   // Claims of sweepers that died mid-sweep are taken over; our own (left by an earlier sweep here) taken up.
   for (const c of store.claims(clock)) {
     if (activeClaims.has(c.file) || (options.onlyOwner && c.ownerPid !== options.onlyOwner.pid)) continue;
+    if (c.problem) {
+      // Not a claim anything could have written: renaming it would only move it on every sweep.
+      problem({ file: c.file, problem: `under a claim name: ${c.problem}; left in place` });
+      continue;
+    }
     if (sameProcess(c.claimant, self)) {
       takeClaim(c.file);
       continue;
