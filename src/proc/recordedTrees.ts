@@ -63,7 +63,9 @@ export async function listOwnedTrees(
   const table = await freshProcessTable(core.table);
   const snap = table.snapshot();
   const { records, problems } = store.list();
-  const claims = store.claims(hostClock()).map((c): ListedClaim => ({ ...c, claimant: { ...c.claimant, state: ownerState(table, c.claimant) } }));
+  const claims = store
+    .claims(hostClock())
+    .map((c): ListedClaim => ({ ...c, claimant: { ...c.claimant, state: ownerState(table, c.claimant) } }));
   const owners = records.map(({ file, record }): ListedOwner => {
     const standing = recordStanding(table, record);
     const alive = standing.state === 'alive';

@@ -436,12 +436,19 @@ describe('issue 10 probes on real processes', () => {
           [folder, 'a folder'],
         ])
           assert.ok(
-            result.problems.some((p: { file: string; problem: string }) => p.file === file && p.problem.includes(kind) && /left in place/.test(p.problem)),
+            result.problems.some(
+              (p: { file: string; problem: string }) => p.file === file && p.problem.includes(kind) && /left in place/.test(p.problem),
+            ),
             `${kind} reported where it is: ${JSON.stringify(result.problems)}`,
           );
       }
       const ps = await runBounded(node, [CLI, 'ps', '--records', records, '--json']);
-      const claims = JSON.parse(ps.stdout).claims as { file: string; ownerPid: number; claimant: { pid: number; state: string }; problem?: string }[];
+      const claims = JSON.parse(ps.stdout).claims as {
+        file: string;
+        ownerPid: number;
+        claimant: { pid: number; state: string };
+        problem?: string;
+      }[];
       const byFile = new Map(claims.map((c) => [c.file, c]));
       assert.deepStrictEqual(
         [fifo, folder, live].map((f) => [byFile.get(f)?.ownerPid, byFile.get(f)?.claimant.state, byFile.get(f)?.problem !== undefined]),
@@ -452,7 +459,10 @@ describe('issue 10 probes on real processes', () => {
         ],
       );
       const human = await runBounded(node, [CLI, 'ps', '--records', records]);
-      assert.match(human.stdout, new RegExp(`claim ${live}: owner 4244's record, claimed by sweeper ${process.pid} \\(alive: in progress\\)`));
+      assert.match(
+        human.stdout,
+        new RegExp(`claim ${live}: owner 4244's record, claimed by sweeper ${process.pid} \\(alive: in progress\\)`),
+      );
       assert.match(human.stdout, /claim .*4242\.json\.claimed-.*: a FIFO, not a regular file: left in place/);
       assert.deepStrictEqual(fs.readdirSync(records).sort(), names, 'ps changed nothing');
     });
