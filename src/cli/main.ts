@@ -213,11 +213,11 @@ async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promis
   const core = processCore();
   const store = new RecordStore(records);
   const mode = args.cgroups ? 'auto' : 'off';
-  const { owners, problems } = await listOwnedTrees(store, core, mode);
+  const { owners, problems, claims } = await listOwnedTrees(store, core, mode);
   if (args.json) {
     // Where tree cgroups of this user live; read from mountinfo: `ps` never probes (no systemd-run).
     const cgroupLocation = mode === 'off' ? null : (core.cgroupProber.location() ?? null);
-    process.stdout.write(JSON.stringify({ recordsDir: store.dir, cgroupLocation, owners, problems }, null, 2) + '\n');
+    process.stdout.write(JSON.stringify({ recordsDir: store.dir, cgroupLocation, owners, problems, claims }, null, 2) + '\n');
     return 0;
   }
   if (owners.length === 0) process.stdout.write(`no owned trees recorded in ${store.dir}\n`);
@@ -234,6 +234,19 @@ async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promis
       process.stdout.write(`  tree ${t.id}  ${t.label}  tier ${t.tier}  root ${t.rootPid}  ${t.members.length} live member(s)\n`);
       for (const m of t.members) process.stdout.write(`    ${String(m.pid).padStart(7)}  ${m.command}\n`);
     }
+  }
+  const claimState: Record<OwnerState, string> = {
+    alive: 'alive: in progress',
+    dead: 'gone: the next sweep takes it over',
+    replaced: 'gone, its pid reused: the next sweep takes it over',
+    'earlier-boot': 'gone with an earlier boot: the next sweep takes it over',
+    unknown: 'cannot be judged: left alone',
+  };
+  for (const c of claims) {
+    process.stdout.write(
+      `claim ${c.file}: ` +
+        (c.problem ? `${c.problem}: left in place\n` : `owner ${c.ownerPid}'s record, claimed by sweeper ${c.claimant.pid} (${claimState[c.claimant.state]})\n`),
+    );
   }
   for (const p of problems) process.stdout.write(`problem: ${p.file}: ${p.problem}\n`);
   return 0;

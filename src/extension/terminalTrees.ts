@@ -12,11 +12,13 @@ import * as crypto from 'crypto';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import {
+  deferredLeftovers,
   endLeftovers,
   endTerminalTree,
   KillReport,
   liveOwnership,
   MemberInfo,
+  processCore,
   processKey,
   readShell,
   RecordFile,
@@ -182,7 +184,9 @@ export class WindowTerminals implements vscode.Disposable {
     for (const m of terminals) {
       const entry = [...this.entries.values()].find((e) => e.shell.key === m.shellKey);
       if (!entry) continue;
-      if (!entry.ending) entry.seen = m.members.filter((p) => p.pid !== entry.shell.pid).map(processKey);
+      // Unclaimed tagged processes are only shown here, not seen as this terminal's: a close judges them again.
+      const unclaimed = new Set(m.unclaimed);
+      if (!entry.ending) entry.seen = m.members.filter((p) => p.pid !== entry.shell.pid && !unclaimed.has(p.pid)).map(processKey);
       if (!m.shellAlive && !entry.ending) void this.end(entry, 'shell exited');
     }
     this.pruneKept();
@@ -233,6 +237,7 @@ export class WindowTerminals implements vscode.Disposable {
       return record({ ...closing, outcome: 'shell still runs' });
     }
     const what = `terminal '${name}' (shell ${shell.pid}) ${why}`;
+    this.logDeferred(what, shell.key);
     if (left.length === 0) {
       this.deps.log.info(`${what}: it left nothing running`);
       return record(closing);
@@ -246,6 +251,21 @@ export class WindowTerminals implements vscode.Disposable {
     }
     if (policy === 'end') return record(await this.endLeft(what, shell, left, closing));
     return record(await this.ask(what, shell, left, closing));
+  }
+
+  /** Names the tagged processes another open terminal could also have started: they stay, for the last of those. */
+  private logDeferred(what: string, shellKey: string): void {
+    try {
+      const snap = processCore().table.snapshot();
+      const deferred = deferredLeftovers(snap, this.query(), shellKey);
+      if (deferred.length === 0) return;
+      this.deps.log.info(
+        `${what}: ${deferred.length} process(es) of the window that another open terminal could also have started stay ` +
+          `(counted to the last such terminal that closes): ${deferred.map((p) => `${p.pid} ${snap.commandLine(p.pid)}`).join('; ')}`,
+      );
+    } catch (e) {
+      this.deps.log.error(`${what}: cannot read what it leaves to other terminals: ${(e as Error).message}`);
+    }
   }
 
   private async endLeft(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {

@@ -3,6 +3,7 @@
  * and what `agent-trees kill TREE_ID` ends. A front end that does not own the trees uses these and nothing
  * below. What may be done with a record is the sweep's own verdict (`judgeRecord`), so the rules are one.
  */
+import { hostClock } from './bootClock';
 import { CgroupMode } from './cgroup';
 import { Core } from './core';
 import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity';
@@ -40,15 +41,31 @@ export function recordStanding(table: ProcessTable, record: OwnerRecord): { stat
   return { state, note: v.resolvable ? undefined : v.why, resolvable: v.resolvable === true };
 }
 
-/** Every recorded tree with its live members, read-only: nothing is claimed, renamed, deleted or signalled. */
+/** A claim in the folder: a sweep at work on an owner's record, or one its sweeper left when it died. */
+export interface ListedClaim {
+  file: string;
+  ownerPid: number;
+  /** Its sweeper: 'alive' means the sweep is in progress; gone, the next sweep takes the claim over. */
+  claimant: OwnerInfo & { state: OwnerState };
+  /** Why it is no claim a sweep can take over (a FIFO, a folder, another user's file): it is left in place. */
+  problem?: string;
+}
+
+/**
+ * Every recorded tree with its live members, and the claims in progress, read-only: nothing is claimed,
+ * renamed, deleted or signalled.
+ */
 export async function listOwnedTrees(
   store: RecordStore,
   core: Core,
   cgroups: CgroupMode = 'auto',
-): Promise<{ owners: ListedOwner[]; problems: RecordProblem[] }> {
+): Promise<{ owners: ListedOwner[]; problems: RecordProblem[]; claims: ListedClaim[] }> {
   const table = await freshProcessTable(core.table);
   const snap = table.snapshot();
   const { records, problems } = store.list();
+  const claims = store
+    .claims(hostClock())
+    .map((c): ListedClaim => ({ ...c, claimant: { ...c.claimant, state: ownerState(table, c.claimant) } }));
   const owners = records.map(({ file, record }): ListedOwner => {
     const standing = recordStanding(table, record);
     const alive = standing.state === 'alive';
@@ -77,7 +94,7 @@ export async function listOwnedTrees(
       }),
     };
   });
-  return { owners, problems };
+  return { owners, problems, claims };
 }
 
 export type KillByIdResult =

@@ -87,6 +87,8 @@ export interface ClaimFile {
   file: string;
   ownerPid: number;
   claimant: OwnerInfo;
+  /** Why the file under the claim name cannot be a claim (a FIFO, a folder, another user's): it is left in place. */
+  problem?: string;
 }
 
 const RECORD_NAME = /^(\d+)\.json$/;
@@ -464,17 +466,30 @@ export class RecordStore {
       return [];
     }
     const out: ClaimFile[] = [];
+    const withProblem = (c: ClaimFile): ClaimFile => {
+      const problem = this.claimFileProblem(c.file);
+      return problem ? { ...c, problem } : c;
+    };
     for (const name of names) {
       const file = path.join(this.dir, name);
       const m = CLAIM_NAME.exec(name);
       if (m) {
-        out.push({ file, ownerPid: Number(m[1]), claimant: identityOfTag(m, 2, clock) });
+        out.push(withProblem({ file, ownerPid: Number(m[1]), claimant: identityOfTag(m, 2, clock) }));
         continue;
       }
       const old = OLD_CLAIM_NAME.exec(name);
-      if (old) out.push({ file, ownerPid: Number(old[1]), claimant: { pid: Number(old[2]), startTime: Number(old[3]) } });
+      if (old) out.push(withProblem({ file, ownerPid: Number(old[1]), claimant: { pid: Number(old[2]), startTime: Number(old[3]) } }));
     }
     return out;
+  }
+
+  /** Why the file under a claim name is not one a sweep may take over and read (by its metadata, not followed). */
+  private claimFileProblem(file: string): string | undefined {
+    try {
+      return fileTrustProblem(fs.lstatSync(file), this.uid);
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : `cannot be looked at (${(e as NodeJS.ErrnoException).code})`;
+    }
   }
 
   /** Reads a claim we hold, with the same trust checks as a record. Throws when it cannot be trusted or read. */

@@ -17,7 +17,7 @@
 import { HostClock, hostClock } from './bootClock';
 import { CgroupMode, removeUnnamedEmptyCgroups } from './cgroup';
 import { Core, processCore } from './core';
-import { ownerState, PresenceProbe, sameProcess } from './identity';
+import { isRecordedRoot, ownerState, PresenceProbe, sameProcess } from './identity';
 import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
 import { KillOptions, KillReport } from './killTarget';
 import { Logger, silentLogger } from './log';
@@ -33,7 +33,8 @@ export interface SweptTree {
   rootPid: number;
   /**
    * 'killed': members were ended; 'gone': nothing of it was alive; 'survivors': some could not be ended;
-   * 'refused': this platform cannot prove another owner's processes (no start times), so it was left alone.
+   * 'refused': left alone, its record kept: this platform cannot prove another owner's processes (no start
+   * times), or its recorded root runs and is protected (PID 1, the sweeper or its ancestor); `note` says which.
    */
   outcome: 'killed' | 'gone' | 'survivors' | 'refused';
   killed: number;
@@ -176,6 +177,11 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   // Claims of sweepers that died mid-sweep are taken over; our own (left by an earlier sweep here) taken up.
   for (const c of store.claims(clock)) {
     if (activeClaims.has(c.file) || (options.onlyOwner && c.ownerPid !== options.onlyOwner.pid)) continue;
+    if (c.problem) {
+      // Not a claim anything could have written: renaming it would only move it on every sweep.
+      problem({ file: c.file, problem: `under a claim name: ${c.problem}; left in place` });
+      continue;
+    }
     if (sameProcess(c.claimant, self)) {
       takeClaim(c.file);
       continue;
@@ -245,9 +251,26 @@ function base(record: OwnerRecord, tree: TreeRecord) {
   return { ownerPid: record.owner.pid, treeId: tree.id, label: tree.label, rootPid: tree.rootPid };
 }
 
+/**
+ * Why the tree's recorded root, running now as that very process (pid and start), may never be signalled (PID 1,
+ * the sweeper or its ancestor, its group): such a record names something no sweep may end, so none of it is
+ * ended on its word, and it is not "gone" either.
+ */
+function protectedRoot(tree: TreeRecord, snap: Snapshot, guard: SweepGuard): string | undefined {
+  const root = snap.processes.get(tree.rootPid);
+  if (!root || !isRecordedRoot(root, tree, snap.startPrecision.unit === 'ticks', snap.startPrecision.errorMs)) return undefined;
+  return guard.protectedReason(root) ?? (root.pid <= 1 ? `pid ${root.pid}` : undefined);
+}
+
 async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, options: SweepOptions, log: Logger): Promise<SweptTree> {
   if (!provesIdentity(snap.startPrecision)) {
     const note = `not swept: this platform's process table has no start times, so no process of another owner's tree can be proven`;
+    log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
+    return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
+  }
+  const rootRefusal = protectedRoot(tree, snap, options.guard);
+  if (rootRefusal) {
+    const note = `not swept: its recorded root is alive and protected (${rootRefusal}); nothing of it is signalled`;
     log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
     return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
   }

@@ -7,9 +7,10 @@
  * Its members are resolved by `resolveMembers`, seeded with what was seen as a member before (pid + start time
  * re-checked) and with tagged members of the shell's session (which prove the session after the shell is gone).
  * A tagged process that no terminal's session or descendants hold (a double-forked daemon whose parent died) is
- * counted to every open terminal whose shell started before it: never to one that started after it, never by
+ * shown under every open terminal whose shell started before it: never under one that started after it, never by
  * name, never one under the editor's own processes (the hosts of other windows opened from a terminal inherit
- * the tag), and never one the user chose to keep.
+ * the tag), and never one the user chose to keep. A closing terminal leaves it only when no other live shell of
+ * the window could also have started it (see `deferredLeftovers`): nothing is ended on a guess.
  *
  * The shell itself is never a member of anything that is killed here: ending a terminal's processes spares it.
  */
@@ -123,6 +124,27 @@ function terminalIdentity(shell: TerminalShell): TreeIdentity {
 
 /** Resolves every terminal of the query in one snapshot. */
 export function resolveTerminalTrees(snap: Snapshot, query: TerminalQuery, options: TerminalResolveOptions = {}): TerminalMembership[] {
+  return resolveWithClosing(snap, query, options).map(({ deferred: _, ...m }) => m);
+}
+
+/** Whether `p` could have come from `shell`: not if the shell started after it. */
+function startedBefore(shell: TerminalShell, p: ProcessInfo): boolean {
+  // In boot ticks where there are (a clock step between the shell's first look and now moves epoch start times);
+  // else with the rounding in its favour.
+  return START_KEYS_ARE_BOOT_TICKS ? shell.startKey <= p.startKey : shell.startTime <= p.startTime + 2 * START_PRECISION_MS;
+}
+
+/**
+ * As `resolveTerminalTrees`; the terminal of `closing` is counted only the unattributable tagged processes no
+ * other live shell of the window could also have started, the others are its `deferred` (they stay, and go to
+ * the last such terminal that closes).
+ */
+function resolveWithClosing(
+  snap: Snapshot,
+  query: TerminalQuery,
+  options: TerminalResolveOptions,
+  closing?: string,
+): (TerminalMembership & { deferred: ProcessInfo[] })[] {
   const kept = new Set(query.kept);
   const tagged = windowTagged(snap, query.windowTags).filter((p) => !kept.has(processKey(p)));
   const resolve = (shell: TerminalShell, more: ProcessInfo[]) => {
@@ -148,28 +170,37 @@ export function resolveTerminalTrees(snap: Snapshot, query: TerminalQuery, optio
     ).members;
   };
 
-  const memberships = query.shells.map((shell) => ({ shell, members: resolve(shell, []), unclaimed: [] as ProcessInfo[] }));
+  const memberships = query.shells.map((shell) => ({
+    shell,
+    members: resolve(shell, []),
+    unclaimed: [] as ProcessInfo[],
+    deferred: [] as ProcessInfo[],
+  }));
   const claimed = new Set<number>();
   for (const m of memberships) for (const p of m.members) claimed.add(p.pid);
   const underEditor = query.editorRoot !== undefined ? descendantsOf(snap, query.editorRoot) : new Set<number>();
   const unclaimed = tagged.filter((p) => !claimed.has(p.pid) && !underEditor.has(p.pid) && p.pid !== query.editorRoot);
   if (unclaimed.length > 0) {
+    const liveShells = query.shells.filter((s) => snap.processes.get(s.pid)?.startKey === s.startKey);
     for (const m of memberships) {
-      // A process cannot have come from a shell that started after it. In boot ticks where there are (a clock
-      // step between the shell's first look and now moves epoch start times); else with the rounding in its favour.
-      const from = unclaimed.filter((p) =>
-        START_KEYS_ARE_BOOT_TICKS ? m.shell.startKey <= p.startKey : m.shell.startTime <= p.startTime + 2 * START_PRECISION_MS,
-      );
+      // A process cannot have come from a shell that started after it.
+      let from = unclaimed.filter((p) => startedBefore(m.shell, p));
+      if (m.shell.key === closing) {
+        const others = liveShells.filter((s) => s.key !== closing);
+        m.deferred = from.filter((p) => others.some((s) => startedBefore(s, p)));
+        from = from.filter((p) => !m.deferred.includes(p));
+      }
       if (from.length === 0) continue;
       m.unclaimed = from;
       m.members = resolve(m.shell, from);
     }
   }
-  return memberships.map(({ shell, members, unclaimed: u }) => ({
+  return memberships.map(({ shell, members, unclaimed: u, deferred }) => ({
     shellKey: shell.key,
     members,
     shellAlive: snap.processes.get(shell.pid)?.startKey === shell.startKey,
     unclaimed: u.map((p) => p.pid),
+    deferred,
   }));
 }
 
@@ -240,7 +271,8 @@ export function windowRecords(
 
 /**
  * What the terminal of `shellKey` leaves running: its members but the shell, less what another open terminal
- * holds (its session or descendants) and what a live owner holds (an `agent-trees run` ends its own tree).
+ * holds (its session or descendants), what another live shell of the window could also have started (see
+ * `deferredLeftovers`) and what a live owner holds (an `agent-trees run` ends its own tree).
  */
 export function terminalLeftovers(
   snap: Snapshot,
@@ -249,7 +281,7 @@ export function terminalLeftovers(
   owners: LiveOwnership,
   options: TerminalResolveOptions = {},
 ): ProcessInfo[] {
-  const all = resolveTerminalTrees(snap, query, options);
+  const all = resolveWithClosing(snap, query, options, shellKey);
   const mine = all.find((m) => m.shellKey === shellKey);
   const shell = query.shells.find((s) => s.key === shellKey);
   if (!mine || !shell) return [];
@@ -261,6 +293,20 @@ export function terminalLeftovers(
   }
   const held = heldByOwner(snap, owners);
   return mine.members.filter((p) => p.pid !== shell.pid && !elsewhere.has(p.pid) && !held(p));
+}
+
+/**
+ * The window's tagged processes that no session or parent link attributes, which the closing terminal of
+ * `shellKey` could have started but so could another live shell of the window: not its leftovers, they stay
+ * until the last terminal that could have started them closes.
+ */
+export function deferredLeftovers(
+  snap: Snapshot,
+  query: TerminalQuery,
+  shellKey: string,
+  options: TerminalResolveOptions = {},
+): ProcessInfo[] {
+  return resolveWithClosing(snap, query, options, shellKey).find((m) => m.shellKey === shellKey)?.deferred ?? [];
 }
 
 export interface SettleOptions {

@@ -7,7 +7,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync, spawn } from 'child_process';
-import { OwnerRecord, processCore, RecordStore, TreeRecord } from '../../src/proc';
+import { OwnerRecord, processCore, processTag, RecordStore, selfIdentity, TreeRecord } from '../../src/proc';
 
 const processTable = () => processCore().table;
 import { aliveOf, CLI, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';
@@ -414,6 +414,57 @@ describe('issue 10 probes on real processes', () => {
       assert.deepStrictEqual(aliveOf(owner.pids.all), owner.pids.all, "the live owner's tree is untouched");
       assert.strictEqual(fs.readFileSync(file, 'utf8'), live, 'given back under its name');
       await endOwner(owner);
+    });
+    it('a FIFO or a folder under a claim name of a gone sweeper stays where it is, sweep after sweep; ps lists claims with their state', async () => {
+      const records = tmpDir();
+      const gone = deadPid();
+      const fifo = path.join(records, `4242.json.claimed-${gone}-${Date.now() - 5000}`);
+      const folder = path.join(records, `4243.json.claimed-${gone}-${Date.now() - 5000}`);
+      execFileSync('mkfifo', [fifo]);
+      fs.mkdirSync(folder);
+      // A claim in progress: its sweeper (this process) runs.
+      const live = path.join(records, `4244.json.claimed-${processTag(selfIdentity(processTable()))}-0123456789ab`);
+      fs.writeFileSync(live, '{}', { mode: 0o600 });
+      const names = fs.readdirSync(records).sort();
+      for (let i = 0; i < 2; i++) {
+        const ran = await runBounded(node, [CLI, 'sweep', '--records', records, '--json', '--grace', '1']);
+        assert.ok(!ran.timedOut, 'the sweep did not hang');
+        const result = sweepJson(ran);
+        assert.deepStrictEqual(fs.readdirSync(records).sort(), names, `sweep ${i + 1} renamed nothing`);
+        for (const [file, kind] of [
+          [fifo, 'a FIFO'],
+          [folder, 'a folder'],
+        ])
+          assert.ok(
+            result.problems.some(
+              (p: { file: string; problem: string }) => p.file === file && p.problem.includes(kind) && /left in place/.test(p.problem),
+            ),
+            `${kind} reported where it is: ${JSON.stringify(result.problems)}`,
+          );
+      }
+      const ps = await runBounded(node, [CLI, 'ps', '--records', records, '--json']);
+      const claims = JSON.parse(ps.stdout).claims as {
+        file: string;
+        ownerPid: number;
+        claimant: { pid: number; state: string };
+        problem?: string;
+      }[];
+      const byFile = new Map(claims.map((c) => [c.file, c]));
+      assert.deepStrictEqual(
+        [fifo, folder, live].map((f) => [byFile.get(f)?.ownerPid, byFile.get(f)?.claimant.state, byFile.get(f)?.problem !== undefined]),
+        [
+          [4242, 'dead', true],
+          [4243, 'dead', true],
+          [4244, 'alive', false],
+        ],
+      );
+      const human = await runBounded(node, [CLI, 'ps', '--records', records]);
+      assert.match(
+        human.stdout,
+        new RegExp(`claim ${live}: owner 4244's record, claimed by sweeper ${process.pid} \\(alive: in progress\\)`),
+      );
+      assert.match(human.stdout, /claim .*4242\.json\.claimed-.*: a FIFO, not a regular file: left in place/);
+      assert.deepStrictEqual(fs.readdirSync(records).sort(), names, 'ps changed nothing');
     });
   });
 

@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { processCore, RecordStore, TreeOwner, TreeRecord } from '../../src/proc';
+import { KillReport, processCore, RecordStore, TreeIdentity, TreeOwner, TreeRecord } from '../../src/proc';
 
 const processTable = () => processCore().table;
 import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
@@ -121,6 +121,56 @@ describe('sweeping orphaned trees', () => {
     const result = await sweep(new RecordStore(records), { graceMs: 100 });
     assert.strictEqual(result.trees[0].outcome, 'gone');
     assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+
+  it('refuses a dead owner\'s tree whose recorded root is PID 1 or an ancestor of the sweeper (exact start tick): reported refused with the reason, record kept', async () => {
+    const records = tmpDir();
+    const store = new RecordStore(records);
+    const t = processTable();
+    const roots = [t.read(1)!, t.read(process.ppid)!];
+    const ownerPid = deadPid();
+    store.write(
+      identity(ownerPid, nowTicks() - 1),
+      roots.map((root, i) => ({
+        id: `protected-${i}`,
+        label: `root ${root.pid}`,
+        command: ['x'],
+        rootPid: root.pid,
+        // PID 1 of a container may sit in group and session 0, which no record can name.
+        pgid: root.pgid || root.pid,
+        sid: root.sid || root.pid,
+        rootStartTime: root.startTime,
+        rootStartTicks: root.startKey,
+        trackedAt: Date.now(),
+        trackedAtTicks: nowTicks(),
+        envTag: `AGENT_TREES_TREE_ID=protected-${i}`,
+        cgroup: null,
+      })),
+    );
+    // Asked to kill, this killer only says so: whatever the sweep decides, nothing is signalled here.
+    const asked: string[] = [];
+    const killer = {
+      kill: async (tree: TreeIdentity): Promise<KillReport> => {
+        asked.push(tree.id);
+        return { treeId: tree.id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
+      },
+    };
+    const result = await sweep(store, { killer });
+    assert.deepStrictEqual(asked, [], 'no kill was even attempted');
+    assert.deepStrictEqual(
+      result.trees.map((tr) => [tr.treeId, tr.outcome, tr.killed]),
+      [
+        ['protected-0', 'refused', 0],
+        ['protected-1', 'refused', 0],
+      ],
+    );
+    assert.match(result.trees[0].note ?? '', /recorded root .*pid 1\b/);
+    assert.match(result.trees[1].note ?? '', new RegExp(`recorded root .*pid ${process.ppid} is this process or its ancestor`));
+    assert.deepStrictEqual(fs.readdirSync(records), [`${ownerPid}.json`], 'the record is kept');
+    assert.deepStrictEqual(
+      store.list().records[0].record.trees.map((tr) => tr.id),
+      ['protected-0', 'protected-1'],
+    );
   });
 
   it('sweeps an owner whose pid now belongs to a newer process', async () => {

@@ -11,6 +11,7 @@ import * as path from 'path';
 import {
   childrenOf,
   classifyRecords,
+  deferredLeftovers,
   endLeftovers,
   endTerminalTree,
   liveOwnership,
@@ -187,12 +188,38 @@ describe("terminal trees: which processes are a terminal's (synthetic snapshots)
     const left = terminalLeftovers(snap, query(), shell.key, owners, nobodyProtected)
       .map((p) => p.pid)
       .sort((a, b) => a - b);
-    // 102 and 103 are counted to both terminals (no session claims them), so they are left by this one too.
+    // 102 (with its child 103) started after this shell only: no session claims it, and no other shell could have started it.
     assert.deepStrictEqual(left, [101, 102, 103]);
     const others = terminalLeftovers(snap, query(), other.key, liveOwnership([]), nobodyProtected)
       .map((p) => p.pid)
       .sort((a, b) => a - b);
     assert.deepStrictEqual(others, [201], "the second terminal: its job, never the first one's");
+  });
+
+  it('a tagged daemon another open terminal could also have started is not left by a closing one; the last such terminal to close gets it', () => {
+    // 108 started after both shells, and no session or parent link leads to it. The first shell has exited.
+    const daemon: Fake = { pid: 108, ppid: 1, sid: 108, start: 7000, startKey: 7000, window: 'W' };
+    const firstGone = base.filter((f) => f.pid !== 100).map((f) => (f.pid === 101 ? { ...f, ppid: 1 } : f));
+    const leftBy = (fakes: Fake[], key: string, q: Partial<TerminalQuery> = {}) =>
+      terminalLeftovers(snapshot(fakes), query({ seen: {}, ...q }), key, liveOwnership([]), nobodyProtected)
+        .map((p) => p.pid)
+        .sort((a, b) => a - b);
+    const deferredBy = (fakes: Fake[], key: string) =>
+      deferredLeftovers(snapshot(fakes), query({ seen: {} }), key, nobodyProtected).map((p) => p.pid);
+    // The second shell (started before 108) still runs: it could have started 108 too.
+    assert.deepStrictEqual(leftBy([...firstGone, daemon], shell.key), [101, 102, 103]);
+    assert.deepStrictEqual(deferredBy([...firstGone, daemon], shell.key), [108], 'named as held back');
+    // A shell that started after 108 could not have started it: 108 is the closing terminal's.
+    const newer = { ...other, startKey: 8000, key: '200:8000' };
+    const newerFakes = [...firstGone.map((f) => (f.pid === 200 ? { ...f, startKey: 8000, start: 8000 } : f)), daemon];
+    assert.deepStrictEqual(leftBy(newerFakes, shell.key, { shells: [shell, newer] }), [101, 102, 103, 108]);
+    // Nor does a shell that is gone (its terminal closed before): the last terminal that could have started it gets it.
+    const bothGone = [...firstGone.filter((f) => f.pid !== 200 && f.pid !== 201), daemon];
+    assert.deepStrictEqual(leftBy(bothGone, shell.key), [101, 102, 103, 108]);
+    assert.deepStrictEqual(deferredBy(bothGone, shell.key), []);
+    // The second terminal, closing while the first shell still runs: 108 stays for the first.
+    const secondGone = [...base.filter((f) => f.pid !== 200).map((f) => (f.pid === 201 ? { ...f, ppid: 1 } : f)), daemon];
+    assert.deepStrictEqual(leftBy(secondGone, other.key), [201]);
   });
 });
 
