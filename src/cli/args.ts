@@ -1,4 +1,5 @@
 /** Command-line parsing for `agent-trees`: every mistake becomes a one-line UsageError. */
+import { parseOwnerSpec, ProcessIdentity } from '../proc/watchdog';
 
 export class UsageError extends Error {
   constructor(message: string, readonly showUsage = false) {
@@ -15,8 +16,8 @@ interface Common {
 
 export type ParsedArgs =
   | ({ command: 'help' } & Common)
-  | ({ command: 'run'; cmd: string[]; timeoutMs: number; label?: string; keepDescendants: boolean; cgroups: boolean; mcp: boolean } & Common)
-  | ({ command: 'sweep'; cgroups: boolean } & Common)
+  | ({ command: 'run'; cmd: string[]; timeoutMs: number; label?: string; keepDescendants: boolean; cgroups: boolean; mcp: boolean; watchdog: boolean } & Common)
+  | ({ command: 'sweep'; cgroups: boolean; owner?: ProcessIdentity } & Common)
   | ({ command: 'ps'; cgroups: boolean } & Common)
   | ({ command: 'kill'; treeId: string } & Common);
 
@@ -28,7 +29,9 @@ const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
   '--keep-descendants': { value: false, commands: ['run'] },
   '--no-cgroup': { value: false, commands: ['run', 'sweep', 'ps'] },
   '--mcp': { value: false, commands: ['run'] },
+  '--no-watchdog': { value: false, commands: ['run'] },
   '--json': { value: false, commands: ['sweep', 'ps'] },
+  '--owner': { value: true, commands: ['sweep'] },
   '--verbose': { value: false, commands: ['run', 'sweep', 'kill'] },
 };
 
@@ -100,13 +103,22 @@ export function parseArgs(argv: string[]): ParsedArgs {
         keepDescendants: values['--keep-descendants'] === true,
         cgroups: values['--no-cgroup'] !== true,
         mcp: values['--mcp'] === true,
+        watchdog: values['--no-watchdog'] !== true,
         ...common,
       };
+    case 'sweep': {
+      if (positional.length > 0) throw new UsageError(`'sweep' takes no argument "${positional[0]}"`);
+      const cgroups = values['--no-cgroup'] !== true;
+      if (values['--owner'] === undefined) return { command, cgroups, ...common };
+      const owner = parseOwnerSpec(values['--owner'] as string);
+      if (!owner) throw new UsageError(`--owner takes PID:START_KEY (the owner's pid and its start time in clock ticks since boot), not "${values['--owner']}"`);
+      return { command, cgroups, owner, ...common };
+    }
     case 'kill':
       if (positional.length !== 1) throw new UsageError("'kill' takes one tree id: agent-trees kill TREE_ID");
       return { command, treeId: positional[0], ...common };
     default:
       if (positional.length > 0) throw new UsageError(`'${command}' takes no argument "${positional[0]}"`);
-      return { command: command as 'sweep' | 'ps', cgroups: values['--no-cgroup'] !== true, ...common };
+      return { command: command as 'ps', cgroups: values['--no-cgroup'] !== true, ...common };
   }
 }

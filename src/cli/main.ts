@@ -2,17 +2,19 @@
  * `agent-trees`: the command-line front end to the process-tree core. It uses the tree owner (`run`), the sweep
  * and the queries on recorded trees (`ps`, `kill`), and nothing below them.
  *
- *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--verbose] -- CMD [ARGS...]
- *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose]
+ *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
+ *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
  *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
  *   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
  */
 import * as os from 'os';
 import {
+  awaitOwnerExit,
   KillReport,
   killTreeById,
   listOwnedTrees,
   localSweepParts,
+  ownerInfoOf,
   OwnerState,
   processCore,
   RecordStore,
@@ -21,19 +23,21 @@ import {
   stderrLogger,
   sweepOrphans,
   TreeOwner,
+  WATCHDOG_GRACE_MS,
 } from '../proc';
 import { UsageError, parseArgs, ParsedArgs } from './args';
 import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
 
 const USAGE = `Usage:
-  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--verbose] -- CMD [ARGS...]
-  agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose]
+  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
+  agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
   agent-trees ps [--records DIR] [--no-cgroup] [--json]
   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
 
 Runs CMD as an owned process tree and kills all of it on timeout (exit 124), on Ctrl-C (130), SIGTERM (143),
 SIGHUP or the death of this command's parent (129), on any other catchable fatal signal N (128+N), and when
-CMD exits (unless --keep-descendants).
+CMD exits (unless --keep-descendants); if this command is itself killed outright (SIGKILL), its watchdog ends
+the tree within about 2 s (unless --no-watchdog).
 --mcp (a stdio MCP server): stdin is passed on to CMD, and when it closes (the client stopped the server)
 the whole tree ends at once (exit 0).
 Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.`;
@@ -43,6 +47,9 @@ Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' ca
 if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
 
 const EXIT = { usage: 2, timeout: 124 } as const;
+
+/** The longest a watchdog's sweep may run (its kills wait at most grace + a few seconds each). */
+const WATCHDOG_RUN_LIMIT_MS = 60_000;
 
 /**
  * The signals that end a Node process by default and that it can catch: `run` ends its tree on each, then exits
@@ -106,7 +113,13 @@ async function main(argv: string[]): Promise<number> {
 
 async function run(args: ParsedArgs & { command: 'run' }, records: string): Promise<number> {
   const log = stderrLogger(args.verbose);
-  const owner = new TreeOwner({ recordsDir: records, log, cgroups: args.cgroups ? 'auto' : 'off' });
+  const owner = new TreeOwner({
+    recordsDir: records,
+    log,
+    cgroups: args.cgroups ? 'auto' : 'off',
+    // If this command is killed outright (SIGKILL, OOM), its watchdog ends the tree within ~2 s.
+    watchdog: args.watchdog ? { cliPath: __filename, graceMs: Math.min(args.graceMs, WATCHDOG_GRACE_MS) } : undefined,
+  });
   await owner.prepare();
   let tree;
   try {
@@ -186,12 +199,26 @@ async function run(args: ParsedArgs & { command: 'run' }, records: string): Prom
 
 async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): Promise<number> {
   const parts = localSweepParts(processCore());
+  if (args.owner) {
+    // An owner's watchdog never outlives its job: every wait below is bounded, and this bounds the whole of it.
+    setTimeout(() => {
+      process.stderr.write(`agent-trees: sweep of owner ${args.owner!.pid} still running after ${WATCHDOG_RUN_LIMIT_MS / 1000} s: giving up\n`);
+      process.exit(1);
+    }, WATCHDOG_RUN_LIMIT_MS).unref();
+    // Only once that very process is proven gone.
+    const state = await awaitOwnerExit(args.owner, undefined, parts.table);
+    if (state !== 'dead') {
+      process.stderr.write(`agent-trees: owner ${args.owner.pid} is ${state === 'alive' ? 'still running' : 'not provably gone'}: nothing swept\n`);
+      return 0;
+    }
+  }
   const result = await sweepOrphans(new RecordStore(records), {
     ...parts,
     self: selfIdentity(parts.table),
     graceMs: args.graceMs,
     cgroups: args.cgroups ? 'auto' : 'off',
     log: stderrLogger(args.verbose),
+    onlyOwner: args.owner ? ownerInfoOf(args.owner) : undefined,
   });
   if (args.json) {
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');

@@ -24,3 +24,4 @@ export * from './treeMembers';
 export * from './treeMembersSource';
 export * from './terminalTrees';
 export * from './recordOwners';
+export * from './watchdog';

@@ -15,6 +15,7 @@ import { freshProcessTable, ProcessInfo, Snapshot } from './processTable';
 import { OwnerInfo, RecordStore, setAsidePreviousRecord, TreeRecord, UntrustedFileError } from './records';
 import { SpawnError, spawnTree, SpawnTreeOptions } from './spawn';
 import type { TreeQuery } from './treeMembers';
+import { Watchdog, WatchdogOptions } from './watchdog';
 
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
 
@@ -42,6 +43,11 @@ export interface TreeOwnerOptions {
   killTreesOnExit?: boolean;
   /** The core parts this owner works through; by default this process's (see core.ts). */
   core?: Core;
+  /**
+   * A watchdog that outlives this process and sweeps its record the moment it dies (see watchdog.ts): started
+   * with the first tree, told to quit when the record goes. None when omitted.
+   */
+  watchdog?: WatchdogOptions;
 }
 
 /**
@@ -66,6 +72,7 @@ export class TreeOwner extends EventEmitter {
   private readonly log: Logger;
   private watchTimer: NodeJS.Timeout | undefined;
   private disposed = false;
+  private watchdog: Watchdog | undefined;
 
   constructor(private readonly options: TreeOwnerOptions) {
     super();
@@ -128,7 +135,15 @@ export class TreeOwner extends EventEmitter {
       );
     }
     const { deadline, ...spawnOptions } = options;
-    const spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core);
+    // Watching before the tree exists, so no moment of it goes unwatched.
+    this.startWatchdog();
+    let spawned;
+    try {
+      spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core);
+    } catch (e) {
+      if (this.trees.size === 0) this.stopWatchdog();
+      throw e;
+    }
     if (deadline !== undefined) spawned.record.deadline = Math.round(deadline);
     const tree: OwnedTree = { record: spawned.record, child: spawned.child, tier: spawned.tier, state: 'running' };
     this.trees.set(tree.record.id, tree);
@@ -270,6 +285,22 @@ export class TreeOwner extends EventEmitter {
     } catch (e) {
       this.log.error(`cannot write the owned-trees record in ${this.store.dir}: ${(e as Error).message}`);
     }
+    if (this.trees.size === 0) this.stopWatchdog();
+  }
+
+  /** The watchdog's pid while one runs (for tests and tooling). */
+  get watchdogPid(): number | undefined {
+    return this.watchdog?.running ? this.watchdog.pid : undefined;
+  }
+
+  private startWatchdog(): void {
+    if (!this.options.watchdog || this.watchdog?.running) return;
+    this.watchdog = Watchdog.start(this.store.dir, this.options.watchdog, this.log, this.options.cgroups, this.core);
+  }
+
+  private stopWatchdog(): void {
+    this.watchdog?.stop();
+    this.watchdog = undefined;
   }
 }
 

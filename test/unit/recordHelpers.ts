@@ -129,7 +129,9 @@ export const processTable = (): ProcessTable => processCore().table;
 /** Starts `agent-trees run` on a fixture as an owner process of its own; resolves once the tree is recorded. */
 export async function cliOwner(records: string, mode = 'deep', extra: string[] = ['--no-cgroup']) {
   const pidfile = path.join(tmpDir(), 'pids');
-  const run = startCli(['run', '--records', records, ...extra, '--', FIXTURE, mode, pidfile]);
+  // Without its watchdog: these tests look at what the sweep does with a dead owner's record (watchdog.test.ts
+  // looks at the watchdog's).
+  const run = startCli(['run', '--records', records, '--no-watchdog', ...extra, '--', FIXTURE, mode, pidfile]);
   const pids = await fixturePids(pidfile);
   const file = path.join(records, `${run.child.pid}.json`);
   await waitFor('record', () => fs.existsSync(file));
