@@ -8,7 +8,19 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentDefinition, expandVariables, validateDefinition } from '../agents/definition';
 import { AgentRun, AgentRuns } from '../agents/runs';
-import { KillReport, killRecordedTree, RecordStore, SpawnError, SweepResult, TreeMembersSource, TreeOwner } from '../proc';
+import {
+  KillReport,
+  killRecordedTree,
+  ProcessIdentity,
+  RecordStore,
+  SpawnError,
+  SweepResult,
+  TreeMembersSource,
+  TreeOwner,
+  WATCHDOG_GRACE_MS,
+  WindowLease,
+  windowKey,
+} from '../proc';
 import { McpServers, McpWrapper } from './mcp';
 import { OwnerRecordsReader } from './ownerRecords';
 import { readSettings, Settings } from './settings';
@@ -112,6 +124,7 @@ export class AgentTreesController implements vscode.Disposable {
   private readonly source: TreeMembersSource;
   private readonly sweeper: Sweeper;
   private readonly mcp: McpServers;
+  private readonly windowLease: WindowLease;
   private refreshTimer: NodeJS.Timeout | undefined;
   private commandLook: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -124,7 +137,11 @@ export class AgentTreesController implements vscode.Disposable {
     const recordsDir = path.join(context.globalStorageUri.fsPath, 'owned-trees');
     fs.mkdirSync(recordsDir, { recursive: true });
     // The host may cut deactivate() short (code-server gives it ~0.3 s): what is left is SIGKILLed on exit.
-    this.owner = new TreeOwner({ recordsDir, log, cgroups: this.settings.cgroups, killTreesOnExit: true });
+    // If the host dies outright (crash, SIGKILL, the whole editor killed), the watchdog ends its trees.
+    this.owner = new TreeOwner({
+      recordsDir, log, cgroups: this.settings.cgroups, killTreesOnExit: true,
+      watchdog: { cliPath: path.join(context.extensionPath, 'dist', 'cli.js'), graceMs: Math.min(this.settings.killGraceSeconds * 1000, WATCHDOG_GRACE_MS) },
+    });
     this.store = this.owner.store;
     this.runs = new AgentRuns(this.owner, () => this.settings, log);
     this.terminals = new AgentTerminals(this.runs);
@@ -148,6 +165,20 @@ export class AgentTreesController implements vscode.Disposable {
     this.statusBar = new DeadlineStatusBar(this.runs, () => this.settings.timeoutWarningSeconds);
     this.sweeper = new Sweeper(this.store, this.owner.self, () => this.settings.killGraceSeconds * 1000, log, () => this.settings.cgroups);
     this.disposables.push(this.terminals, this.windowTerminals, this.mcp, this.provider, this.source, this.view, this.statusBar, this.sweeper);
+    // A host whose window went away without deactivating it (kept alive for the reconnection grace) ends its
+    // trees once a newer host of its window starts: see src/proc/takeover.ts. The window is the one the terminals
+    // tag: its id lives in workspaceState, so it survives reloads, and two windows on one workspace share it.
+    this.windowLease = new WindowLease({
+      dir: recordsDir,
+      key: windowKey(this.windowTerminals.windowId),
+      probe: () => vscode.commands.executeCommand('setContext', 'agentTrees.windowAnswers', true),
+      onGone: (newer) => void this.handOver(newer),
+      log,
+    });
+    this.windowLease.register();
+    const owning = () => this.windowLease.setActive(this.owner.list().length > 0);
+    this.owner.on('spawned', owning);
+    this.owner.on('ended', owning);
 
     this.runs.on('changed', () => {
       this.updateContextKeys();
@@ -607,13 +638,23 @@ export class AgentTreesController implements vscode.Disposable {
    */
   async shutdown(): Promise<void> {
     this.windowTerminals.shutdown();
+    this.windowLease.dispose();
     this.runs.dispose();
     const reports = await this.owner.dispose(SHUTDOWN_GRACE_MS);
     const ended = reports.reduce((n, r) => n + r.signalled, 0);
     if (ended > 0) this.log.info(`shutdown: ended ${ended} processes of ${reports.length} tree(s)`);
   }
 
+  /** This host's window is gone and a newer host of it runs: its trees end here, as at deactivation. */
+  private async handOver(newer: ProcessIdentity): Promise<void> {
+    const trees = this.owner.list();
+    this.log.warn(`window gone: extension host ${newer.pid} now serves this window; ending ${trees.length} tree(s)`);
+    const reports = await Promise.all(trees.map((t) => this.runs.kill(t.record.id, 'killed', SHUTDOWN_GRACE_MS / 1000)));
+    this.log.info(`handed over: ended ${reports.reduce((n, r) => n + r.signalled, 0)} processes`);
+  }
+
   dispose(): void {
+    this.windowLease.dispose();
     if (this.refreshTimer) clearInterval(this.refreshTimer);
     if (this.commandLook) clearTimeout(this.commandLook);
     for (const d of this.disposables) d.dispose();

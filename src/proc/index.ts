@@ -25,3 +25,4 @@ export * from './treeMembersSource';
 export * from './terminalTrees';
 export * from './recordOwners';
 export * from './watchdog';
+export * from './takeover';
