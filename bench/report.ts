@@ -1,10 +1,11 @@
 /** Turns the results into the targets table, the markdown report and the ratio lines printed on the console. */
 import { ExtensionResults } from './extension';
 import { KillMethod, KillResults } from './kill';
-import { fmt, fmtSummary } from './lib';
+import { fmt, fmtSummary, summarize as summarizeNumbers } from './lib';
 import { REACH_TITLES, ReachResults } from './reach';
 import { LevelResult, SnapshotMethod, SnapshotResults } from './snapshot';
 import { SweepResults } from './sweep';
+import { WATCHDOG_TITLES, WatchdogResults } from './watchdog';
 
 /** From /work/shared/notes/perf-baseline.md: C, stat for every pid, ~1100 processes. */
 export const C_REFERENCE_MS = 10.7;
@@ -25,6 +26,7 @@ export interface AllResults {
   reach?: ReachResults;
   sweep?: SweepResults;
   extension?: ExtensionResults;
+  watchdog?: WatchdogResults;
 }
 
 const method = (level: LevelResult | undefined, m: SnapshotMethod) => level?.methods.find((x) => x.method === m);
@@ -180,6 +182,49 @@ export function targets(r: AllResults): Target[] {
       out.push({ id: 'vsix', target: '.vsix under 200 KB', measured: 'not built', met: null, reason: r.extension.vsixError ?? 'npm run package failed' });
     }
   }
+  if (r.watchdog) out.push(...watchdogTargets(r.watchdog));
+  return out;
+}
+
+function watchdogTargets(w: WatchdogResults): Target[] {
+  const out: Target[] = [];
+  const ours = w.idle.find((r) => r.mode === 'sh-pipe');
+  const none = w.idle.find((r) => r.mode === 'none');
+  if (ours && none) {
+    const added = ours.cpuPct.median - none.cpuPct.median;
+    out.push({
+      id: 'watchdog-idle',
+      target: 'watchdog idle ≤ 0.1 % of a core per window, RSS reported',
+      measured: `watchdog itself ${fmt(ours.watcherCpuPct.median, 4)} % (owner + watchdog ${fmt(ours.cpuPct.median, 4)} % vs owner alone ${fmt(none.cpuPct.median, 4)} %: ${fmt(added, 4)} % more); ` +
+        `RSS ${ours.rssKb} kB, PSS ${ours.pssKb} kB`,
+      met: ours.watcherCpuPct.median <= 0.1,
+    });
+  }
+  if (w.death.length) {
+    const worst = Math.max(...w.death.map((d) => Math.max(d.deadMs.max, d.recordMs.max)));
+    const failures = w.death.reduce((n, d) => n + d.failures, 0);
+    out.push({
+      id: 'watchdog-death',
+      target: 'within 2 s of an owner\'s SIGKILL its trees are dead and its record removed',
+      measured: w.death.map((d) => `tree that ${d.tree}: dead ${fmtSummary(d.deadMs, 0)} ms, record ${fmtSummary(d.recordMs, 0)} ms (${d.deadMs.n} runs)`).join('; ') +
+        (failures ? `; ${failures} run(s) not clean after 10 s` : ''),
+      met: failures === 0 && worst <= 2000,
+      reason: failures === 0 && worst <= 2000 ? undefined : `worst ${fmt(worst, 0)} ms`,
+    });
+  }
+  if (w.reload) {
+    const reloads = w.reload.runs.filter((r) => r.how === 'reload');
+    const within = reloads.filter((r) => r.recordMs <= 5000 && r.processesMs <= 5000).length;
+    const crashes = w.reload.runs.filter((r) => r.how === 'renderer-crash');
+    out.push({
+      id: 'reload',
+      target: 'within 5 s of a reload the old window\'s trees are gone and its record removed, 20 runs of 20',
+      measured: reloads.length === 0 ? `not measured: ${w.reload.error ?? 'no run'}` : `${within} of ${reloads.length} reloads; worst ${fmt(Math.max(...reloads.map((r) => Math.max(r.recordMs, r.processesMs))), 0)} ms` +
+        (crashes.length ? `; after a renderer crash (old host lingers, taken over): ${crashes.map((r) => `${fmt(Math.max(r.recordMs, r.processesMs), 0)} ms`).join(', ')}` : ''),
+      met: reloads.length === 0 ? null : within === reloads.length && reloads.length >= 20,
+      reason: reloads.length === 0 ? w.reload.error : within === reloads.length ? (reloads.length < 20 ? `only ${reloads.length} runs` : undefined) : `${reloads.length - within} reload(s) over 5 s`,
+    });
+  }
   return out;
 }
 
@@ -286,6 +331,38 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
     if (e.vsix && e.vsixError) md.push(`| \`npm run package\` | fails: ${e.vsixError.replace(/\|/g, '/')} |`);
     md.push(`| activation (real host) | ${e.activation.ms === undefined ? e.activation.source : `${fmt(e.activation.ms)} ms (${e.activation.source})`} |`);
     md.push('');
+  }
+
+  if (r.watchdog) {
+    const w = r.watchdog;
+    md.push('## 6. Watchdog: what it costs idle, and how fast an owner\'s death is cleaned up', '');
+    if (w.idle.length) {
+      md.push(`Idle: an owner process (Node, a TreeOwner) with 3 sleeping trees, each way of noticing its death side by side in the same ${w.windowS} s window (${w.rounds} rounds). ` +
+        'CPU from /proc/<pid>/schedstat (ns on a CPU), % of one core; memory of the watchers summed (PSS shares pages among all users of the same binary).', '');
+      md.push('| contender | owner + watchers, % core | watchers alone, % core | watchers | RSS kB | PSS kB |', '|---|---|---|---|---|---|');
+      for (const row of w.idle) md.push(`| ${WATCHDOG_TITLES[row.mode]} | ${fmtSummary(row.cpuPct, 4)} | ${fmtSummary(row.watcherCpuPct, 4)} | ${row.watchers} | ${row.rssKb} | ${row.pssKb} |`);
+      md.push('');
+    }
+    if (w.death.length) {
+      md.push('Death to clean: `agent-trees run` SIGKILLed with its tree running (a setsid child; a SIGTERM-ignoring tree, which waits out the watchdog\'s 1 s grace), ms from the SIGKILL.', '');
+      md.push('| tree | all members dead, ms | record removed, ms | runs | not clean after 10 s |', '|---|---|---|---|---|');
+      for (const d of w.death) md.push(`| ${d.tree} | ${fmtSummary(d.deadMs, 0)} | ${fmtSummary(d.recordMs, 0)} | ${d.deadMs.n} | ${d.failures} |`);
+      md.push('');
+    }
+    if (w.reload) {
+      md.push('Reloads (integration suite, phase 5, real host): ms from the reload request until the old window\'s processes were gone and its record removed; sweeps off, so the old host\'s shutdown, its watchdog or the takeover did it.', '');
+      if (w.reload.runs.length === 0) md.push(`Not measured: ${w.reload.error}.`, '');
+      else {
+        md.push('| how | runs | processes gone, ms | record removed, ms | old host outlived the cleanup (taken over) |', '|---|---|---|---|---|');
+        for (const how of ['reload', 'renderer-crash']) {
+          const of = w.reload.runs.filter((x) => x.how === how);
+          if (!of.length) continue;
+          md.push(`| ${how} | ${of.length} | ${fmtSummary(summarizeNumbers(of.map((x) => x.processesMs)), 0)} | ${fmtSummary(summarizeNumbers(of.map((x) => x.recordMs)), 0)} | ` +
+            `${of.filter((x) => x.hostGoneMs === null || x.hostGoneMs > x.recordMs).length} |`);
+        }
+        md.push('');
+      }
+    }
   }
 
   md.push('## Cleanup', '', `Processes of this run left at the end: ${meta.leftovers}.`, '');

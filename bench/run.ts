@@ -2,7 +2,7 @@
  * `npm run bench`: snapshot, sweep, kill, reach and extension benchmarks in one run, side by side with ps-list
  * and tree-kill. Writes bench/results/latest.json and latest.md and prints the tables and every ratio.
  *
- *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,extension] [--quick] [--out=DIR]
+ *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,extension,watchdog,reload] [--quick] [--out=DIR]
  *
  * --only and --quick (fewer repetitions) are for working on the benchmark itself: their results go to a temp
  * folder (or --out), never over latest.*.
@@ -23,8 +23,9 @@ import { runReach } from './reach';
 import { AllResults, markdown, ratioLines, targets } from './report';
 import { runSnapshot } from './snapshot';
 import { runSweep } from './sweep';
+import { runReloadLoop, runWatchdogDeath, runWatchdogIdle } from './watchdog';
 
-const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'extension'] as const;
+const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'extension', 'watchdog', 'reload'] as const;
 type Phase = (typeof PHASES)[number];
 
 function args() {
@@ -123,6 +124,17 @@ async function main(): Promise<number> {
           : { source: `not measured: ${act.error}` };
       }
       results.extension = runExtension(measured);
+    });
+    await phase('watchdog', async () => {
+      const windowS = quick ? 5 : 20;
+      const rounds = quick ? 1 : 3;
+      results.watchdog = { windowS, rounds, idle: await runWatchdogIdle(windowS, rounds), death: await runWatchdogDeath(quick ? 3 : 10) };
+    });
+    // The reload loop runs the phased integration suite in the real host (~10 min): full runs only, or --only=reload.
+    await phase('reload', async () => {
+      const reload = runReloadLoop(quick ? 3 : 20, quick ? 1 : 3);
+      results.watchdog ??= { windowS: 0, rounds: 0, idle: [], death: [] };
+      results.watchdog.reload = reload;
     });
   } finally {
     if (filler) await owners.cgroup.kill(filler.id, 0).catch(() => undefined);

@@ -111,10 +111,19 @@ async function waitForAfterReload(p, session, files, log, deadline) {
  * Returns { result, afterReload?, error?, hostKilled }.
  */
 async function waitForPhaseEnd(p, session, files, log) {
-  const deadline = p.started + p.timeout;
+  let deadline = p.started + p.timeout;
+  let lastHost;
   for (;;) {
     log.pump();
     const result = readResult(files.result);
+    if (result && result.pid !== lastHost) {
+      lastHost = result.pid;
+      deadline = Date.now() + p.timeout; // a phase that goes on in the next host gets its time anew
+    }
+    if (fs.existsSync(files.crashRequest)) {
+      fs.rmSync(files.crashRequest, { force: true });
+      await crashAndReopen(p, session);
+    }
     if (result && result.state === 'done' && !processes.isAlive(result.pid)) {
       if (!result.reloadRequested) return { result, hostKilled: !!result.hostKillRequested };
       return { result, hostKilled: false, ...(await waitForAfterReload(p, session, files, log, deadline)) };
@@ -140,6 +149,29 @@ async function waitForPhaseEnd(p, session, files, log) {
     if (error) return { result, error, hostKilled: false };
     await sleep(50);
   }
+}
+
+/**
+ * Crashes the workbench's renderer (its extension host is not told: it lingers, as after a tab that died) and
+ * opens the same folder in a new page of the same browser, as the suite asked (`<result file>.crash-renderer`).
+ */
+async function crashAndReopen(p, session) {
+  p.say(`${p.label}: crashing the workbench renderer and opening the folder in a new page, as the suite asked`);
+  const browser = session.browser;
+  const old = browser.page;
+  const cdp = await browser.context.newCDPSession(old);
+  const crashed = new Promise((resolve) => old.once('crash', resolve));
+  cdp.send('Page.crash').catch(() => {}); // never answered: the page is gone
+  const t0 = Date.now();
+  const how = await Promise.race([crashed.then(() => 'crashed'), sleep(5000).then(() => 'no crash event after 5 s')]);
+  const crashMs = Date.now() - t0;
+  browser.page = await browser.context.newPage();
+  await browser.page.goto(`${session.server.url}?folder=${encodeURIComponent(p.workspacePath)}`, {
+    waitUntil: 'domcontentloaded',
+    timeout: 60000,
+  });
+  p.say(`${p.label}: renderer ${how} (${crashMs} ms); new page loaded ${Date.now() - t0} ms after the crash request`);
+  old.close().catch(() => {});
 }
 
 /**
@@ -230,6 +262,7 @@ async function runPhase(p) {
   const files = {
     result,
     afterReload: `${result}.after-reload.json`,
+    crashRequest: `${result}.crash-renderer`,
     suiteLog: `${result}.log`,
     serverLog: path.join(p.dirs.logs, `code-server-${n}.log`),
     browserLog: path.join(p.dirs.logs, `workbench-${n}.log`),

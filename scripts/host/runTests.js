@@ -13,7 +13,10 @@
 // file, and AGENT_TREES_PHASE=1, 2, ... in the environment. A phase may SIGKILL its own extension host
 // after writing its result (the suite's killHostAfterResult()); the phase then ends once the result
 // file is written and that host is dead. Processes the extension started survive into the next phase
-// (that is what a crash leaves behind); everything is killed after the last phase.
+// (that is what a crash leaves behind); everything is killed after the last phase. A phase may go on in the
+// window's next extension host (the suite's continueInNextHost(): result state 'continuing'); its timeout
+// restarts with each host, and on `<result file>.crash-renderer` the runner crashes the workbench's renderer
+// and opens the folder anew (see phase.js).
 //
 // Cleanup: every process started here carries AGENT_TREES_HOST_MARKER=<pid.start.random>; at the end
 // (and on SIGINT/SIGTERM) code-server's process group is killed, then every process still carrying
@@ -47,6 +50,8 @@ const PHASE_VAR = 'AGENT_TREES_PHASE';
 /** Tells the suite which VS Code it runs in, as the runner installed it (the suite checks vscode.version against it). */
 const HOST_VSCODE_VAR = 'AGENT_TREES_HOST_VSCODE';
 const TRUST_VAR = 'AGENT_TREES_WORKSPACE_TRUST';
+/** Every owner's watchdog carries this (src/proc/watchdog.ts). */
+const WATCHDOG_VAR = 'AGENT_TREES_WATCHDOG';
 
 /** What cleanup() must undo when the run ends or is interrupted. */
 const active = { server: undefined, browser: undefined, marker: undefined, dirs: undefined, interrupted: false };
@@ -131,7 +136,7 @@ async function runTests(options) {
         break;
       }
     }
-    if (!error) error = leakCheck(runMarker, summary);
+    if (!error) error = await leakCheck(runMarker, summary);
   } catch (e) {
     error = e;
   } finally {
@@ -152,15 +157,19 @@ async function runTests(options) {
   return summary;
 }
 
-/** Once the last host has shut down, no process of an owned agent tree may be left. Counts a leak as a failure. */
-function leakCheck(runMarker, summary) {
-  const leaked = processes
-    .processesWithEnv(marker.MARKER_VAR, runMarker)
-    .filter((s) => processes.envOf(s.pid, 'AGENT_TREES_TREE_ID') !== undefined);
+/**
+ * Once the last host has shut down, no process of an owned agent tree may be left, nor an owner's watchdog (it
+ * sweeps its dead owner's record, then exits: it gets a few seconds to). Counts a leak as a failure.
+ */
+async function leakCheck(runMarker, summary) {
+  const marked = (variable) =>
+    processes.processesWithEnv(marker.MARKER_VAR, runMarker).filter((s) => processes.envOf(s.pid, variable) !== undefined);
+  for (let i = 0; i < 200 && marked(WATCHDOG_VAR).length; i++) await new Promise((r) => setTimeout(r, 50));
+  const leaked = [...marked('AGENT_TREES_TREE_ID'), ...marked(WATCHDOG_VAR)];
   if (!leaked.length) return undefined;
   summary.failed += 1;
   return new Error(
-    `leak check: ${leaked.length} process(es) of agent trees outlived the run: ${leaked.map((s) => processes.describe(s.pid, 120)).join('; ')}`,
+    `leak check: ${leaked.length} process(es) of agent trees or their watchdogs outlived the run: ${leaked.map((s) => processes.describe(s.pid, 120)).join('; ')}`,
   );
 }
 

@@ -649,7 +649,9 @@ export class AgentTreesController implements vscode.Disposable {
   private async handOver(newer: ProcessIdentity): Promise<void> {
     const trees = this.owner.list();
     this.log.warn(`window gone: extension host ${newer.pid} now serves this window; ending ${trees.length} tree(s)`);
-    const reports = await Promise.all(trees.map((t) => this.runs.kill(t.record.id, 'killed', SHUTDOWN_GRACE_MS / 1000)));
+    // The window is gone, as for a dead owner's watchdog: the same short grace.
+    const graceS = Math.min(this.settings.killGraceSeconds * 1000, WATCHDOG_GRACE_MS) / 1000;
+    const reports = await Promise.all(trees.map((t) => this.runs.kill(t.record.id, 'killed', graceS)));
     this.log.info(`handed over: ended ${reports.reduce((n, r) => n + r.signalled, 0)} processes`);
   }
 

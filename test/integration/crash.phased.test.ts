@@ -1,33 +1,110 @@
-// Crash: phase 1 launches agents that leave helpers behind and SIGKILLs its own extension host, so nothing
-// of the extension runs at its end. Phase 2 (same user data) finds those helpers ended by the next
-// activation's sweep, and the dead host's record gone.
+// Crash: phase 1 launches agents (a setsid child, a SIGTERM-ignoring tree, a /dev/null daemon) and SIGKILLs its own
+// extension host, so nothing of the extension runs at its end, and code-server is frozen: no window opens
+// again until the runner has torn it down and started phase 2. The host's watchdog ends the trees and removes the
+// record meanwhile; a monitor outside every tree timestamps it. Phase 2 checks the monitor's report: all of it was
+// gone before phase 2's host even started.
+// The fallback: phase 1 also leaves an owner without a watchdog (test/fixtures/owner.js), SIGKILLed; the next
+// activation's sweep must reap its tree.
 import * as assert from 'assert';
+import { spawn } from 'child_process';
 import * as fs from 'fs';
+import * as path from 'path';
 import { inPhase, killHostAfterResult, log, processes, waitFor } from './harness';
-import { allPids, api, FIXTURE, fixturePids, pidFile, readHandover, writeHandover } from './fixtures';
+import {
+  allPids,
+  api,
+  FIXTURE,
+  fixturePids,
+  monitorReport,
+  pidFile,
+  readHandover,
+  REPO,
+  startedAtMs,
+  startMonitor,
+  writeHandover,
+} from './fixtures';
 
-inPhase(1, 'crash: an agent with helpers, then the extension host is SIGKILLed', () => {
-  it('launches agents that leave a daemon and children behind', async function () {
+interface Fallback {
+  ownerPid: number;
+  recordFile: string;
+  helpers: { pid: number; startTicks: number }[];
+}
+
+async function fallbackFile(): Promise<string> {
+  return path.join(path.dirname((await api()).recordsDir), 'crash-fallback.json');
+}
+
+inPhase(1, 'crash: agents with helpers, then the extension host is SIGKILLed', () => {
+  it('launches agents that leave a setsid child, a SIGTERM-ignoring tree and a daemon behind', async function () {
     this.timeout(30_000);
     const trees = await api();
-    const daemonPids = pidFile();
-    const childPids = pidFile();
-    await trees.launch({ name: 'crash-daemon', command: FIXTURE, args: ['daemon-devnull', daemonPids], timeoutSeconds: 0 });
-    await trees.launch({ name: 'crash-deep', command: FIXTURE, args: ['deep', childPids], timeoutSeconds: 0 });
-    const pids = [...allPids(await fixturePids(daemonPids)), ...allPids(await fixturePids(childPids))];
-    await writeHandover('crash', pids);
+    const files = { setsid: pidFile(), stubborn: pidFile(), daemon: pidFile() };
+    await trees.launch({ name: 'crash-setsid', command: FIXTURE, args: ['setsid', files.setsid], timeoutSeconds: 0 });
+    await trees.launch({ name: 'crash-stubborn', command: FIXTURE, args: ['ignore-term', files.stubborn], timeoutSeconds: 0 });
+    await trees.launch({ name: 'crash-daemon', command: FIXTURE, args: ['daemon-devnull', files.daemon], timeoutSeconds: 0 });
+    const pids = [
+      ...allPids(await fixturePids(files.setsid)),
+      ...allPids(await fixturePids(files.stubborn)),
+      ...allPids(await fixturePids(files.daemon)),
+    ];
+    const handover = await writeHandover('crash', pids);
+    await startMonitor('crash', handover.recordFile, pids);
     log(`[crash] host ${process.pid} leaves ${pids.length} processes: ${pids.join(', ')}`);
     killHostAfterResult();
   });
+
+  it('leaves an owner without a watchdog, SIGKILLed with its tree running, for the next activation to sweep', async function () {
+    this.timeout(30_000);
+    const trees = await api();
+    const pids = pidFile();
+    const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), trees.recordsDir, 'setsid', pids, 'auto'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', WATCHDOG_CLI: '' },
+    });
+    const [, , watchdog] = (await new Promise<string>((resolve) => owner.stdout!.once('data', (d) => resolve(String(d)))))
+      .trim()
+      .split(' ');
+    assert.strictEqual(watchdog, '0', 'no watchdog');
+    const helpers = allPids(await fixturePids(pids));
+    const fallback: Fallback = {
+      ownerPid: owner.pid!,
+      recordFile: path.join(trees.recordsDir, `${owner.pid}.json`),
+      helpers: helpers.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),
+    };
+    owner.kill('SIGKILL');
+    assert.ok(await waitFor(() => !processes.isAlive(owner.pid!)));
+    assert.ok(fs.existsSync(fallback.recordFile));
+    fs.writeFileSync(await fallbackFile(), JSON.stringify(fallback));
+  });
 });
 
-inPhase(2, 'crash: the next activation sweeps what the killed host left', () => {
-  it('ends every helper of the killed host and deletes its record', async function () {
-    this.timeout(30_000);
+inPhase(2, 'crash: what the killed host left', () => {
+  it('its watchdog ended every helper and removed its record before any new window opened', async function () {
+    this.timeout(60_000);
     const handover = await readHandover('crash');
     assert.ok(!processes.isAlive(handover.hostPid), 'the old host is dead');
+    const report = await monitorReport(path.join(path.dirname((await api()).recordsDir), 'crash-monitor.json'));
+    assert.deepStrictEqual(report.survivors, [], 'no survivor');
+    assert.ok(
+      report.done && report.hostGoneAt !== null && report.processesGoneAt !== null && report.recordGoneAt !== null,
+      JSON.stringify(report),
+    );
+    const thisHostStarted = startedAtMs();
+    log(
+      `[crash] after the SIGKILL of host ${handover.hostPid}: its ${handover.helpers.length} processes were gone in ` +
+        `${report.processesGoneAt! - report.hostGoneAt!} ms, its record in ${report.recordGoneAt! - report.hostGoneAt!} ms; ` +
+        `this window's host started ${thisHostStarted - report.recordGoneAt!} ms later`,
+    );
+    assert.ok(report.recordGoneAt! < thisHostStarted && report.processesGoneAt! < thisHostStarted, 'done before this window existed');
+    assert.deepStrictEqual(handover.alive(), []);
+  });
+
+  it('the activation sweep reaps the tree of an owner that had no watchdog', async function () {
+    this.timeout(30_000);
+    const fallback: Fallback = JSON.parse(fs.readFileSync(await fallbackFile(), 'utf8'));
+    const alive = () => fallback.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid);
     // The activation sweep runs in the background: wait for it, without triggering one ourselves.
-    assert.ok(await waitFor(() => handover.alive().length === 0, 20_000), `still alive: ${handover.alive().join(', ')}`);
-    assert.ok(await waitFor(() => !fs.existsSync(handover.recordFile), 5000), `${handover.recordFile} is still there`);
+    assert.ok(await waitFor(() => alive().length === 0, 20_000), `still alive: ${alive().join(', ')}`);
+    assert.ok(await waitFor(() => !fs.existsSync(fallback.recordFile), 5000), `${fallback.recordFile} is still there`);
   });
 });

@@ -1,5 +1,6 @@
 // Shared by the integration tests: fixture trees (test/fixtures/tree.sh), their pids, and the extension's API.
 import * as assert from 'assert';
+import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -63,4 +64,55 @@ export async function readHandover(name: string): Promise<HostHandover & { alive
   const handover: HostHandover = JSON.parse(fs.readFileSync(handoverFile(await api(), name), 'utf8'));
   assert.notStrictEqual(process.pid, handover.hostPid, 'a new extension host');
   return { ...handover, alive: () => handover.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid) };
+}
+
+/** What test/fixtures/monitor.js saw, in ms since boot. */
+export interface MonitorReport {
+  startedAt: number;
+  hostGoneAt: number | null;
+  processesGoneAt: number | null;
+  recordGoneAt: number | null;
+  survivors: number[];
+  done?: boolean;
+}
+
+/**
+ * Starts test/fixtures/monitor.js outside every tree (detached, a child of this host only until the host dies):
+ * it watches this host, `pids` and `recordFile`, and writes when each was gone to `<global storage>/<name>-monitor.json`.
+ */
+export async function startMonitor(name: string, recordFile: string, pids: number[]): Promise<string> {
+  const trees = await api();
+  const out = path.join(path.dirname(trees.recordsDir), `${name}-monitor.json`);
+  fs.rmSync(out, { force: true });
+  const spec = {
+    host: { pid: process.pid, startTicks: processes.readStat(process.pid)!.startTicks },
+    record: recordFile,
+    processes: pids.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),
+  };
+  const child = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'monitor.js'), out, JSON.stringify(spec)], {
+    detached: true,
+    stdio: 'ignore',
+    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+  });
+  child.unref();
+  assert.ok(await waitFor(() => fs.existsSync(out), 10_000), 'the monitor started');
+  return out;
+}
+
+/** The monitor's report once it is done (everything gone) or gave up; fails if it never finishes. */
+export async function monitorReport(out: string, timeoutMs = 60_000): Promise<MonitorReport> {
+  const read = (): MonitorReport | undefined => {
+    try {
+      return JSON.parse(fs.readFileSync(out, 'utf8'));
+    } catch {
+      return undefined;
+    }
+  };
+  assert.ok(await waitFor(() => read()?.done !== undefined, timeoutMs), `the monitor (${out}) did not finish`);
+  return read()!;
+}
+
+/** When this process started, in ms since boot (the monitor's clock). */
+export function startedAtMs(pid = process.pid): number {
+  return Number(processes.readStat(pid)!.startTicks) * 10;
 }

@@ -53,15 +53,43 @@ export function log(...args: unknown[]): void {
   console.log(...args);
 }
 
-let killRequested = false;
+let killRequested: 'host' | 'server' | undefined;
 
 /**
- * Asks the suite to SIGKILL this extension host right after it has written the result file. The runner
- * then ends the phase once the result file exists and this host is gone. Only allowed in a phased run.
+ * Asks the suite to SIGKILL this extension host right after it has written the result file (`'server'`: the
+ * whole code-server process group, and this host, as when the editor itself is killed). The runner then ends
+ * the phase once the result file exists and this host is gone. Only allowed in a phased run.
  */
-export function killHostAfterResult(): void {
+export function killHostAfterResult(scope: 'host' | 'server' = 'host'): void {
   if (currentPhase === undefined) throw new Error('killHostAfterResult() needs a phased run');
-  killRequested = true;
+  killRequested = scope;
+}
+
+/** What a test asked to be killed after the result, if anything. */
+export function hostKillScope(): 'host' | 'server' | undefined {
+  return killRequested;
+}
+
+let continueRequested: 'reload' | 'renderer-crash' | undefined;
+
+/**
+ * Asks the suite to run this phase's tests again in the window's next extension host, after this one has
+ * written its counts: `'reload'` runs workbench.action.reloadWindow; `'renderer-crash'` asks the runner to
+ * crash the workbench's renderer and open the same folder in a new page (the old host then lingers, as after a
+ * renderer that died). Tests keep their own state across hosts (in global storage) and stop asking when done.
+ */
+export function continueInNextHost(how: 'reload' | 'renderer-crash'): void {
+  if (currentPhase === undefined) throw new Error('continueInNextHost() needs a phased run');
+  continueRequested = how;
+}
+
+export function continueRequest(): 'reload' | 'renderer-crash' | undefined {
+  return continueRequested;
+}
+
+/** Milliseconds since boot (CLOCK_BOOTTIME, the clock of process start times). */
+export function uptimeMs(): number {
+  return Math.round(parseFloat(fs.readFileSync('/proc/uptime', 'latin1')) * 1000);
 }
 
 let reloadRequested = false;
@@ -83,7 +111,7 @@ export function isReloadRequested(): boolean {
 
 /** Whether a test called killHostAfterResult(). */
 export function isHostKillRequested(): boolean {
-  return killRequested;
+  return killRequested !== undefined;
 }
 
 /** Polls `predicate` every 50 ms until it is true or `timeoutMs` passes; returns its last value. */

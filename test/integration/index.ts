@@ -17,12 +17,27 @@
 //     host the reload starts finds the result file written with reloadRequested, runs the phase's
 //     `*.afterReload.test.js` files (what must hold after a reload in the same window: terminals VS Code kept,
 //     say), writes {state: 'done', pid, passed, failed, pending, harnessPassed, harnessFailed, failures} to `<result file>.after-reload.json` and
-//     waits; the runner ends the phase once the old host is gone and that file is written.
+//     waits; the runner ends the phase once the old host is gone and that file is written;
+//   - if a test asked to continue in the next host (continueInNextHost), it writes {state: 'continuing'} with
+//     the counts so far and reloads the window (or asks the runner, with `<result file>.crash-renderer`, to
+//     crash the renderer and open the folder again); the next host finds 'continuing', takes the file over
+//     ({state: 'running', pid: its own}) and runs the phase's tests again, adding to the counts;
+//   - killHostAfterResult('server') SIGKILLs code-server's whole process group and this host.
 import * as fs from 'fs';
 import * as path from 'path';
 import Mocha from 'mocha';
 import * as vscode from 'vscode';
-import { currentPhase, HOST_MARKER_VAR, isHostKillRequested, isReloadRequested, log, processes, RESULT_FILE_VAR } from './harness';
+import {
+  continueRequest,
+  currentPhase,
+  HOST_MARKER_VAR,
+  hostKillScope,
+  isHostKillRequested,
+  isReloadRequested,
+  log,
+  processes,
+  RESULT_FILE_VAR,
+} from './harness';
 
 interface Failure {
   title: string;
@@ -99,6 +114,31 @@ interface Counts {
   failures: Failure[];
 }
 
+/** Counts of earlier hosts of this phase, when the result file says the phase continues in this host. */
+function continuedFrom(resultFile: string): Counts | undefined {
+  try {
+    const r = JSON.parse(fs.readFileSync(resultFile, 'utf8'));
+    if (r.state !== 'continuing') return undefined;
+    return {
+      passed: r.passed,
+      failed: r.failed,
+      pending: r.pending,
+      harnessPassed: r.harnessPassed,
+      harnessFailed: r.harnessFailed,
+      failures: r.failures,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The topmost ancestor of this host that carries the runner's marker: code-server's main process. */
+function codeServerMain(): number | undefined {
+  let top: number | undefined;
+  for (let pid = process.ppid; pid > 1 && carriesHostMarker(pid); pid = processes.readStat(pid)?.ppid ?? 0) top = pid;
+  return top;
+}
+
 /** Runs mocha on `files`; never rejects (a suite that cannot load counts as one failure). */
 async function runMocha(files: string[]): Promise<Counts> {
   // AGENT_TREES_TEST_GREP (runTests.js --env): only the tests whose full title matches, while working on them.
@@ -134,6 +174,7 @@ async function runMocha(files: string[]): Promise<Counts> {
 export async function run(): Promise<void> {
   const resultFile = process.env[RESULT_FILE_VAR];
   const base = { pid: process.pid, phase: currentPhase ?? null, vscode: vscode.version };
+  let carried: Counts = { passed: 0, failed: 0, pending: 0, harnessPassed: 0, harnessFailed: 0, failures: [] };
   if (resultFile) {
     try {
       fs.writeFileSync(resultFile, JSON.stringify({ state: 'running', ...base, startedAt: new Date().toISOString() }), { flag: 'wx' });
@@ -147,18 +188,55 @@ export async function run(): Promise<void> {
           writeAtomically(`${resultFile}.after-reload.json`, { state: 'done', ...base, ...counts, endedAt: new Date().toISOString() });
           return new Promise<void>(() => {});
         }
-        throw new Error(
-          `${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`,
-          { cause: e },
-        );
+        const earlier = continuedFrom(resultFile);
+        if (!earlier) {
+          throw new Error(
+            `${resultFile} already exists: this extension host was restarted after the phase ended; not running the suite again`,
+            { cause: e },
+          );
+        }
+        carried = earlier;
+        writeAtomically(resultFile, { state: 'running', ...base, startedAt: new Date().toISOString() });
+        log(`[suite] extension host ${process.pid} continues the phase (${carried.passed} passed, ${carried.failed} failed so far)`);
+      } else {
+        throw e;
       }
-      throw e;
     }
   }
 
   const untee = teeReporter();
-  const { passed, failed: productFailed, pending, harnessPassed, harnessFailed, failures } = await runMocha(testFiles(__dirname));
+  const here = await runMocha(testFiles(__dirname));
+  const passed = carried.passed + here.passed;
+  const productFailed = carried.failed + here.failed;
+  const pending = carried.pending + here.pending;
+  const harnessPassed = carried.harnessPassed + here.harnessPassed;
+  const harnessFailed = carried.harnessFailed + here.harnessFailed;
+  const failures = [...carried.failures, ...here.failures];
   const failed = productFailed + harnessFailed;
+
+  const next = failed === 0 ? continueRequest() : undefined;
+  if (next && resultFile) {
+    writeAtomically(resultFile, {
+      state: 'continuing',
+      ...base,
+      passed,
+      failed: productFailed,
+      pending,
+      harnessPassed,
+      harnessFailed,
+      failures,
+      how: next,
+    });
+    untee();
+    if (next === 'reload') {
+      log(`[suite] counts written; reloading the window to continue in the next host (this one, ${process.pid}, shuts down)`);
+      await vscode.commands.executeCommand('workbench.action.reloadWindow');
+    } else {
+      log(`[suite] counts written; asking the runner to crash the renderer and open the folder again (this host, ${process.pid}, lingers)`);
+      fs.writeFileSync(`${resultFile}.crash-renderer`, String(process.pid));
+    }
+    return new Promise<void>(() => {}); // the phase goes on in the next host
+  }
 
   if (resultFile) {
     writeAtomically(resultFile, {
@@ -189,6 +267,11 @@ export async function run(): Promise<void> {
     await new Promise((r) => setTimeout(r, 500)); // lets the console lines above reach the workbench
     // Freeze code-server (our parent), so the workbench cannot start a new extension host before the
     // runner has taken the server down: that host would activate the extension a second time.
+    const server = hostKillScope() === 'server' ? codeServerMain() : undefined;
+    const group = server !== undefined ? processes.readStat(server)?.pgid : undefined;
+    // The editor killed outright: code-server's whole process group at once (then this host, which is in it
+    // on 1.100.3 and in a session of its own on newer ones).
+    if (group && group > 1 && group !== process.pid) process.kill(-group, 'SIGKILL');
     if (carriesHostMarker(process.ppid)) process.kill(process.ppid, 'SIGSTOP');
     process.kill(process.pid, 'SIGKILL');
   }
