@@ -12,6 +12,7 @@ import { formatOwnerSpec, OWNER_EXIT_WAIT_MS, processCore, RecordStore, TreeOwne
 import { sweep } from './recordHelpers';
 import { aliveOf, CLI, FIXTURE, fixturePids, register, REPO, table, tmpDir, waitAllDead, waitFor } from './helpers';
 import { runCli, startCli } from './cliHelpers';
+import { parseArgs, UsageError } from '../../src/cli/args';
 
 /** Live processes carrying the watchdog variable of owner `pid` (any start key), zombies excluded. */
 function watchdogsOf(ownerPid: number): number[] {
@@ -325,5 +326,22 @@ describe("the owner's watchdog", () => {
       await waitFor('the owner cgroup to empty', () => fs.readFileSync(path.join(ownerCgroup, 'cgroup.procs'), 'utf8').trim() === '');
       fs.rmdirSync(ownerCgroup);
     }
+  });
+});
+
+describe('the watchdog\'s command line', () => {
+  it('parses sweep --owner PID:START_KEY and run --no-watchdog; rejects a bad owner with exit 2', async () => {
+    const sweep = parseArgs(['sweep', '--owner', '4242:123456', '--records', '/x']);
+    assert.deepStrictEqual(sweep.command === 'sweep' && sweep.owner, { pid: 4242, startKey: 123456 });
+    const run = parseArgs(['run', '--no-watchdog', '--', 'true']);
+    assert.strictEqual(run.command === 'run' && run.watchdog, false);
+    assert.strictEqual((parseArgs(['run', '--', 'true']) as { watchdog: boolean }).watchdog, true);
+    for (const bad of ['4242', '0:1', 'x:1', '4242:', '4242:1:2', '-1:5']) {
+      assert.throws(() => parseArgs(['sweep', '--owner', bad]), (e: Error) => e instanceof UsageError && /--owner takes PID:START_KEY/.test(e.message), bad);
+    }
+    assert.throws(() => parseArgs(['ps', '--owner', '1:1']), /does not apply to 'ps'/);
+    const r = await runCli(['sweep', '--owner', 'nonsense', '--records', tmpDir()]);
+    assert.strictEqual(r.code, 2);
+    assert.match(r.stderr, /^agent-trees: --owner takes PID:START_KEY .*"nonsense"\n/);
   });
 });
