@@ -8,7 +8,7 @@
  *   2. death to clean: `agent-trees run` SIGKILLed with a tree running (one that dies on SIGTERM, one that
  *      ignores it), ms until every member is dead and until its record is removed, observed from here every 5 ms.
  */
-import { spawn } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { isAlive, log, readStat, register, REPO, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
@@ -16,11 +16,11 @@ import { isAlive, log, readStat, register, REPO, sleep, summarize, Summary, tmpD
 export type WatchdogMode = 'none' | 'sh-pipe' | 'node-pipe' | 'node-poll' | 'shepherds';
 
 export const WATCHDOG_TITLES: Record<WatchdogMode, string> = {
-  'none': 'no watchdog',
+  none: 'no watchdog',
   'sh-pipe': 'ours: /bin/sh in read on a pipe (1 per owner)',
   'node-pipe': 'resident Node process on the same pipe',
   'node-poll': 'resident Node process polling /proc every 500 ms',
-  'shepherds': 'one sh-on-a-pipe shepherd per tree (3 trees)',
+  shepherds: 'one sh-on-a-pipe shepherd per tree (3 trees)',
 };
 
 export interface IdleRow {
@@ -138,7 +138,11 @@ export async function runWatchdogIdle(windowS: number, rounds: number): Promise<
 async function fixturePids(pidfile: string): Promise<number[]> {
   for (let i = 0; i < 1000; i++) {
     const text = fs.existsSync(pidfile) ? fs.readFileSync(pidfile, 'utf8') : '';
-    if (/^ready /m.test(text)) return text.split('\n').filter((l) => l && !l.startsWith('ready')).map((l) => Number(l.split(' ')[1]));
+    if (/^ready /m.test(text))
+      return text
+        .split('\n')
+        .filter((l) => l && !l.startsWith('ready'))
+        .map((l) => Number(l.split(' ')[1]));
     await sleep(10);
   }
   throw new Error(`fixture ${pidfile} never got ready`);
@@ -146,7 +150,10 @@ async function fixturePids(pidfile: string): Promise<number[]> {
 
 export async function runWatchdogDeath(runs: number): Promise<DeathRow[]> {
   const rows: DeathRow[] = [];
-  for (const [tree, mode] of [['dies on SIGTERM', 'setsid'], ['ignores SIGTERM', 'ignore-term']] as const) {
+  for (const [tree, mode] of [
+    ['dies on SIGTERM', 'setsid'],
+    ['ignores SIGTERM', 'ignore-term'],
+  ] as const) {
     const dead: number[] = [];
     const record: number[] = [];
     let failures = 0;
@@ -177,7 +184,9 @@ export async function runWatchdogDeath(runs: number): Promise<DeathRow[]> {
       }
     }
     rows.push({ tree, deadMs: { ...summarize(dead), samples: dead }, recordMs: { ...summarize(record), samples: record }, failures });
-    log(`watchdog: SIGKILLed run, tree that ${tree}: dead after ${summarize(dead).median.toFixed(0)} ms (max ${summarize(dead).max.toFixed(0)}), record after ${summarize(record).median.toFixed(0)} ms (max ${summarize(record).max.toFixed(0)}), ${failures} failures`);
+    log(
+      `watchdog: SIGKILLed run, tree that ${tree}: dead after ${summarize(dead).median.toFixed(0)} ms (max ${summarize(dead).max.toFixed(0)}), record after ${summarize(record).median.toFixed(0)} ms (max ${summarize(record).max.toFixed(0)}), ${failures} failures`,
+    );
   }
   return rows;
 }
@@ -188,13 +197,26 @@ export async function runWatchdogDeath(runs: number): Promise<DeathRow[]> {
  * suite (~10 min here); skipped, with the reason, where the host is not installed.
  */
 export function runReloadLoop(reloads: number, crashes: number): NonNullable<WatchdogResults['reload']> {
-  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server'))) return { runs: [], error: 'the real host is not installed (bash scripts/host/install.sh)' };
+  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server')))
+    return { runs: [], error: 'the real host is not installed (bash scripts/host/install.sh)' };
   const out = path.join(tmpDir(), 'reload-timings.json');
-  const { spawnSync } = require('child_process') as typeof import('child_process');
-  const r = spawnSync(process.execPath, [path.join(REPO, 'scripts', 'host', 'runTests.js'), '--phases', '5',
-    '--env', `AGENT_TREES_RELOAD_TIMINGS=${out}`, '--env', `AGENT_TREES_RELOADS=${reloads}`, '--env', `AGENT_TREES_RENDERER_CRASHES=${crashes}`],
-  { cwd: REPO, encoding: 'utf8', timeout: 1_800_000 });
-  if (!fs.existsSync(out)) return { runs: [], error: `the integration run failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-6).join(' | ')}` };
+  const r = spawnSync(
+    process.execPath,
+    [
+      path.join(REPO, 'scripts', 'host', 'runTests.js'),
+      '--phases',
+      '5',
+      '--env',
+      `AGENT_TREES_RELOAD_TIMINGS=${out}`,
+      '--env',
+      `AGENT_TREES_RELOADS=${reloads}`,
+      '--env',
+      `AGENT_TREES_RENDERER_CRASHES=${crashes}`,
+    ],
+    { cwd: REPO, encoding: 'utf8', timeout: 1_800_000 },
+  );
+  if (!fs.existsSync(out))
+    return { runs: [], error: `the integration run failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-6).join(' | ')}` };
   const runs = JSON.parse(fs.readFileSync(out, 'utf8'));
   log(`watchdog: reload loop: ${runs.length} runs${r.status !== 0 ? ` (the integration run itself failed, exit ${r.status})` : ''}`);
   return { runs, error: r.status !== 0 ? `the integration run exited ${r.status}` : undefined };

@@ -26,13 +26,20 @@ if (mode === 'node-pipe') {
   watchers.push(piped(process.execPath, ['-e', "process.stdin.on('end', () => process.exit(0)).resume()"]));
 } else if (mode === 'node-poll') {
   // A resident Node watchdog polling the owner's /proc entry every 500 ms (what Node can do without a pidfd).
-  watchers.push(piped(process.execPath, ['-e', `const fs = require('fs'); setInterval(() => { try { fs.readFileSync('/proc/${process.pid}/stat'); } catch { process.exit(0); } }, 500);`]));
+  watchers.push(
+    piped(process.execPath, [
+      '-e',
+      `const fs = require('fs'); setInterval(() => { try { fs.readFileSync('/proc/${process.pid}/stat'); } catch { process.exit(0); } }, 500);`,
+    ]),
+  );
 } else if (mode === 'shepherds') {
   for (let i = 0; i < trees.length; i++) watchers.push(piped('/bin/sh', ['-c', 'read -r line']));
 }
 const watcherPids = mode === 'sh-pipe' ? [owner.watchdogPid!] : watchers.map((w) => w.pid!);
 process.stdout.write(JSON.stringify({ owner: process.pid, watchers: watcherPids, trees: trees.map((t) => t.child.pid) }) + '\n');
-process.stdin.on('end', () => {
-  for (const w of watchers) w.stdin?.end('quit\n');
-  void owner.dispose(0).then(() => process.exit(0));
-}).resume();
+process.stdin
+  .on('end', () => {
+    for (const w of watchers) w.stdin?.end('quit\n');
+    void owner.dispose(0).then(() => process.exit(0));
+  })
+  .resume();

@@ -101,7 +101,9 @@ export class WindowLease extends EventEmitter {
     this.table = options.table ?? processCore().table;
     const me = nowAsStartKey() === undefined ? undefined : this.table.read(process.pid);
     this.self = me && me.startKey > 0 ? { pid: process.pid, startKey: me.startKey } : undefined;
-    this.file = this.self ? path.join(options.dir, `${WINDOW_FILE_PREFIX}${options.key}-${this.self.pid}-${this.self.startKey}`) : undefined;
+    this.file = this.self
+      ? path.join(options.dir, `${WINDOW_FILE_PREFIX}${options.key}-${this.self.pid}-${this.self.startKey}`)
+      : undefined;
   }
 
   /** Announces this host as the newest of its window; removes registrations of hosts that are gone. */
@@ -110,10 +112,15 @@ export class WindowLease extends EventEmitter {
     this.live(); // drops stale registrations
     try {
       fs.mkdirSync(this.options.dir, { recursive: true, mode: 0o700 });
-      const fd = fs.openSync(this.file, fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY | (fs.constants.O_NOFOLLOW ?? 0), 0o600);
+      const fd = fs.openSync(
+        this.file,
+        fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY | (fs.constants.O_NOFOLLOW ?? 0),
+        0o600,
+      );
       fs.closeSync(fd);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') this.log.warn(`cannot register this window in ${this.options.dir}: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST')
+        this.log.warn(`cannot register this window in ${this.options.dir}: ${(e as Error).message}`);
     }
   }
 
@@ -155,12 +162,14 @@ export class WindowLease extends EventEmitter {
       const newer = this.newerHost();
       if (newer) {
         this.goneReported = true;
-        this.log.warn(`this window has not answered for ${((now - this.pendingSince!) / 1000).toFixed(1)} s and a newer host of it ` +
-          `(pid ${newer.pid}) started since: its trees are ended here`);
+        this.log.warn(
+          `this window has not answered for ${((now - this.pendingSince!) / 1000).toFixed(1)} s and a newer host of it ` +
+            `(pid ${newer.pid}) started since: its trees are ended here`,
+        );
         this.options.onGone(newer);
       }
     }
-    this.schedule(silent ? this.options.scanIntervalMs ?? 250 : this.options.probeIntervalMs ?? 1000);
+    this.schedule(silent ? (this.options.scanIntervalMs ?? 250) : (this.options.probeIntervalMs ?? 1000));
     this.emit('checked', silent);
   }
 
@@ -173,7 +182,10 @@ export class WindowLease extends EventEmitter {
       this.pendingSince = undefined; // a probe that cannot even be sent says nothing about the window
       return;
     }
-    answered.then(() => this.answered(), () => this.answered());
+    answered.then(
+      () => this.answered(),
+      () => this.answered(),
+    );
   }
 
   private answered(): void {
@@ -187,7 +199,9 @@ export class WindowLease extends EventEmitter {
   /** A live host of this key, not this one, that started after the window last answered. */
   private newerHost(): ProcessIdentity | undefined {
     if (this.lastAnswer === undefined) return undefined;
-    return this.live().find((h) => h.key === this.options.key && h.pid !== this.self!.pid && h.startKey > this.lastAnswer! + START_KEY_SLACK);
+    return this.live().find(
+      (h) => h.key === this.options.key && h.pid !== this.self!.pid && h.startKey > this.lastAnswer! + START_KEY_SLACK,
+    );
   }
 
   /** Registrations of live hosts (any key); removes those of hosts that are gone. */

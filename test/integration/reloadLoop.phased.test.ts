@@ -49,12 +49,14 @@ function summary(runs: ReloadRun[], how: How): string {
   if (of.length === 0) return `${how}: none`;
   const rec = of.map((r) => r.recordMs).sort((a, b) => a - b);
   const lingered = of.filter((r) => r.hostGoneMs === null || r.hostGoneMs > r.recordMs).length;
-  return `${how}: ${of.length} runs; record removed after median ${rec[Math.floor(rec.length / 2)]} ms, max ${rec[rec.length - 1]} ms; ` +
-    `processes gone after max ${Math.max(...of.map((r) => r.processesMs))} ms; old host outlived the cleanup in ${lingered}`;
+  return (
+    `${how}: ${of.length} runs; record removed after median ${rec[Math.floor(rec.length / 2)]} ms, max ${rec[rec.length - 1]} ms; ` +
+    `processes gone after max ${Math.max(...of.map((r) => r.processesMs))} ms; old host outlived the cleanup in ${lingered}`
+  );
 }
 
 inPhase(5, 'reloads clean up every time', () => {
-  it('the previous window\'s trees are gone and its record removed; then this window reloads', async function () {
+  it("the previous window's trees are gone and its record removed; then this window reloads", async function () {
     this.timeout(120_000);
     const file = await stateFile();
     const state: LoopState = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : { iteration: 0, runs: [] };
@@ -69,7 +71,10 @@ inPhase(5, 'reloads clean up every time', () => {
       assert.notStrictEqual(p.hostPid, process.pid, 'a new host');
       const report = await monitorReport(p.monitor, 60_000);
       assert.deepStrictEqual(report.survivors, [], `after ${p.how} ${state.iteration}: processes of the old window survived`);
-      assert.ok(report.done && report.recordGoneAt !== null, `after ${p.how} ${state.iteration}: the old record ${p.recordFile} was not removed`);
+      assert.ok(
+        report.done && report.recordGoneAt !== null,
+        `after ${p.how} ${state.iteration}: the old record ${p.recordFile} was not removed`,
+      );
       const run: ReloadRun = {
         how: p.how,
         processesMs: report.processesGoneAt! - p.requestedAt,
@@ -79,9 +84,11 @@ inPhase(5, 'reloads clean up every time', () => {
         newWindowMs: now - p.requestedAt,
       };
       state.runs.push(run);
-      log(`[reload-loop] ${p.how} ${state.iteration}: old host ${p.hostPid}'s processes gone after ${run.processesMs} ms, ` +
-        `record after ${run.recordMs} ms, host ${run.hostGoneMs === null ? 'still running (taken over)' : `gone after ${run.hostGoneMs} ms`}; ` +
-        `this host started after ${run.newHostMs} ms, its test ran after ${run.newWindowMs} ms`);
+      log(
+        `[reload-loop] ${p.how} ${state.iteration}: old host ${p.hostPid}'s processes gone after ${run.processesMs} ms, ` +
+          `record after ${run.recordMs} ms, host ${run.hostGoneMs === null ? 'still running (taken over)' : `gone after ${run.hostGoneMs} ms`}; ` +
+          `this host started after ${run.newHostMs} ms, its test ran after ${run.newWindowMs} ms`,
+      );
       state.pending = undefined;
     }
     if (state.iteration < RELOADS + CRASHES) {

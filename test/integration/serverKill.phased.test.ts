@@ -5,9 +5,20 @@
 import * as assert from 'assert';
 import * as path from 'path';
 import { inPhase, killHostAfterResult, log, processes } from './harness';
-import { allPids, api, FIXTURE, fixturePids, monitorReport, pidFile, readHandover, startedAtMs, startMonitor, writeHandover } from './fixtures';
+import {
+  allPids,
+  api,
+  FIXTURE,
+  fixturePids,
+  monitorReport,
+  pidFile,
+  readHandover,
+  startedAtMs,
+  startMonitor,
+  writeHandover,
+} from './fixtures';
 
-inPhase(3, 'editor killed: agents with helpers, then code-server\'s whole process group is SIGKILLed', () => {
+inPhase(3, "editor killed: agents with helpers, then code-server's whole process group is SIGKILLed", () => {
   it('launches agents that leave a setsid child and a SIGTERM-ignoring tree behind', async function () {
     this.timeout(30_000);
     const trees = await api();
@@ -30,11 +41,16 @@ inPhase(4, 'editor killed: what the killed host left', () => {
     assert.ok(!processes.isAlive(handover.hostPid), 'the old host is dead');
     const report = await monitorReport(path.join(path.dirname((await api()).recordsDir), 'server-kill-monitor.json'));
     assert.deepStrictEqual(report.survivors, [], 'no survivor');
-    assert.ok(report.done && report.hostGoneAt !== null && report.processesGoneAt !== null && report.recordGoneAt !== null, JSON.stringify(report));
+    assert.ok(
+      report.done && report.hostGoneAt !== null && report.processesGoneAt !== null && report.recordGoneAt !== null,
+      JSON.stringify(report),
+    );
     const thisHostStarted = startedAtMs();
-    log(`[server-kill] after code-server's group was SIGKILLed: host ${handover.hostPid}'s ${handover.helpers.length} processes were gone in ` +
-      `${report.processesGoneAt! - report.hostGoneAt!} ms, its record in ${report.recordGoneAt! - report.hostGoneAt!} ms; ` +
-      `this window's host started ${thisHostStarted - report.recordGoneAt!} ms later`);
+    log(
+      `[server-kill] after code-server's group was SIGKILLed: host ${handover.hostPid}'s ${handover.helpers.length} processes were gone in ` +
+        `${report.processesGoneAt! - report.hostGoneAt!} ms, its record in ${report.recordGoneAt! - report.hostGoneAt!} ms; ` +
+        `this window's host started ${thisHostStarted - report.recordGoneAt!} ms later`,
+    );
     assert.ok(report.recordGoneAt! < thisHostStarted && report.processesGoneAt! < thisHostStarted, 'done before this window existed');
     assert.deepStrictEqual(handover.alive(), []);
   });

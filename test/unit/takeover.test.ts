@@ -14,7 +14,9 @@ const KEY = windowKey('local\nfile:///work/project');
 
 /** Starts another host of a window (test/fixtures/windowHost.js); resolves once it registered. */
 async function otherHost(dir: string, key = KEY): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'windowHost.js'), dir, key], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'windowHost.js'), dir, key], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   register(child.pid!);
   await new Promise((resolve) => child.stdout!.once('data', resolve));
   return child;
@@ -44,7 +46,15 @@ function fakeWindow() {
 }
 
 function lease(dir: string, window: ReturnType<typeof fakeWindow>, gone: ProcessIdentity[], key = KEY): WindowLease {
-  return new WindowLease({ dir, key, probe: window.probe, onGone: (h) => gone.push(h), probeIntervalMs: 50, silentMs: 300, scanIntervalMs: 50 });
+  return new WindowLease({
+    dir,
+    key,
+    probe: window.probe,
+    onGone: (h) => gone.push(h),
+    probeIntervalMs: 50,
+    silentMs: 300,
+    scanIntervalMs: 50,
+  });
 }
 
 /** Resolves after the lease has looked `n` more times while its window was silent. */
@@ -75,14 +85,21 @@ describe('window takeover', () => {
     const newer = await otherHost(dir);
     try {
       await waitFor('the handover', () => gone.length > 0);
-      assert.deepStrictEqual(gone.map((h) => h.pid), [newer.pid], 'once, naming the newer host');
+      assert.deepStrictEqual(
+        gone.map((h) => h.pid),
+        [newer.pid],
+        'once, naming the newer host',
+      );
       await silentChecks(l, 3);
       assert.strictEqual(gone.length, 1, 'not again while the silence lasts');
     } finally {
       l.dispose();
       await stop(newer);
     }
-    assert.ok(!fs.readdirSync(dir).some((n) => n.endsWith(`-${process.pid}-${table.read(process.pid)!.startKey}`)), 'dispose removes its registration');
+    assert.ok(
+      !fs.readdirSync(dir).some((n) => n.endsWith(`-${process.pid}-${table.read(process.pid)!.startKey}`)),
+      'dispose removes its registration',
+    );
   });
 
   it('a window that answers keeps its trees when a newer host of its workspace starts (two windows, one workspace)', async () => {
@@ -118,7 +135,7 @@ describe('window takeover', () => {
     assert.ok(stale);
     const l = lease(dir, window, gone);
     l.register();
-    assert.ok(!fs.existsSync(path.join(dir, stale)), 'a gone host\'s registration is removed');
+    assert.ok(!fs.existsSync(path.join(dir, stale)), "a gone host's registration is removed");
     l.setActive(true);
     await waitFor('a first answer', () => window.probes > 1);
     window.silence();
@@ -133,7 +150,7 @@ describe('window takeover', () => {
       ['a symlink', () => fs.symlinkSync('/etc/passwd', planted)],
     ];
     const foreign = process.getuid?.() === 0;
-    if (foreign) kinds.push(['another user\'s file', () => (fs.writeFileSync(planted, ''), fs.chownSync(planted, 12345, 12345))]);
+    if (foreign) kinds.push(["another user's file", () => (fs.writeFileSync(planted, ''), fs.chownSync(planted, 12345, 12345))]);
     try {
       for (const [what, plant] of kinds) {
         plant();

@@ -7,6 +7,7 @@
 import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
+import { createRequire } from 'module';
 import * as path from 'path';
 import { formatOwnerSpec, OWNER_EXIT_WAIT_MS, processCore, RecordStore, TreeOwner, WATCHDOG_VARIABLE } from '../../src/proc';
 import { sweep } from './recordHelpers';
@@ -75,7 +76,7 @@ describe("the owner's watchdog", () => {
       run.child.kill('SIGKILL');
       assert.deepStrictEqual(await waitAllDead(pids, 10_000), [], 'every member ended');
       const deadAfter = ms(killed);
-      await waitFor('the record (and the sweep\'s claim of it) to be removed', () => fs.readdirSync(records).length === 0);
+      await waitFor("the record (and the sweep's claim of it) to be removed", () => fs.readdirSync(records).length === 0);
       console.log(`      (${pids.length} processes dead ${deadAfter} ms after the SIGKILL, record gone after ${ms(killed)} ms)`);
       await waitFor('the watchdog to exit', () => !table.read(watchdog));
       assert.deepStrictEqual(fs.readdirSync(records), []);
@@ -120,7 +121,9 @@ describe("the owner's watchdog", () => {
     let pty: { pid: number; kill(signal?: string): void } | undefined;
     if (fs.existsSync(nodePty)) {
       pty = (
-        require(nodePty) as { spawn(file: string, args: string[], options: object): { pid: number; kill(signal?: string): void } }
+        createRequire(__filename)(nodePty) as {
+          spawn(file: string, args: string[], options: object): { pid: number; kill(signal?: string): void };
+        }
       ).spawn('sleep', ['60'], {});
       children.push(pty.pid);
     }
@@ -329,7 +332,7 @@ describe("the owner's watchdog", () => {
   });
 });
 
-describe('the watchdog\'s command line', () => {
+describe("the watchdog's command line", () => {
   it('parses sweep --owner PID:START_KEY and run --no-watchdog; rejects a bad owner with exit 2', async () => {
     const sweep = parseArgs(['sweep', '--owner', '4242:123456', '--records', '/x']);
     assert.deepStrictEqual(sweep.command === 'sweep' && sweep.owner, { pid: 4242, startKey: 123456 });
@@ -337,7 +340,11 @@ describe('the watchdog\'s command line', () => {
     assert.strictEqual(run.command === 'run' && run.watchdog, false);
     assert.strictEqual((parseArgs(['run', '--', 'true']) as { watchdog: boolean }).watchdog, true);
     for (const bad of ['4242', '0:1', 'x:1', '4242:', '4242:1:2', '-1:5']) {
-      assert.throws(() => parseArgs(['sweep', '--owner', bad]), (e: Error) => e instanceof UsageError && /--owner takes PID:START_KEY/.test(e.message), bad);
+      assert.throws(
+        () => parseArgs(['sweep', '--owner', bad]),
+        (e: Error) => e instanceof UsageError && /--owner takes PID:START_KEY/.test(e.message),
+        bad,
+      );
     }
     assert.throws(() => parseArgs(['ps', '--owner', '1:1']), /does not apply to 'ps'/);
     const r = await runCli(['sweep', '--owner', 'nonsense', '--records', tmpDir()]);
