@@ -8,8 +8,8 @@
  *
  * So each host says which window it serves, and the old one gives up its trees when both hold:
  *   1. a newer host of the same window key registered: a file `window-<key>-<pid>-<start key>` in the records
- *      folder, written at activation. The key is derived from what survives a reload: the remote authority and
- *      the workspace (its file, or its folders), so two windows open on one workspace share it;
+ *      folder, written at activation. The key is derived from what survives a reload (the extension uses the
+ *      window id it keeps in workspaceState), so two windows open on one workspace share it;
  *   2. its own window no longer answers, and last answered before that newer host started. While it owns trees,
  *      a host sends its window a cheap round trip every second (one at a time, never piling up while
  *      disconnected); the window counts as silent once one has waited `silentMs` (3 s: a background tab's timers
@@ -33,7 +33,7 @@ import { ProcessIdentity } from './watchdog';
 export const WINDOW_FILE_PREFIX = 'window-';
 const WINDOW_FILE = /^window-([0-9a-f]{16})-(\d{1,10})-(\d{1,20})$/;
 
-/** A short, stable key for a window's identity (remote authority + workspace), safe in a file name. */
+/** A short, stable key for a window's identity (whatever survives its reloads), safe in a file name. */
 export function windowKey(identity: string): string {
   return crypto.createHash('sha256').update(identity).digest('hex').slice(0, 16);
 }
