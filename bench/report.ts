@@ -5,7 +5,7 @@ import { fmt, fmtSummary, summarize as summarizeNumbers } from './lib';
 import { REACH_TITLES, ReachResults } from './reach';
 import { LevelResult, SnapshotMethod, SnapshotResults } from './snapshot';
 import { SweepResults } from './sweep';
-import { WATCHDOG_TITLES, WatchdogResults } from './watchdog';
+import { RELOAD_HOST, WATCHDOG_TITLES, WatchdogResults } from './watchdog';
 
 /** From /work/shared/notes/perf-baseline.md: C, stat for every pid, ~1100 processes. */
 export const C_REFERENCE_MS = 10.7;
@@ -350,7 +350,7 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
       md.push('');
     }
     if (w.reload) {
-      md.push('Reloads (integration suite, phase 5, real host): ms from the reload request until the old window\'s processes were gone and its record removed; sweeps off, so the old host\'s shutdown, its watchdog or the takeover did it.', '');
+      md.push(`Reloads (integration suite, phase 5, real host: \`--host ${RELOAD_HOST}\`): ms from the reload request until the old window's processes were gone and its record removed; sweeps off, so the old host's shutdown, its watchdog or the takeover did it.`, '');
       if (w.reload.runs.length === 0) md.push(`Not measured: ${w.reload.error}.`, '');
       else {
         md.push('| how | runs | processes gone, ms | record removed, ms | old host outlived the cleanup (taken over) |', '|---|---|---|---|---|');

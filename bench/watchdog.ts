@@ -54,6 +54,9 @@ export interface WatchdogResults {
   reload?: { runs: { how: string; processesMs: number; recordMs: number; hostGoneMs: number | null }[]; error?: string };
 }
 
+/** The real host the reload loop runs in (scripts/host/hosts.json): VS Code 1.100.3, the oldest supported. */
+export const RELOAD_HOST = 'oldest';
+
 const OWNER = path.join(REPO, 'out', 'bench', 'watchdogOwner.js');
 const CLI = path.join(REPO, 'dist', 'cli.js');
 const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');
@@ -204,6 +207,8 @@ export function runReloadLoop(reloads: number, crashes: number): NonNullable<Wat
     process.execPath,
     [
       path.join(REPO, 'scripts', 'host', 'runTests.js'),
+      '--host',
+      RELOAD_HOST,
       '--phases',
       '5',
       '--env',
