@@ -344,7 +344,7 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
       md.push('');
     }
     if (w.death.length) {
-      md.push('Death to clean: `agent-trees run` SIGKILLed with its tree running (a setsid child; a SIGTERM-ignoring tree, which waits out the watchdog\'s 1 s grace), ms from the SIGKILL.', '');
+      md.push('Death to clean: `agent-trees run` SIGKILLed with its tree running (a setsid child; a SIGTERM-ignoring tree, which waits out the watchdog\'s 0.5 s grace), ms from the SIGKILL.', '');
       md.push('| tree | all members dead, ms | record removed, ms | runs | not clean after 10 s |', '|---|---|---|---|---|');
       for (const d of w.death) md.push(`| ${d.tree} | ${fmtSummary(d.deadMs, 0)} | ${fmtSummary(d.recordMs, 0)} | ${d.deadMs.n} | ${d.failures} |`);
       md.push('');

@@ -28,8 +28,8 @@ import { OwnerInfo } from './records';
 /** Every watchdog carries `AGENT_TREES_WATCHDOG=<owner pid>:<owner start key>`: leak checks find it by this. */
 export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';
 
-/** Grace the dead owner's trees get between SIGTERM and SIGKILL: short, so everything ends within ~2 s. */
-export const WATCHDOG_GRACE_MS = 1000;
+/** Grace the dead owner's trees get between SIGTERM and SIGKILL: short, so everything ends within 2 s even on a loaded machine (a Node start there can take 0.5-1 s). */
+export const WATCHDOG_GRACE_MS = 500;
 
 /** How long the watchdog waits for the owner to finish exiting after the pipe closed (it closes first). */
 export const OWNER_EXIT_WAIT_MS = 5000;
