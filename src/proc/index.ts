@@ -15,6 +15,8 @@ export * from './windowsKill';
 export * from './treeKiller';
 export * from './core';
 export * from './spawn';
+export * from './pty';
+export * from './ptyFlow';
 export * from './owner';
 export * from './sweep';
 export * from './recordedTrees';

@@ -13,15 +13,17 @@ import { Logger, silentLogger } from './log';
 import { resolveMembers } from './members';
 import { freshProcessTable, ProcessInfo, Snapshot } from './processTable';
 import { OwnerInfo, RecordStore, setAsidePreviousRecord, TreeRecord, UntrustedFileError } from './records';
-import { SpawnError, spawnTree, SpawnTreeOptions } from './spawn';
+import { PtyRoot, PtySpawnOptions, spawnPtyTree } from './pty';
+import { SpawnedTree, SpawnError, spawnTree, SpawnTreeOptions, TreeRoot } from './spawn';
 import type { TreeQuery } from './treeMembers';
 import { Watchdog, WatchdogOptions } from './watchdog';
 
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
 
-export interface OwnedTree {
+/** An owned tree; its root is a ChildProcess (pipes, inherited stdio) or a PtyRoot (a pseudo-terminal). */
+export interface OwnedTree<R extends TreeRoot = TreeRoot> {
   readonly record: TreeRecord;
-  readonly child: ChildProcess;
+  readonly child: R;
   readonly tier: 'cgroup' | 'group';
   state: TreeState;
   /** How the root ended, once it has. */
@@ -116,7 +118,20 @@ export class TreeOwner extends EventEmitter {
   }
 
   /** Spawns an owned tree and records it before returning. Throws SpawnError when nothing could start. */
-  spawn(options: OwnerSpawnOptions): OwnedTree {
+  spawn(options: OwnerSpawnOptions): OwnedTree<ChildProcess> {
+    this.checkCanSpawn();
+    const { deadline, ...spawnOptions } = options;
+    return this.spawnWatched(() => spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core), deadline);
+  }
+
+  /** Spawns an owned tree on a pseudo-terminal of its own (pty.ts), recorded like any other. */
+  spawnTerminal(options: PtySpawnOptions & Pick<OwnerSpawnOptions, 'deadline'>): OwnedTree<PtyRoot> {
+    this.checkCanSpawn();
+    const { deadline, ...spawnOptions } = options;
+    return this.spawnWatched(() => spawnPtyTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core), deadline);
+  }
+
+  private checkCanSpawn(): void {
     if (this.disposed) throw new Error('this tree owner has been disposed');
     try {
       this.store.ensureDir();
@@ -134,18 +149,25 @@ export class TreeOwner extends EventEmitter {
         'EINVAL',
       );
     }
-    const { deadline, ...spawnOptions } = options;
+  }
+
+  /** Starts a root through `start`, watched by the watchdog from before the tree exists, and owns it. */
+  private spawnWatched<R extends TreeRoot>(start: () => SpawnedTree<R>, deadline: number | undefined): OwnedTree<R> {
     // Watching before the tree exists, so no moment of it goes unwatched.
     this.startWatchdog();
-    let spawned;
+    let spawned: SpawnedTree<R>;
     try {
-      spawned = spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core);
+      spawned = start();
     } catch (e) {
       if (this.trees.size === 0) this.stopWatchdog();
       throw e;
     }
     if (deadline !== undefined) spawned.record.deadline = Math.round(deadline);
-    const tree: OwnedTree = { record: spawned.record, child: spawned.child, tier: spawned.tier, state: 'running' };
+    return this.adopt(spawned);
+  }
+
+  private adopt<R extends TreeRoot>(spawned: SpawnedTree<R>): OwnedTree<R> {
+    const tree: OwnedTree<R> = { record: spawned.record, child: spawned.child, tier: spawned.tier, state: 'running' };
     this.trees.set(tree.record.id, tree);
     this.writeRecord();
     const r = tree.record;
@@ -247,9 +269,13 @@ export class TreeOwner extends EventEmitter {
     return reports;
   }
 
-  /** Looks once at every tree whose root has exited; drops those with no live member. */
+  /**
+   * Looks once at every tree whose root has exited (or that is being killed); drops those with no live member.
+   * A running tree waits for its root's exit to be reported (a pseudo-terminal reports it once the output is
+   * drained), so a tree never ends before its root's exit is known.
+   */
   checkAll(snap: Snapshot = this.core.table.snapshot()): void {
-    for (const tree of this.trees.values()) this.checkEnded(tree, snap);
+    for (const tree of this.trees.values()) if (tree.state !== 'running') this.checkEnded(tree, snap);
   }
 
   private checkEnded(tree: OwnedTree, snap?: Snapshot): void {

@@ -28,14 +28,41 @@ export interface SpawnTreeOptions {
   cgroups?: CgroupMode;
 }
 
-export interface SpawnedTree {
-  child: ChildProcess;
+/**
+ * What the owner needs from a tree's root: its pid and its exit. A `ChildProcess` (pipes) is one; so is a
+ * pseudo-terminal's root (`PtyRoot`, pty.ts). Neither is ever asked to signal: kills go through kill.ts only.
+ */
+export interface TreeRoot {
+  readonly pid?: number;
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  on(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
+  on(event: 'error', listener: (error: Error) => void): this;
+}
+
+export interface SpawnedTree<R extends TreeRoot = ChildProcess> {
+  child: R;
   record: TreeRecord;
   /** 'cgroup' when the tree has its own cgroup, else 'group' (process group + session + descendants + tag). */
   tier: 'cgroup' | 'group';
   /** Why the tree did not get a cgroup, when it did not. */
   tierNote?: string;
 }
+
+/** How to start a root: the command line (through the cgroup launcher when there is one), folder and environment. */
+export interface RootLaunch {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Starts a root in a session and process group of its own. `sessionLeader`: the root leads its own session and
+ * group from its first instruction on (forkpty), so the record takes pid as pgid and sid rather than reading
+ * them from /proc, where the fork may not have reached its setsid() yet.
+ */
+export type RootStarter<R extends TreeRoot> = (launch: RootLaunch) => { root: R; sessionLeader?: boolean };
 
 /** A spawn that could not start: bad arguments or a missing executable. Nothing was started. */
 export class SpawnError extends Error {
@@ -93,7 +120,31 @@ export function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: 
 }
 
 /** Spawns `command` as the root of a new owned tree and returns its record. Throws SpawnError before spawning. */
-export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 'cgroupTier'> = processCore()): SpawnedTree {
+export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 'cgroupTier'> = processCore()): SpawnedTree<ChildProcess> {
+  return spawnTreeWith(
+    options,
+    (launch) => ({
+      root: spawn(launch.file, launch.args, {
+        cwd: launch.cwd,
+        env: launch.env,
+        stdio: options.stdio ?? 'pipe',
+        detached: true, // POSIX: setsid(); Windows: a new process group
+        windowsHide: true,
+      }),
+    }),
+    core,
+  );
+}
+
+/**
+ * The checks a spawn makes before it starts anything (tree id, working folder, executable), so a front end can
+ * report a bad definition before it opens a terminal for it. Throws SpawnError.
+ */
+export function checkSpawn(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env'>): void {
+  prepare(options);
+}
+
+function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env'>): { id: string; cwd: string; env: NodeJS.ProcessEnv; executable: string } {
   const id = options.id ?? newTreeId();
   if (!ID_PATTERN.test(id)) throw new SpawnError(`tree id "${id}": use letters, digits, '.', '_' and '-' only`, 'EINVAL');
   const cwd = options.cwd ?? process.cwd();
@@ -108,8 +159,20 @@ export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 
     else env[k] = v;
   }
   env[TREE_ID_VARIABLE] = id;
+  return { id, cwd, env, executable: resolveExecutable(options.command, env, cwd) };
+}
+
+/**
+ * The one path every owned tree starts through, whatever its stdio: tag, cgroup launcher, root identity, record.
+ * `start` starts the root (pipes: spawnTree; a pseudo-terminal: pty.ts) or throws.
+ */
+export function spawnTreeWith<R extends TreeRoot>(
+  options: SpawnTreeOptions,
+  start: RootStarter<R>,
+  core: Pick<Core, 'table' | 'cgroupTier'> = processCore(),
+): SpawnedTree<R> {
+  const { id, cwd, env, executable } = prepare(options);
   const args = options.args ?? [];
-  const executable = resolveExecutable(options.command, env, cwd);
 
   let file = executable;
   let argv = args;
@@ -131,19 +194,14 @@ export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 
   }
 
   const spawnedAt = Date.now();
-  let child: ChildProcess;
+  let started: { root: R; sessionLeader?: boolean };
   try {
-    child = spawn(file, argv, {
-      cwd,
-      env,
-      stdio: options.stdio ?? 'pipe',
-      detached: true, // POSIX: setsid(); Windows: a new process group
-      windowsHide: true,
-    });
+    started = start({ file, args: argv, cwd, env });
   } catch (e) {
     if (cgroup) removeCgroup(cgroup);
     throw new SpawnError(`${options.command}: ${(e as Error).message}`, 'EINVAL');
   }
+  const child = started.root;
   if (child.pid === undefined) {
     if (cgroup) removeCgroup(cgroup);
     // The 'error' event follows; keep it from being an unhandled error.
@@ -153,13 +211,14 @@ export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 
   const root = core.table.read(child.pid);
   const rootStartTime = root ? root.startTime : spawnedAt;
   const ticks = bootTicksOf(root);
+  const ownGroup = started.sessionLeader || process.platform === 'win32';
   const record: TreeRecord = {
     id,
     label: options.label ?? path.basename(options.command),
     command: [options.command, ...args],
     rootPid: child.pid,
-    pgid: process.platform === 'win32' ? child.pid : (root?.pgid ?? child.pid),
-    sid: process.platform === 'win32' ? child.pid : (root?.sid ?? child.pid),
+    pgid: ownGroup ? child.pid : (root?.pgid ?? child.pid),
+    sid: ownGroup ? child.pid : (root?.sid ?? child.pid),
     rootStartTime,
     // Never earlier than the latest moment the root can have started, with one more precision step for the
     // boot-time estimate of another process (the sweeper's), so the sweep's "leader started no later than

@@ -1,0 +1,188 @@
+/**
+ * Owned trees on a pseudo-terminal of their own. Interactive agent CLIs (Claude Code, Codex, Gemini, Aider) need
+ * a terminal: on pipes they refuse to start or drop to a print mode. The root is spawned through the same path as
+ * every tree (spawn.ts: tag, cgroup launcher, record) by `@lydell/node-pty`, a prebuilt N-API module (one binary
+ * serves Node and Electron, no compiler), never VS Code's own node-pty. forkpty() makes the root the leader of
+ * a new session with the terminal as its controlling tty, so its group is the terminal's foreground group:
+ * Ctrl-C, Ctrl-Z and Ctrl-D are the tty's business, as in any terminal.
+ *
+ * Nothing here signals a process: node-pty's kill() and destroy() (which SIGHUPs a pid that may have been
+ * reused) are never called. Kills go through kill.ts; the master side closes by itself once the root exits.
+ */
+import { EventEmitter } from 'events';
+import * as os from 'os';
+import { ChildProcess } from 'child_process';
+import { Core, processCore } from './core';
+import { SpawnedTree, SpawnError, spawnTreeWith, SpawnTreeOptions, TreeRoot } from './spawn';
+
+/** The part of `@lydell/node-pty`'s IPty this module uses. */
+interface NodePty {
+  readonly pid: number;
+  readonly cols: number;
+  readonly rows: number;
+  onData(listener: (data: string | Buffer) => void): unknown;
+  onExit(listener: (e: { exitCode: number; signal?: number }) => void): unknown;
+  write(data: string | Buffer): void;
+  resize(cols: number, rows: number): void;
+  pause(): void;
+  resume(): void;
+  on(event: 'error', listener: (e: Error) => void): void;
+}
+
+interface NodePtyModule {
+  spawn(file: string, args: string[], options: {
+    name: string; cols: number; rows: number; cwd: string; env: NodeJS.ProcessEnv; encoding: string | null;
+  }): NodePty;
+}
+
+/** The module, or why there is none (the caller falls back to pipes and says so). */
+export interface PtyAvailability {
+  module?: NodePtyModule;
+  problem?: string;
+}
+
+let cached: PtyAvailability | undefined;
+
+/** Loads `@lydell/node-pty` once (see `loadPtyWith`). */
+export function loadPty(): PtyAvailability {
+  return (cached ??= loadPtyWith(() => require('@lydell/node-pty')));
+}
+
+/**
+ * Loads the module through `load` and says why not, when not. Windows keeps pipes: ConPTY and its console host
+ * have not been tried with the Windows kill path (taskkill /T from the root).
+ */
+export function loadPtyWith(load: () => unknown, platform: NodeJS.Platform = process.platform): PtyAvailability {
+  if (platform === 'win32') return { problem: 'pseudo-terminals are used on Linux and macOS; on Windows agents run on pipes' };
+  try {
+    const m = load() as Partial<NodePtyModule> | undefined;
+    return typeof m?.spawn === 'function' ? { module: m as NodePtyModule } : { problem: 'cannot load @lydell/node-pty: it has no spawn()' };
+  } catch (e) {
+    const first = String((e as Error)?.message ?? e).split('\n').find((l) => l.trim()) ?? 'unknown error';
+    return { problem: `cannot load @lydell/node-pty (${platform}-${process.arch}): ${first}` };
+  }
+}
+
+/** Why agents cannot get a pseudo-terminal here, or undefined when they can. */
+export function ptyProblem(): string | undefined {
+  return loadPty().problem;
+}
+
+export const DEFAULT_COLS = 80;
+export const DEFAULT_ROWS = 24;
+
+/** A terminal size the kernel accepts (1..65535 each); anything else becomes the default. */
+export function clampSize(cols: number | undefined, rows: number | undefined): { cols: number; rows: number } {
+  const fit = (n: number | undefined, d: number) => (typeof n === 'number' && Number.isFinite(n) && n >= 1 ? Math.min(Math.floor(n), 65535) : d);
+  return { cols: fit(cols, DEFAULT_COLS), rows: fit(rows, DEFAULT_ROWS) };
+}
+
+/**
+ * The root of a tree on a pseudo-terminal, as the owner sees any root (pid, exitCode, signalCode, 'exit',
+ * 'error'), plus the terminal's side: 'data' (output), write (input, raw), resize, pause/resume (flow control).
+ * It has no kill: see kill.ts.
+ */
+export class PtyRoot extends EventEmitter implements TreeRoot {
+  readonly pid: number;
+  exitCode: number | null = null;
+  signalCode: NodeJS.Signals | null = null;
+  private exited = false;
+
+  constructor(private readonly pty: NodePty) {
+    super();
+    this.pid = pty.pid;
+    // A second 'error' listener keeps node-pty from throwing. EIO is how the master side learns that the
+    // terminal's last holder has gone (the normal end); EAGAIN is a retry.
+    pty.on('error', (e) => {
+      const code = (e as NodeJS.ErrnoException).code ?? '';
+      if (code.includes('EIO') || code.includes('EAGAIN')) return;
+      if (this.listenerCount('error') > 0) this.emit('error', e);
+    });
+    pty.onData((data) => this.emit('data', data));
+    // node-pty reports the exit once the output is drained (or 200 ms after, if other processes hold the tty).
+    pty.onExit(({ exitCode, signal }) => {
+      this.exited = true;
+      const name = signal ? (Object.entries(os.constants.signals).find(([, n]) => n === signal)?.[0] as NodeJS.Signals | undefined) : undefined;
+      this.signalCode = signal ? name ?? null : null;
+      this.exitCode = signal ? null : exitCode;
+      this.emit('exit', this.exitCode, this.signalCode);
+    });
+  }
+
+  get cols(): number {
+    return this.pty.cols;
+  }
+
+  get rows(): number {
+    return this.pty.rows;
+  }
+
+  get hasExited(): boolean {
+    return this.exited;
+  }
+
+  /** Input as typed: raw bytes, the tty's line discipline does the rest. */
+  write(data: string | Buffer): void {
+    if (!this.exited) this.pty.write(data);
+  }
+
+  /** A new window size: the kernel sends SIGWINCH to the terminal's foreground group. */
+  resize(cols: number, rows: number): void {
+    const size = clampSize(cols, rows);
+    if (this.exited || (size.cols === this.pty.cols && size.rows === this.pty.rows)) return;
+    try {
+      this.pty.resize(size.cols, size.rows);
+    } catch {
+      /* the terminal is closing: nothing to resize */
+    }
+  }
+
+  /** Stops reading output: once the kernel's buffer is full the agent's writes block (flow control). */
+  pause(): void {
+    if (!this.exited) this.pty.pause();
+  }
+
+  resume(): void {
+    if (!this.exited) this.pty.resume();
+  }
+}
+
+export interface PtySpawnOptions extends Omit<SpawnTreeOptions, 'stdio'> {
+  cols?: number;
+  rows?: number;
+  /** 'utf8' (default): output as strings, decoded across chunk boundaries; null: raw Buffers (a relay). */
+  encoding?: 'utf8' | null;
+}
+
+/** The terminal type when the environment names none: what VS Code's own terminals set. */
+export const DEFAULT_TERM = 'xterm-256color';
+
+/**
+ * Spawns an owned tree whose root runs on a new pseudo-terminal. Throws SpawnError when nothing could start,
+ * including when the module cannot load (check `ptyProblem()` first to fall back to pipes).
+ */
+export function spawnPtyTree(options: PtySpawnOptions, core: Pick<Core, 'table' | 'cgroupTier'> = processCore()): SpawnedTree<PtyRoot> {
+  const { module, problem } = loadPty();
+  if (!module) throw new SpawnError(problem!, 'EINVAL');
+  const size = clampSize(options.cols, options.rows);
+  return spawnTreeWith<PtyRoot>(options, (launch) => {
+    const env = { ...launch.env };
+    // A size inherited from the spawning process would contradict the terminal's own.
+    delete env.COLUMNS;
+    delete env.LINES;
+    const pty = module.spawn(launch.file, launch.args, {
+      name: env.TERM || DEFAULT_TERM,
+      cols: size.cols,
+      rows: size.rows,
+      cwd: launch.cwd,
+      env,
+      encoding: options.encoding === undefined ? 'utf8' : options.encoding,
+    });
+    return { root: new PtyRoot(pty), sessionLeader: true };
+  }, core);
+}
+
+/** Whether a tree's root is on a pseudo-terminal. */
+export function isPtyRoot(root: TreeRoot | ChildProcess): root is PtyRoot {
+  return root instanceof PtyRoot;
+}
