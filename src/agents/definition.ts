@@ -4,6 +4,8 @@
  */
 
 export type AgentKind = 'agent' | 'mcp';
+/** What the agent's stdin, stdout and stderr are: a pseudo-terminal of its own, or pipes. */
+export type TerminalMode = 'pty' | 'pipe';
 
 export interface AgentDefinition {
   name: string;
@@ -14,6 +16,20 @@ export interface AgentDefinition {
   /** Seconds until the whole tree is killed; 0 = never. Defaults to `agentTrees.defaultTimeoutSeconds`. */
   timeoutSeconds?: number;
   kind?: AgentKind;
+  /** Default: 'pty' for agents, 'pipe' for MCP servers (stdio is their protocol) and headless runs. */
+  terminal?: TerminalMode;
+  /** Whether a terminal opens at launch (default: agents yes, MCP servers no); Show Agent Terminal opens one later. */
+  showTerminal?: boolean;
+}
+
+/** The agent's stdio: the definition's choice, else a terminal for agents and pipes for MCP servers. */
+export function terminalModeOf(def: Pick<AgentDefinition, 'kind' | 'terminal'>): TerminalMode {
+  return def.terminal ?? (def.kind === 'mcp' ? 'pipe' : 'pty');
+}
+
+/** Whether a terminal opens at launch: the definition's choice, else agents yes and MCP servers no. */
+export function showsTerminal(def: Pick<AgentDefinition, 'kind' | 'showTerminal'>): boolean {
+  return def.showTerminal ?? def.kind !== 'mcp';
 }
 
 export class DefinitionError extends Error {
@@ -22,7 +38,7 @@ export class DefinitionError extends Error {
   }
 }
 
-const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind']);
+const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind', 'terminal', 'showTerminal']);
 
 /**
  * Checks one entry. `where` names it in messages (e.g. `agentTrees.agents[2] ("codex")`).
@@ -65,6 +81,16 @@ export function validateDefinition(value: unknown, where: string): AgentDefiniti
   if (v.kind !== undefined) {
     if (v.kind !== 'agent' && v.kind !== 'mcp') throw new DefinitionError(entry, 'kind', 'must be "agent" or "mcp"');
     def.kind = v.kind;
+  }
+  if (v.terminal !== undefined) {
+    if (v.terminal !== 'pty' && v.terminal !== 'pipe') {
+      throw new DefinitionError(entry, 'terminal', 'must be "pty" (a terminal of its own) or "pipe" (stdin, stdout and stderr on pipes)');
+    }
+    def.terminal = v.terminal;
+  }
+  if (v.showTerminal !== undefined) {
+    if (typeof v.showTerminal !== 'boolean') throw new DefinitionError(entry, 'showTerminal', 'must be true or false');
+    def.showTerminal = v.showTerminal;
   }
   return def;
 }

@@ -1,10 +1,13 @@
 /**
  * Agent runs: launched agents and MCP servers, each an owned tree with a name, a deadline and a state, and the
- * recent output kept so a terminal can show it. Pure Node (no `vscode`): the extension shows what this holds.
+ * recent output kept so a terminal can show it. An agent runs on a pseudo-terminal of its own (pty.ts) unless
+ * its definition asks for pipes, as MCP servers and headless runs do; where no pseudo-terminal can be had it
+ * runs on pipes and says why. Pure Node (no `vscode`): the extension shows what this holds.
  */
+import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { KillReport, Logger, OwnedTree, silentLogger, TreeOwner } from '../proc';
-import { AgentDefinition, AgentKind } from './definition';
+import { checkSpawn, DEFAULT_TERM, KillReport, Logger, OwnedTree, PtyRoot, ptyProblem, silentLogger, TreeOwner } from '../proc';
+import { AgentDefinition, AgentKind, TerminalMode, terminalModeOf } from './definition';
 
 export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'failed';
 
@@ -55,15 +58,27 @@ export class AgentRun {
   endedAt: number | undefined;
   exitCode: number | null | undefined;
   exitSignal: NodeJS.Signals | null | undefined;
-  /** Processes the last kill ended. */
+  /** Processes the kills of this run ended (each kill's report counted once). */
   ended = 0;
   /** Whether the tree still has live members (the root may have exited before its helpers). */
   live = true;
+  /** Kills of this run that have not reported yet: how it ended is told only after they have. */
+  pendingKills = 0;
   readonly output = new OutputBuffer();
   /** The pending deadline check (a Clock handle). */
   timer: unknown;
+  /** Set once the ending has been told (the `finished` event). */
+  told = false;
 
-  constructor(readonly definition: AgentDefinition, readonly tree: OwnedTree, readonly timeoutSeconds: number) {}
+  constructor(
+    readonly definition: AgentDefinition,
+    readonly tree: OwnedTree,
+    readonly timeoutSeconds: number,
+    /** The agent's stdio as it got it. */
+    readonly io: TerminalMode = 'pipe',
+    /** Why it is on pipes although it asked for a terminal. */
+    readonly ioNote?: string,
+  ) {}
 
   get id(): string {
     return this.tree.record.id;
@@ -75,7 +90,48 @@ export class AgentRun {
     return this.definition.kind ?? 'agent';
   }
 
-  /** One line saying how the run ended, for its terminal and the log. */
+  /** Its tree is empty and every kill has reported: how it ended will not change. */
+  get finished(): boolean {
+    return !this.live && this.pendingKills === 0;
+  }
+
+  /** The pseudo-terminal's root, for a run on one. */
+  get pty(): PtyRoot | undefined {
+    return this.tree.child instanceof PtyRoot ? this.tree.child : undefined;
+  }
+
+  private get pipes(): ChildProcess | undefined {
+    return this.tree.child instanceof PtyRoot ? undefined : (this.tree.child as unknown as ChildProcess);
+  }
+
+  /** Input for the agent: raw into its terminal, or onto its stdin pipe. */
+  write(data: string): void {
+    if (this.pty) this.pty.write(data);
+    else if (this.pipes?.stdin?.writable) this.pipes.stdin.write(data);
+  }
+
+  /** End of input on pipes (on a terminal, Ctrl-D is the tty's business). */
+  endInput(): void {
+    this.pipes?.stdin?.end();
+  }
+
+  /** A new window size (terminal runs only): the agent gets it with SIGWINCH. */
+  resize(cols: number, rows: number): void {
+    this.pty?.resize(cols, rows);
+  }
+
+  /** Stops and restarts reading the agent's output (flow control towards a slow terminal). */
+  pauseOutput(): void {
+    if (this.pty) this.pty.pause();
+    else for (const s of [this.pipes?.stdout, this.pipes?.stderr]) s?.pause();
+  }
+
+  resumeOutput(): void {
+    if (this.pty) this.pty.resume();
+    else for (const s of [this.pipes?.stdout, this.pipes?.stderr]) s?.resume();
+  }
+
+  /** One line saying how the run ended, for its terminal, the log and the notification alike. */
   endingText(): string {
     switch (this.state) {
       case 'timed out':
@@ -97,15 +153,19 @@ export class AgentRun {
 export interface LaunchOptions {
   /** Where the run's working folder defaults to. */
   defaultCwd?: string;
+  /** The terminal's size at start (terminal runs); 80x24 when unknown. */
+  size?: { cols: number; rows: number };
 }
 
 /**
  * Events: `changed` (run) whenever a run's state, deadline or liveness changes; `ended` (run) once its tree is
- * empty; `output` is on each run's OutputBuffer.
+ * empty; `finished` (run) once, when it is over and its kills have reported (its ending line is final);
+ * `pruned` (run) when an ended run is forgotten; `output` is on each run's OutputBuffer.
  */
 export class AgentRuns extends EventEmitter {
   private readonly runs = new Map<string, AgentRun>();
   private readonly log: Logger;
+  private ptyWarned = false;
 
   constructor(readonly owner: TreeOwner, private readonly settings: () => RunSettings, log?: Logger, private readonly clock: Clock = systemClock) {
     super();
@@ -118,52 +178,80 @@ export class AgentRuns extends EventEmitter {
       this.clearTimer(run);
       this.emit('changed', run);
       this.emit('ended', run);
+      this.settle(run);
     });
+  }
+
+  /** The stdio a definition gets here: a terminal where asked for and available, else pipes (and why). */
+  ioFor(definition: AgentDefinition): { io: TerminalMode; note?: string } {
+    if (terminalModeOf(definition) === 'pipe') return { io: 'pipe' };
+    const problem = ptyProblem();
+    return problem ? { io: 'pipe', note: problem } : { io: 'pty' };
+  }
+
+  /** What launching would check before starting anything. Throws SpawnError. */
+  check(definition: AgentDefinition, options: LaunchOptions = {}): void {
+    checkSpawn({ command: definition.command, cwd: definition.cwd ?? options.defaultCwd, env: definition.env });
   }
 
   /** Launches a definition. Throws SpawnError (nothing started) when the command cannot run. */
   launch(definition: AgentDefinition, options: LaunchOptions = {}): AgentRun {
     const s = this.settings();
-    const tree = this.owner.spawn({
+    const { io, note } = this.ioFor(definition);
+    if (note && !this.ptyWarned) {
+      this.ptyWarned = true;
+      this.log.warn(`agents run on pipes, without a terminal of their own: ${note}`);
+    }
+    const common = {
       command: definition.command,
       args: definition.args ?? [],
       label: definition.name,
       cwd: definition.cwd ?? options.defaultCwd,
-      env: definition.env,
-      stdio: 'pipe',
-    });
+    };
+    const tree: OwnedTree = io === 'pty'
+      // TERM and COLORTERM as VS Code's own terminals set them; the definition's env may say otherwise.
+      ? this.owner.spawnTerminal({ ...common, env: { TERM: DEFAULT_TERM, COLORTERM: 'truecolor', ...definition.env }, cols: options.size?.cols, rows: options.size?.rows })
+      : this.owner.spawn({ ...common, env: definition.env, stdio: 'pipe' });
     const timeout = definition.timeoutSeconds ?? s.defaultTimeoutSeconds;
-    const run = new AgentRun(definition, tree, timeout);
+    const run = new AgentRun(definition, tree, timeout, io, note);
     this.runs.set(run.id, run);
-    const child = tree.child;
-    child.stdout?.setEncoding('utf8').on('data', (d: string) => run.output.push(d));
-    child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-      run.output.push(d);
-      if (run.kind === 'mcp') for (const line of d.split('\n')) if (line.trim()) this.log.info(`[${run.name}] ${line}`);
-    });
-    child.stdin?.on('error', () => {}); // writing to an agent that exited is not an error of ours
-    child.on('exit', (code, signal) => {
+    const pty = run.pty;
+    if (pty) {
+      pty.on('data', (d: string) => run.output.push(d));
+    } else {
+      const child = tree.child as unknown as ChildProcess;
+      child.stdout?.setEncoding('utf8').on('data', (d: string) => run.output.push(d));
+      child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+        run.output.push(d);
+        if (run.kind === 'mcp') for (const line of d.split('\n')) if (line.trim()) this.log.info(`[${run.name}] ${line}`);
+      });
+      child.stdin?.on('error', () => {}); // writing to an agent that exited is not an error of ours
+    }
+    tree.child.on('exit', (code, signal) => {
       run.exitCode = code;
       run.exitSignal = signal;
-      if (run.state === 'running') {
-        run.state = 'exited';
-        this.log.info(`${run.name} (tree ${run.id}): ${run.endingText()}`);
-      }
+      if (run.state === 'running') run.state = 'exited';
       this.emit('changed', run);
       // What it left running goes too (setting), else the deadline stays while those helpers run.
       if (run.state === 'exited' && this.settings().killDescendantsOnExit) void this.endLeftovers(run);
     });
     if (timeout > 0) this.setDeadline(run, this.clock.now() + timeout * 1000);
-    this.log.info(`launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}` +
+    const size = pty ? `, terminal ${pty.cols}x${pty.rows}` : `, pipes${note ? ` (${note})` : ''}`;
+    this.log.info(`launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}${size}` +
       (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout'));
     this.emit('changed', run);
     return run;
   }
 
-  /** Ctrl-C: SIGINT to the run's process group, as a terminal would send it. */
+  /** Ctrl-C: through the terminal's tty for a terminal run, else SIGINT to the run's process group. */
   interrupt(id: string): boolean {
     const run = this.runs.get(id);
-    return run?.live ? this.owner.interrupt(id) : false;
+    if (!run?.live) return false;
+    if (run.pty) {
+      run.pty.write('\x03');
+      return true;
+    }
+    return this.owner.interrupt(id);
   }
 
   get(id: string): AgentRun | undefined {
@@ -186,18 +274,44 @@ export class AgentRuns extends EventEmitter {
     if (run.live && (run.state === 'running' || run.state === 'exited')) run.state = why;
     this.clearTimer(run);
     this.emit('changed', run);
-    const report = await this.owner.kill(id, graceSeconds * 1000);
-    run.ended += report.signalled;
-    this.log.info(`${run.name} (tree ${id}): ${why}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived` : ''));
-    this.emit('changed', run);
+    const report = await this.ownerKill(run, graceSeconds);
+    if (report.survivors) this.log.warn(`${run.name} (tree ${id}): ${why}: ${report.survivors} processes survived (${report.survivorPids.join(', ')})`);
     return report;
   }
 
   private async endLeftovers(run: AgentRun): Promise<void> {
-    const report = await this.owner.kill(run.id, this.settings().killGraceSeconds * 1000);
-    run.ended += report.signalled;
-    if (report.signalled > 0) this.log.info(`${run.name} (tree ${run.id}): ended ${report.signalled} processes it left running`);
-    this.emit('changed', run);
+    await this.ownerKill(run, this.settings().killGraceSeconds);
+  }
+
+  /**
+   * One kill through the owner. A kill joined to one already running returns the same report, which is
+   * counted once; how the run ended is told once every kill has reported.
+   */
+  private async ownerKill(run: AgentRun, graceSeconds: number): Promise<KillReport> {
+    run.pendingKills++;
+    let report: KillReport | undefined;
+    try {
+      report = await this.owner.kill(run.id, graceSeconds * 1000);
+      if (!this.counted.has(report)) {
+        this.counted.add(report);
+        run.ended += report.signalled;
+      }
+      return report;
+    } finally {
+      run.pendingKills--;
+      this.emit('changed', run);
+      this.settle(run);
+    }
+  }
+
+  private readonly counted = new WeakSet<KillReport>();
+
+  /** Tells how a run ended, once, when it is final: the log's line is the terminal's. */
+  private settle(run: AgentRun): void {
+    if (run.told || !run.finished) return;
+    run.told = true;
+    this.log.info(`${run.name} (tree ${run.id}): ${run.endingText()}`);
+    this.emit('finished', run);
   }
 
   /** Moves a run's deadline `seconds` later (from now, when it had none). */
@@ -209,10 +323,13 @@ export class AgentRuns extends EventEmitter {
     this.log.info(`${run.name} (tree ${id}): deadline extended by ${seconds} s`);
   }
 
-  /** Forgets ended runs beyond the most recent `keep`. */
+  /** Forgets finished runs beyond the most recent `keep` (`pruned` for each). */
   prune(keep = 20): void {
-    const ended = this.list().filter((r) => !r.live).sort((a, b) => (b.endedAt ?? 0) - (a.endedAt ?? 0));
-    for (const run of ended.slice(keep)) this.runs.delete(run.id);
+    const ended = this.list().filter((r) => r.finished).sort((a, b) => (b.endedAt ?? 0) - (a.endedAt ?? 0));
+    for (const run of ended.slice(keep)) {
+      this.runs.delete(run.id);
+      this.emit('pruned', run);
+    }
   }
 
   private setDeadline(run: AgentRun, deadline: number): void {

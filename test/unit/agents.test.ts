@@ -24,7 +24,7 @@ describe('agent definitions', () => {
       'agentTrees.agents[2]: "name" must be a non-empty string',
       'agentTrees.agents[3] ("bad-args"): "args" must be an array of strings',
       'agentTrees.agents[4] ("bad-kind"): "kind" must be "agent" or "mcp"',
-      'agentTrees.agents[5] ("typo"): "timeout" is not a known field (known: name, command, args, cwd, env, timeoutSeconds, kind)',
+      'agentTrees.agents[5] ("typo"): "timeout" is not a known field (known: name, command, args, cwd, env, timeoutSeconds, kind, terminal, showTerminal)',
       'agentTrees.agents[6] ("good"): "name" is used by an earlier entry',
       'agentTrees.agents[7]: "(entry)" must be an object with at least "name" and "command"',
     ]);
@@ -95,14 +95,14 @@ class ManualClock implements Clock {
   }
 }
 
-describe('agent runs (real processes)', () => {
+describe('agent runs on pipes (real processes)', () => {
   const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
   const newRuns = (s = settings) => new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => s);
 
   it('kills the whole tree at the deadline and says so', async () => {
     const runs = newRuns();
     const pidfile = path.join(tmpDir(), 'pids');
-    const run = runs.launch({ name: 'slow', command: FIXTURE, args: ['daemon', pidfile], timeoutSeconds: 0.5 });
+    const run = runs.launch({ name: 'slow', command: FIXTURE, args: ['daemon', pidfile], timeoutSeconds: 0.5, terminal: 'pipe' });
     register(run.tree.child.pid!);
     const pids = await fixturePids(pidfile);
     assert.ok(run.deadline && run.deadline > Date.now());
@@ -116,7 +116,7 @@ describe('agent runs (real processes)', () => {
   it('extends a deadline: nothing happens at the old one, the tree ends at the new one', async () => {
     const clock = new ManualClock();
     const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => settings, undefined, clock);
-    const run = runs.launch({ name: 'sleeper', command: 'sleep', args: ['30'], timeoutSeconds: 0.4 });
+    const run = runs.launch({ name: 'sleeper', command: 'sleep', args: ['30'], timeoutSeconds: 0.4, terminal: 'pipe' });
     register(run.tree.child.pid!);
     const before = run.deadline!;
     assert.strictEqual(before, clock.now() + 400);
@@ -134,7 +134,7 @@ describe('agent runs (real processes)', () => {
 
   it('on exit, ends what the agent left running, keeps its output and says how it ended', async () => {
     const runs = newRuns();
-    const run = runs.launch({ name: 'leaver', command: 'sh', args: ['-c', 'sleep 30 & echo hello; echo bye >&2; exit 3'] });
+    const run = runs.launch({ name: 'leaver', command: 'sh', args: ['-c', 'sleep 30 & echo hello; echo bye >&2; exit 3'], terminal: 'pipe' });
     register(run.tree.child.pid!);
     await waitFor('ended', () => !run.live, 8000);
     assert.strictEqual(run.state, 'exited');
@@ -146,9 +146,9 @@ describe('agent runs (real processes)', () => {
 
   it('sends typed input to the agent and interrupts its group on Ctrl-C', async () => {
     const runs = newRuns();
-    const run = runs.launch({ name: 'cat', command: 'sh', args: ['-c', 'trap "echo got-INT; exit 130" INT; while read line; do echo "you said $line"; done'] });
+    const run = runs.launch({ name: 'cat', command: 'sh', args: ['-c', 'trap "echo got-INT; exit 130" INT; while read line; do echo "you said $line"; done'], terminal: 'pipe' });
     register(run.tree.child.pid!);
-    run.tree.child.stdin!.write('hi\n');
+    run.write('hi\n');
     await waitFor('echo', () => run.output.text().includes('you said hi'));
     assert.strictEqual(runs.interrupt(run.id), true);
     await waitFor('interrupted', () => !run.live, 8000);
