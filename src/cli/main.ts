@@ -15,8 +15,10 @@ import {
   listOwnedTrees,
   localSweepParts,
   ownerInfoOf,
+  OwnedTree,
   OwnerState,
   processCore,
+  ptyProblem,
   RecordStore,
   selfIdentity,
   SpawnError,
@@ -27,6 +29,7 @@ import {
 } from '../proc';
 import { UsageError, parseArgs, ParsedArgs } from './args';
 import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
+import { processTerminal, relayWanted, TtyRelay } from './relay';
 
 const USAGE = `Usage:
   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
@@ -121,16 +124,33 @@ async function run(args: ParsedArgs & { command: 'run' }, records: string): Prom
     watchdog: args.watchdog ? { cliPath: __filename, graceMs: Math.min(args.graceMs, WATCHDOG_GRACE_MS) } : undefined,
   });
   await owner.prepare();
-  let tree;
+  let tree: OwnedTree;
+  let mcpStdin: NodeJS.WritableStream | undefined;
+  // Typed in a terminal (in its foreground): the agent gets a terminal of its own, relayed (relay.ts); otherwise
+  // stdio is passed on. --mcp keeps its stdio: that is the server's protocol.
+  const wanted = !args.mcp && relayWanted();
+  const noPty = wanted ? ptyProblem() : undefined;
+  if (noPty) log.warn(`${noPty}: ${args.cmd[0]} gets this terminal without being its controlling terminal`);
+  let relay: TtyRelay | undefined;
   try {
-    tree = owner.spawn({
+    const spawn = {
       command: args.cmd[0],
       args: args.cmd.slice(1),
       label: args.label,
-      // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
-      stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit',
       deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
-    });
+    };
+    if (wanted && !noPty) {
+      const size = processTerminal().size();
+      const ptyTree = owner.spawnTerminal({ ...spawn, cols: size?.cols, rows: size?.rows, encoding: null });
+      relay = new TtyRelay(ptyTree.child);
+      relay.start();
+      tree = ptyTree;
+    } else {
+      // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
+      const piped = owner.spawn({ ...spawn, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
+      mcpStdin = piped.child.stdin ?? undefined;
+      tree = piped;
+    }
   } catch (e) {
     if (e instanceof SpawnError) {
       process.stderr.write(`agent-trees: ${e.message}\n`);
@@ -149,9 +169,12 @@ async function run(args: ParsedArgs & { command: 'run' }, records: string): Prom
       finishing = true;
       for (const cancel of cancels) cancel();
       if (keep) {
+        relay?.restore();
         owner.release(id);
       } else {
         const report: KillReport = await owner.kill(id, args.graceMs);
+        // After the agent's last output and before ours (raw mode prints no carriage returns).
+        if (relay) await relay.drainAndRestore();
         if (why) log.warn(`${why}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived` : ''));
         else if (report.signalled > 0 || report.survivors > 0) {
           log.info(`ended ${report.signalled} processes ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''));
@@ -168,8 +191,8 @@ async function run(args: ParsedArgs & { command: 'run' }, records: string): Prom
       process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
       void finish(EXIT.usage, '');
     });
-    if (args.mcp) {
-      const toChild = tree.child.stdin!;
+    if (args.mcp && mcpStdin) {
+      const toChild = mcpStdin;
       toChild.on('error', () => {}); // CMD exited: its exit ends the run
       process.stdin.pipe(toChild);
       process.stdin.on('end', () => void finish(0, 'stdin closed'));

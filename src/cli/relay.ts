@@ -1,0 +1,138 @@
+/**
+ * `agent-trees run -- claude` typed in a terminal: the agent gets a pseudo-terminal of its own, relayed to this
+ * one the way `script` and tmux do it. `run` starts the agent in a new session (that is how it owns it), so the
+ * caller's terminal cannot be the agent's controlling tty; a terminal of its own can. This terminal goes into raw
+ * mode, so every byte (Ctrl-C, Ctrl-Z and Ctrl-D too) reaches the agent's tty, which does with it what any
+ * terminal does: Ctrl-C interrupts the agent, not `run`. The window size is passed on at start and on every
+ * SIGWINCH. The terminal's mode is restored on every way out: the agent's exit, a timeout, a signal to `run`,
+ * an uncaught error (the 'exit' event), and it is set raw again after `run` was stopped and continued.
+ */
+import { execFileSync } from 'child_process';
+import { clampSize, PtyRoot } from '../proc';
+
+/** The caller's terminal: a tty input that can be put in raw mode, and where output goes. */
+export interface RelayTerminal {
+  input: NodeJS.ReadStream & { isRaw?: boolean; setRawMode?(mode: boolean): unknown };
+  output: NodeJS.WritableStream;
+  /** The window size now (the first tty among stdout and stderr), or undefined. */
+  size(): { cols: number; rows: number } | undefined;
+  /** After raw mode: turns output processing off too (see `rawOutput`). */
+  rawOutput?(): void;
+}
+
+/**
+ * libuv's raw mode leaves output processing on (\n becomes \r\n), which would change what the agent's own
+ * terminal already processed: a full-screen program's bare \n (down one line, same column) would jump to the
+ * first column. `stty -opost` on our stdin turns it off as cfmakeraw() does; leaving raw mode restores the
+ * whole saved mode, this included.
+ */
+export function rawOutput(): void {
+  try {
+    execFileSync('stty', ['-opost'], { stdio: ['inherit', 'ignore', 'ignore'], timeout: 2000 });
+  } catch {
+    /* no stty: output gets an extra \r before each \n, which a terminal shows the same */
+  }
+}
+
+/** stdin, stdout and the window size of whichever of stdout and stderr is a terminal. */
+export function processTerminal(): RelayTerminal {
+  return {
+    input: process.stdin,
+    output: process.stdout,
+    rawOutput,
+    size: () => {
+      for (const s of [process.stdout, process.stderr]) {
+        if (s.isTTY) {
+          const [cols, rows] = s.getWindowSize();
+          return clampSize(cols, rows);
+        }
+      }
+      return undefined;
+    },
+  };
+}
+
+/** Whether `run` relays a terminal of the agent's own: its stdin is a terminal it can put in raw mode. */
+export function relayWanted(input: RelayTerminal['input'] = process.stdin): boolean {
+  return input.isTTY === true && typeof input.setRawMode === 'function';
+}
+
+export class TtyRelay {
+  private restored = true;
+  private wasRaw = false;
+  private readonly subscriptions: (() => void)[] = [];
+
+  constructor(private readonly root: PtyRoot, private readonly terminal: RelayTerminal = processTerminal()) {}
+
+  start(): void {
+    const { input, output } = this.terminal;
+    this.wasRaw = input.isRaw === true;
+    this.restored = false;
+    input.setRawMode?.(true);
+    this.terminal.rawOutput?.();
+    const onInput = (data: Buffer | string) => this.root.write(data);
+    input.on('data', onInput);
+    input.resume();
+    this.subscriptions.push(() => input.off('data', onInput));
+
+    const onOutput = (data: Buffer | string) => {
+      // A slow reader (stdout on a pipe) holds the agent back instead of filling this process's memory.
+      if (!output.write(data)) {
+        this.root.pause();
+        output.once('drain', () => this.root.resume());
+      }
+    };
+    this.root.on('data', onOutput);
+    // A terminal that hung up fails writes with EIO: the kill that follows must not die of it.
+    const onOutputError = () => {};
+    output.on('error', onOutputError);
+    this.subscriptions.push(() => this.root.off('data', onOutput));
+
+    const onWinch = () => {
+      const size = this.terminal.size();
+      if (size) this.root.resize(size.cols, size.rows);
+    };
+    const onCont = () => {
+      // Whoever ran while we were stopped (a shell) may have reset the terminal.
+      if (!this.restored) {
+        input.setRawMode?.(true);
+        this.terminal.rawOutput?.();
+      }
+      onWinch();
+    };
+    const onExit = () => this.restore();
+    process.on('SIGWINCH', onWinch);
+    process.on('SIGCONT', onCont);
+    process.on('exit', onExit);
+    this.subscriptions.push(() => process.off('SIGWINCH', onWinch), () => process.off('SIGCONT', onCont), () => process.off('exit', onExit));
+    onWinch(); // a resize between spawn and now
+  }
+
+  /** Waits (up to `ms`) for the agent's terminal to deliver its last output, then restores this terminal. */
+  async drainAndRestore(ms = 1000): Promise<void> {
+    if (!this.root.hasExited) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        this.root.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    this.restore();
+  }
+
+  /** Puts the terminal back as it was; safe to call more than once, and synchronous (for the 'exit' event). */
+  restore(): void {
+    if (this.restored) return;
+    this.restored = true;
+    for (const off of this.subscriptions.splice(0)) off();
+    const { input } = this.terminal;
+    try {
+      input.setRawMode?.(this.wasRaw);
+    } catch {
+      /* the terminal is gone (hangup): nothing to restore */
+    }
+    input.pause();
+  }
+}
