@@ -26,7 +26,7 @@ import { OwnerRecordsReader } from './ownerRecords';
 import { readSettings, Settings } from './settings';
 import { DeadlineStatusBar } from './statusBar';
 import { Sweeper } from './sweeper';
-import { AgentTerminals } from './terminal';
+import { AgentTerminals, TerminalState } from './terminal';
 import { CloseAnswer, TerminalClosing, TerminalQuestion, WindowTerminals } from './terminalTrees';
 import { ProcessTreeProvider, Row } from './treeView';
 import { formatDuration } from './viewFormat';
@@ -68,6 +68,12 @@ export interface AgentTreesApi {
    * VS Code's MCP client: whether the `kind: "mcp"` agents are provided to it (VS Code 1.101+), and the servers it
    * runs through `agent-trees run` in this window, with their state (the view shows them too).
    */
+  /** What a tree's agent terminal holds, if it has one (for tests and tooling). */
+  terminalState(treeId: string): TerminalState | undefined;
+  /** How many agent terminals are open (for tests and tooling). */
+  terminalCount(): number;
+  /** A run's recent output (what its terminal shows when opened), or undefined for an unknown tree. */
+  output(treeId: string): string | undefined;
   mcp(): { providing: boolean; servers: ApiMcpServer[] };
 }
 
@@ -184,7 +190,7 @@ export class AgentTreesController implements vscode.Disposable {
       this.updateContextKeys();
       if (this.view.visible) void this.provider.refresh();
     });
-    this.runs.on('ended', () => this.runs.prune());
+    this.runs.on('finished', () => this.runs.prune());
     this.disposables.push(this.view.onDidChangeVisibility(() => this.scheduleRefresh()));
     this.disposables.push(vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('agentTrees')) return;
@@ -299,6 +305,9 @@ export class AgentTreesController implements vscode.Disposable {
         providing: this.mcp.providing,
         servers: this.mcp.servers().map((s) => ({ id: s.id, name: s.name, state: s.state, wrapperPid: s.owner.pid, rootPid: s.tree.rootPid })),
       }),
+      terminalState: (treeId) => this.terminals.state(treeId),
+      terminalCount: () => this.terminals.openCount,
+      output: (treeId) => this.runs.get(treeId)?.output.text(),
     };
   }
 
@@ -337,16 +346,13 @@ export class AgentTreesController implements vscode.Disposable {
     const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     definition = expandVariables(definition, { workspaceFolder, userHome: os.homedir(), env: process.env });
     const cwd = definition.cwd && workspaceFolder && !path.isAbsolute(definition.cwd) ? path.join(workspaceFolder, definition.cwd) : definition.cwd;
-    let run: AgentRun;
     await this.owner.prepare(); // the cgroup probe, if it is still running (never blocking the host)
     try {
-      run = this.runs.launch({ ...definition, cwd }, { defaultCwd: workspaceFolder });
+      return await this.terminals.launch({ ...definition, cwd }, { defaultCwd: workspaceFolder, interactive: options.interactive });
     } catch (e) {
       if (e instanceof SpawnError) throw new Error(vscode.l10n.t('Cannot launch {0}: {1}', definition.name, e.message), { cause: e });
       throw e;
     }
-    if (run.kind === 'agent') this.terminals.show(run, !options.interactive);
-    return run;
   }
 
   /** The configured definitions that may launch now, with the settings level each comes from. */
