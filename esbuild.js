@@ -44,11 +44,11 @@ const entries = [
   {
     entryPoints: ['src/extension/extension.ts'],
     outfile: 'dist/extension.js',
-    external: ['vscode'],
+    external: ['vscode', '@lydell/node-pty'],
     // When the bundle started loading, for the activation time the extension reports (API `timings`).
     banner: { js: common.banner.js + 'globalThis.__agentTreesLoadStart = performance.now();' },
   },
-  { entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node\n' + common.banner.js } },
+  { entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', external: ['@lydell/node-pty'], banner: { js: '#!/usr/bin/env node\n' + common.banner.js } },
   { entryPoints: ['src/proc/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
 ];
 
@@ -62,8 +62,38 @@ function copyPsListVendor() {
   for (const name of fs.readdirSync(from)) fs.copyFileSync(path.join(from, name), path.join(to, name));
 }
 
+/**
+ * @lydell/node-pty (agents' pseudo-terminals) is a native module: not bundled, but shipped beside the bundles in
+ * dist/node_modules, where `require` from dist/ finds it first: its JavaScript, and the prebuilt binary package
+ * of each platform installed (npm installs the one of this machine; .vscodeignore* pick what a package ships).
+ * Without it the extension and the CLI say so and run agents on pipes.
+ */
+function copyNodePty() {
+  const fs = require('fs');
+  const scope = path.join(__dirname, 'node_modules', '@lydell');
+  const to = path.join(__dirname, 'dist', 'node_modules', '@lydell');
+  fs.rmSync(to, { recursive: true, force: true });
+  if (!fs.existsSync(path.join(scope, 'node-pty'))) return;
+  const copy = (from, dest, keep) => {
+    for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+      const src = path.join(from, entry.name);
+      if (entry.isDirectory()) copy(src, path.join(dest, entry.name), keep);
+      else if (keep(entry.name)) {
+        fs.mkdirSync(dest, { recursive: true });
+        fs.copyFileSync(src, path.join(dest, entry.name));
+        fs.chmodSync(path.join(dest, entry.name), fs.statSync(src).mode);
+      }
+    }
+  };
+  copy(path.join(scope, 'node-pty'), path.join(to, 'node-pty'), (name) => /\.js$|^package\.json$|^LICENSE$/.test(name));
+  for (const name of fs.readdirSync(scope).filter((n) => n.startsWith('node-pty-'))) {
+    copy(path.join(scope, name), path.join(to, name), (file) => /\.node$|^spawn-helper$|^package\.json$/.test(file));
+  }
+}
+
 async function main() {
   copyPsListVendor();
+  copyNodePty();
   const contexts = await Promise.all(
     entries.filter((e) => require('fs').existsSync(path.join(__dirname, e.entryPoints[0])))
       .map((entry) => esbuild.context({ ...common, ...entry })),
