@@ -99,6 +99,22 @@ describe('trees on a pseudo-terminal (real processes)', () => {
     assert.ok(got === expected, 'whole and in order');
   });
 
+  it('delivers every byte before the exit, from a writer that exits at once, even while paused (node-pty #72, #726)', async () => {
+    const owner = newOwner('off');
+    const writer = (n: number) => `import os\ndata = b"x" * ${n}\nv = memoryview(data)\nwhile v: v = v[os.write(1, v):]`;
+    for (let i = 0; i < 12; i++) {
+      // Odd runs: paused from the start and never resumed; the output (less than the kernel's buffer) waits
+      // there while the writer exits, and must still arrive.
+      const size = i % 2 ? 3000 : 200_000;
+      const tree = owner.spawnTerminal({ command: PYTHON, args: ['-c', writer(size)] });
+      if (i % 2) tree.child.pause();
+      let got = 0;
+      tree.child.on('data', (d: string) => (got += d.length));
+      await new Promise<void>((r) => tree.child.once('exit', () => r()));
+      assert.strictEqual(got, size, `run ${i}${i % 2 ? ' (paused)' : ''}`);
+    }
+  });
+
   it('reports an exit code and a signal as a ChildProcess does', async () => {
     const owner = newOwner('off');
     const a = owner.spawnTerminal({ command: 'sh', args: ['-c', 'exit 3'] });
@@ -190,11 +206,15 @@ describe('agent runs on a terminal (real processes)', () => {
 
   it('says how an agent that exited ended, with what it left running, once', async () => {
     const runs = newRuns();
-    const run = runs.launch({ name: 'leaver', command: 'sh', args: ['-c', 'setsid sleep 30 & echo hello; exit 3'] });
+    const flag = path.join(tmpDir(), 'left');
+    // The child is in a session of its own before the root exits (else the root's exit hangs it up, as in any terminal).
+    const script = `setsid sh -c 'echo $$ > "$0"; exec sleep 30' "${flag}" & while [ ! -s "${flag}" ]; do :; done; echo hello; exit 3`;
+    const run = runs.launch({ name: 'leaver', command: 'sh', args: ['-c', script] });
     register(run.tree.record.rootPid);
     const told: string[] = [];
     runs.on('finished', (r) => r === run && told.push(r.endingText()));
     await waitFor('finished', () => run.finished && told.length > 0, 8000);
+    register(Number(fs.readFileSync(flag, 'utf8')));
     assert.deepStrictEqual(told, ['exited with code 3; ended 1 processes it left running']);
     assert.match(run.output.text(), /^hello\r\n/, 'output unchanged but for the tty\'s own \\r\\n');
   });
