@@ -90,9 +90,9 @@ export class AgentRun {
     return this.definition.kind ?? 'agent';
   }
 
-  /** Its tree is empty and every kill has reported: how it ended will not change. */
+  /** Its root's exit is known, its tree is empty and every kill has reported: how it ended will not change. */
   get finished(): boolean {
-    return !this.live && this.pendingKills === 0;
+    return !this.live && this.pendingKills === 0 && this.state !== 'running';
   }
 
   /** The pseudo-terminal's root, for a run on one. */
@@ -234,6 +234,7 @@ export class AgentRuns extends EventEmitter {
       this.emit('changed', run);
       // What it left running goes too (setting), else the deadline stays while those helpers run.
       if (run.state === 'exited' && this.settings().killDescendantsOnExit) void this.endLeftovers(run);
+      else this.settle(run);
     });
     if (timeout > 0) this.setDeadline(run, this.clock.now() + timeout * 1000);
     const size = pty ? `, terminal ${pty.cols}x${pty.rows}` : `, pipes${note ? ` (${note})` : ''}`;

@@ -205,8 +205,9 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       await trees.kill(id);
     }
     // One more may stay: the terminal in front of the user is never closed under them.
-    assert.ok(await waitFor(() => vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-')).length <= kept + 1, 10_000),
-      `open: ${vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-')).length}`);
+    const open = () => vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-'));
+    assert.ok(await waitFor(() => open().length <= kept + 1, 10_000),
+      `open: ${open().map((t) => t.name).join(', ')}; active: ${vscode.window.activeTerminal?.name}; runs: ${trees.list().map((t) => `${t.name}:${t.state}`).join(', ')}`);
     log(`[pty] agent terminals open after ${kept + 15} runs: ${vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-')).length}`);
   });
 
