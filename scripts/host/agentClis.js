@@ -5,7 +5,8 @@
 // command palette ("Agent Trees: Launch Agent...") of a real workbench running the packaged extension. For each:
 // its first screen in the agent terminal, a key that reaches it (an arrow key moves its selection), then
 // "Agent Trees: Kill Agent Tree" from the palette, and a check that nothing of its tree is left (every process
-// carrying its tree tag). Saves a screenshot of the Codex terminal as media/screenshots/agent-trees-codex.png.
+// carrying its tree tag). Saves a screenshot of the Codex terminal as media/screenshots/codex-agent-terminal.png
+// (not named agent-trees-*.png: screenshots.js removes those it does not take itself).
 // The agents get a home folder of their own (HOME), removed at the end; nothing is signed in.
 //
 // Usage: node scripts/host/agentClis.js [--clis DIR (with node_modules/.bin/{codex,gemini,claude})] [--vsix FILE]
@@ -104,7 +105,7 @@ async function main() {
     await page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first().click();
 
     const plans = {
-      codex: { screen: /Sign in with ChatGPT/, key: 'ArrowDown', moved: />\s*2\.\s*Sign in with Device Code/, shot: 'agent-trees-codex.png' },
+      codex: { screen: /Sign in with ChatGPT/, key: 'ArrowDown', moved: />\s*2\.\s*Sign in with Device Code/, shot: 'codex-agent-terminal.png' },
       gemini: { screen: /(Do you trust|Get started|How would you like to authenticate|Login with Google)/, key: 'ArrowDown', moved: /●\s*2\./ },
       claude: { screen: /(Welcome to Claude Code|Claude Code)/, key: 'Enter' },
     };
