@@ -5,6 +5,7 @@ import { fmt, fmtSummary, summarize as summarizeNumbers } from './lib';
 import { REACH_TITLES, ReachResults } from './reach';
 import { LevelResult, SnapshotMethod, SnapshotResults } from './snapshot';
 import { SweepResults } from './sweep';
+import { TerminalResults, ThroughputFigure } from './terminal';
 import { RELOAD_HOST, WATCHDOG_TITLES, WatchdogResults } from './watchdog';
 
 /** From /work/shared/notes/perf-baseline.md: C, stat for every pid, ~1100 processes. */
@@ -27,6 +28,7 @@ export interface AllResults {
   sweep?: SweepResults;
   extension?: ExtensionResults;
   watchdog?: WatchdogResults;
+  terminal?: TerminalResults;
 }
 
 const method = (level: LevelResult | undefined, m: SnapshotMethod) => level?.methods.find((x) => x.method === m);
@@ -62,6 +64,13 @@ export function ratioLines(r: AllResults): string[] {
       (group ? `; ours-group / floor = ${fmt(group.dead.median / floor.dead.median, 2)}x` : '') +
       (direct ? `; ours-direct / floor = ${fmt(direct.dead.median / floor.dead.median, 2)}x` : ''));
     if (tk) lines.push(`${at}: tree-kill / ours = ${tk.capped ? '>= ' : ''}${fmt(tk.dead.median / ours.dead.median, 1)}x${tk.capped ? ` (tree-kill capped at ${r.kill!.capMs / 1000} s)` : ''}`);
+  }
+  const t = r.terminal;
+  const bare = t?.node.throughput.find((x) => x.contender === 'bare-pty');
+  if (t && bare) {
+    for (const x of [...t.node.throughput, ...(t.host?.throughput ?? [])]) {
+      if (x !== bare) lines.push(`terminal throughput: ${x.contender} / bare pty = ${fmt(x.mbps.median / bare.mbps.median, 2)}x (${fmt(x.mbps.median)} vs ${fmt(bare.mbps.median)} MB/s)`);
+    }
   }
   return lines;
 }
@@ -183,6 +192,7 @@ export function targets(r: AllResults): Target[] {
     }
   }
   if (r.watchdog) out.push(...watchdogTargets(r.watchdog));
+  if (r.terminal) out.push(...terminalTargets(r.terminal));
   return out;
 }
 
@@ -225,6 +235,67 @@ function watchdogTargets(w: WatchdogResults): Target[] {
       reason: reloads.length === 0 ? w.reload.error : within === reloads.length ? (reloads.length < 20 ? `only ${reloads.length} runs` : undefined) : `${reloads.length - within} reload(s) over 5 s`,
     });
   }
+  return out;
+}
+
+function terminalTargets(t: TerminalResults): Target[] {
+  const out: Target[] = [];
+  const of = (list: ThroughputFigure[] | undefined, c: string) => list?.find((x) => x.contender === c);
+  const bare = of(t.node.throughput, 'bare-pty');
+  const ours = of(t.node.throughput, 'ours-pty');
+  const host = of(t.host?.throughput, 'agent-terminal');
+  const hostBare = of(t.host?.throughput, 'bare-pty-in-host');
+  const vsc = of(t.host?.throughput, 'vscode-terminal');
+  const old = of(t.host?.throughput, 'old-pipe-path');
+  if (bare && ours) {
+    const ratio = bare.mbps.median / ours.mbps.median;
+    out.push({
+      id: 'terminal-transport',
+      target: 'agent terminal throughput within 1.5x of a bare pseudo-terminal: the transport (plain Node)',
+      measured: `ours ${fmt(ours.mbps.median)} MB/s vs bare ${fmt(bare.mbps.median)} MB/s = ${fmt(ratio, 2)}x slower`,
+      met: ratio <= 1.5,
+      reason: ratio <= 1.5 ? undefined : `ours reads the same pseudo-terminal, decodes it and keeps the run's output; ${fmt(ours.ms.median)} vs ${fmt(bare.ms.median)} ms for 50 MB`,
+    });
+  }
+  if (bare && host) {
+    const ratio = bare.mbps.median / host.mbps.median;
+    out.push({
+      id: 'terminal-throughput',
+      target: 'agent terminal throughput within 1.5x of a bare pseudo-terminal: end to end, until the workbench\'s terminal has parsed it',
+      measured: `agent terminal ${fmt(host.mbps.median)} MB/s vs bare pty ${fmt(bare.mbps.median)} MB/s (plain Node) = ${fmt(ratio, 1)}x slower` +
+        (hostBare ? `; a bare pty read in the extension host ${fmt(hostBare.mbps.median)} MB/s` : '') +
+        (vsc ? `; VS Code's own terminal, same program: ${fmt(vsc.mbps.median)} MB/s` : ''),
+      met: ratio <= 1.5,
+      reason: ratio <= 1.5 ? undefined : `the workbench's terminal is the bottleneck: it took ${fmt(host.answerMs ?? NaN, 0)} ms on average to answer a status query behind the output in flight` +
+        (vsc ? `; VS Code's own terminal (its pty host and flow control) reaches ${fmt(vsc.mbps.median)} MB/s here, ${fmt(host.mbps.median / vsc.mbps.median, 1)}x less than ours` : '') +
+        (old ? `; the old pipe path, with no flow control, got ${fmt(old.mbps.median)} MB/s by queueing +${fmt(old.heapGrowthMb ?? NaN, 0)} MB in the extension host` : ''),
+    });
+  }
+  if (host && old) {
+    const bound = 32;
+    const met = (host.heapGrowthMb ?? Infinity) <= bound;
+    out.push({
+      id: 'terminal-memory',
+      target: `the extension host's memory stays bounded while the agent writes faster than the terminal parses (retained growth ≤ ${bound} MB)`,
+      measured: `agent terminal +${fmt(host.heapGrowthMb ?? NaN)} MB retained (RSS +${fmt(host.rssGrowthMb ?? NaN)} MB, ${fmt(host.pauses ?? NaN, 0)} pauses) vs the old pipe path +${fmt(old.heapGrowthMb ?? NaN)} MB (RSS +${fmt(old.rssGrowthMb ?? NaN)} MB), 50 MB each`,
+      met,
+      reason: met ? undefined : `+${fmt(host.heapGrowthMb ?? NaN)} MB retained`,
+    });
+  }
+  const c = t.host?.cycles;
+  if (c) {
+    const growth = c.heapAfterMb - c.heapBeforeMb;
+    const met = growth < 5 && c.terminalsOpen <= c.keptRuns + 1;
+    out.push({
+      id: 'terminal-cycles',
+      target: `${c.cycles} launch/kill cycles: heap growth under 5 MB, no more terminals open than kept runs`,
+      measured: `heap ${fmt(c.heapBeforeMb)} → ${fmt(c.heapAfterMb)} MB (${growth >= 0 ? '+' : ''}${fmt(growth)} MB${c.gc ? ', after full GCs' : ''}), RSS ${fmt(c.rssBeforeMb)} → ${fmt(c.rssAfterMb)} MB; ` +
+        `${c.terminalsOpen} agent terminals open for ${c.keptRuns} kept runs; ${c.seconds} s`,
+      met,
+      reason: met ? undefined : `heap +${fmt(growth)} MB, ${c.terminalsOpen} terminals`,
+    });
+  }
+  if (t.hostError) out.push({ id: 'terminal-host', target: 'agent terminal figures in the real host', measured: 'not measured', met: null, reason: t.hostError });
   return out;
 }
 
@@ -365,6 +436,8 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
     }
   }
 
+  if (r.terminal) md.push(...terminalMarkdown(r.terminal));
+
   md.push('## Cleanup', '', `Processes of this run left at the end: ${meta.leftovers}.`, '');
   return md.join('\n');
 }
@@ -373,4 +446,31 @@ function summarizeRoles(roles: string[]): string {
   const counts = new Map<string, number>();
   for (const r of roles) counts.set(r, (counts.get(r) ?? 0) + 1);
   return [...counts].map(([r, n]) => (n > 1 ? `${n}× ${r}` : r)).join(', ');
+}
+
+function terminalMarkdown(t: TerminalResults): string[] {
+  const md: string[] = [];
+  md.push('## 7. Agent terminals', '');
+  md.push(`Throughput: ${t.bytes / 1e6} MB written by the agent (bench/fixtures/ttywriter.py, 100-byte lines) as fast as it can, from the spawn until the consumer has it all ` +
+    '(in the real host: until the terminal has acknowledged parsing it, or answered a status query after it). MB/s median (min–max); ' +
+    'memory: the extension host\'s peak growth over the run, retained (heap + external + buffers after a full GC) and RSS.', '');
+  md.push('| contender | MB/s | ms | retained MB | RSS MB | pauses | answer ms |', '|---|---|---|---|---|---|---|');
+  for (const x of [...t.node.throughput, ...(t.host?.throughput ?? [])]) {
+    md.push(`| ${x.title} | ${fmtSummary(x.mbps)} | ${fmtSummary(x.ms, 0)} | ${x.heapGrowthMb === undefined ? '–' : `+${fmt(x.heapGrowthMb)}`} | ` +
+      `${x.rssGrowthMb === undefined ? '–' : `+${fmt(x.rssGrowthMb)}`} | ${x.pauses === undefined ? '–' : fmt(x.pauses, 0)} | ${x.answerMs === undefined ? '–' : fmt(x.answerMs, 0)} |`);
+  }
+  md.push('');
+  md.push('Keystroke latency: one key written by the consumer until the agent\'s read returned (the agent takes the time), ms.', '');
+  md.push('| contender | ms |', '|---|---|');
+  for (const x of [...t.node.latency, ...(t.host?.latency ?? [])]) md.push(`| ${x.title} | ${fmtSummary(x.ms, 2)} |`);
+  md.push('');
+  const c = t.host?.cycles;
+  if (c) {
+    md.push(`Launch/kill cycles in the real host (${t.host!.vscode}): ${c.cycles} agents with distinct names launched and killed through the API in ${c.seconds} s; ` +
+      `heap ${fmt(c.heapBeforeMb)} → ${fmt(c.heapAfterMb)} MB${c.gc ? ' (after full GCs)' : ''}, RSS ${fmt(c.rssBeforeMb)} → ${fmt(c.rssAfterMb)} MB; ` +
+      `${c.terminalsOpen} agent terminals left open (${c.keptRuns} runs kept in the view).`, '');
+  }
+  if (t.host?.error) md.push(`Real host: ${t.host.error.split('\n')[0]}`, '');
+  if (t.hostError) md.push(`Real host: not measured: ${t.hostError}`, '');
+  return md;
 }

@@ -2,7 +2,7 @@
  * `npm run bench`: snapshot, sweep, kill, reach and extension benchmarks in one run, side by side with ps-list
  * and tree-kill. Writes bench/results/latest.json and latest.md and prints the tables and every ratio.
  *
- *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,extension,watchdog,reload] [--quick] [--out=DIR]
+ *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,extension,watchdog,reload,terminal] [--quick] [--out=DIR]
  *
  * --only and --quick (fewer repetitions) are for working on the benchmark itself: their results go to a temp
  * folder (or --out), never over latest.*.
@@ -23,9 +23,10 @@ import { runReach } from './reach';
 import { AllResults, markdown, ratioLines, targets } from './report';
 import { runSnapshot } from './snapshot';
 import { runSweep } from './sweep';
+import { runTerminal } from './terminal';
 import { runReloadLoop, runWatchdogDeath, runWatchdogIdle } from './watchdog';
 
-const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'extension', 'watchdog', 'reload'] as const;
+const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'extension', 'watchdog', 'reload', 'terminal'] as const;
 type Phase = (typeof PHASES)[number];
 
 function args() {
@@ -135,6 +136,9 @@ async function main(): Promise<number> {
       const reload = runReloadLoop(quick ? 3 : 20, quick ? 1 : 3);
       results.watchdog ??= { windowS: 0, rounds: 0, idle: [], death: [] };
       results.watchdog.reload = reload;
+    });
+    await phase('terminal', async () => {
+      results.terminal = await runTerminal({ owner: owners.cgroup, quick });
     });
   } finally {
     if (filler) await owners.cgroup.kill(filler.id, 0).catch(() => undefined);

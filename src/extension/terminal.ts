@@ -49,6 +49,8 @@ export class AgentTerminal implements vscode.Pseudoterminal {
   /** The ending line shown for the current run. */
   private ending: string | undefined;
   private attached: { dispose(): void }[] = [];
+  /** Gives the terminal the output waiting for the next turn of the event loop. */
+  private flushOutput: () => void = () => {};
   private readonly openWaiters: (() => void)[] = [];
 
   constructor(private readonly runs: AgentRuns, readonly agentName: string, private readonly onClosed: (t: AgentTerminal) => void) {}
@@ -115,7 +117,20 @@ export class AgentTerminal implements vscode.Pseudoterminal {
       resume: () => run.resumeOutput(),
     });
     this.flowStats = this.flow.stats;
-    const deliver = raw ? (text: string) => this.flow?.write(text) : (text: string) => this.flow?.write(toTerminal(text));
+    // A pseudo-terminal hands over at most 4 KB a read: what comes within one turn of the event loop goes to the
+    // terminal as one write, not as a few hundred.
+    const give = raw ? (text: string) => this.flow?.write(text) : (text: string) => this.flow?.write(toTerminal(text));
+    let pending: string[] = [];
+    const flush = () => {
+      if (pending.length === 0) return;
+      const text = pending.length === 1 ? pending[0] : pending.join('');
+      pending = [];
+      give(text);
+    };
+    const deliver = (text: string) => {
+      if (pending.push(text) === 1) setImmediate(flush);
+    };
+    this.flushOutput = flush;
     if (again) this.writeEmitter.fire(`${RESTORE_MODES}\r\n${dim(vscode.l10n.t('Agent Trees: {0} started again', run.name))}\r\n`);
     if (run.ioNote) {
       this.writeEmitter.fire(`${dim(vscode.l10n.t('Agent Trees: no terminal of its own ({0}); input goes by lines', run.ioNote))}\r\n`);
@@ -133,6 +148,8 @@ export class AgentTerminal implements vscode.Pseudoterminal {
   }
 
   private detach(): void {
+    this.flushOutput();
+    this.flushOutput = () => {};
     for (const d of this.attached.splice(0)) d.dispose();
     this.flow?.dispose();
     this.flow = undefined;
@@ -142,6 +159,7 @@ export class AgentTerminal implements vscode.Pseudoterminal {
   private showEnding(run: AgentRun): void {
     if (this.endingShown || run !== this.current || !run.told) return;
     this.endingShown = true;
+    this.flushOutput();
     // Its output is over: one last status query, and the flow stays to take late answers out of the input.
     for (const d of this.attached.splice(0)) d.dispose();
     this.flow?.end();
@@ -211,6 +229,8 @@ export interface TerminalState {
   acked: number;
   /** How often the agent's output was paused because the terminal was behind. */
   pauses: number;
+  /** How long the terminal took to acknowledge (ms), mean and longest. */
+  answerMs: { mean: number; max: number } | null;
   /** The ending line it shows ("killed: ended 3 processes"), once the run is over. */
   ending: string | null;
 }
@@ -248,7 +268,8 @@ export class AgentTerminals implements vscode.Disposable {
     const reused = this.reusable(definition.name);
     const entry = reused ?? this.create(definition.name, definition.kind === 'mcp');
     entry.terminal.show(!options.interactive);
-    if (this.runs.ioFor(definition).io === 'pty') await entry.pty.whenOpen();
+    // Started once its terminal is open: a terminal agent sees the real size, and no output waits unshown.
+    await entry.pty.whenOpen();
     if (entry.pty.isClosed) throw new Error(vscode.l10n.t('{0} was not started: its terminal was closed first', definition.name));
     let run: AgentRun;
     try {
@@ -290,6 +311,7 @@ export class AgentTerminals implements vscode.Disposable {
       written: stats?.written ?? 0,
       acked: stats?.acked ?? 0,
       pauses: stats?.pauses ?? 0,
+      answerMs: stats && stats.answers ? { mean: Math.round(stats.answerMsTotal / stats.answers), max: stats.answerMsMax } : null,
       ending: entry.pty.endingLine ?? null,
     };
   }

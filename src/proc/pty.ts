@@ -14,6 +14,7 @@ import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as os from 'os';
 import { StringDecoder } from 'string_decoder';
+import { ProcessTable } from './processTable';
 import { Core, processCore } from './core';
 import { SpawnedTree, SpawnError, spawnTreeWith, SpawnTreeOptions, TreeRoot } from './spawn';
 
@@ -258,8 +259,28 @@ export function spawnPtyTree(options: PtySpawnOptions, core: Pick<Core, 'table' 
       env,
       encoding: null, // bytes: PtyRoot decodes, so what it drains at the end decodes the same way
     });
+    awaitOwnSession(pty.pid, core.table);
     return { root: new PtyRoot(pty, options.encoding === null ? undefined : new StringDecoder('utf8')), sessionLeader: true };
   }, core);
+}
+
+/**
+ * node-pty returns right after fork(), before the child's setsid(): until then the child is in our own session
+ * and group, which the kill guard rightly refuses to signal, so a kill in that window would miss the root.
+ * Waits (synchronously, normally well under a millisecond) until the child leads its own session or is gone.
+ */
+export function awaitOwnSession(pid: number, table: Pick<ProcessTable, 'read'> = processCore().table, timeoutMs = 2000): void {
+  const until = Date.now() + timeoutMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    const p = table.read(pid);
+    if (!p || p.sid === pid || Date.now() > until) return;
+    try {
+      Atomics.wait(pause, 0, 0, 1);
+    } catch {
+      /* a thread that may not block: spin */
+    }
+  }
 }
 
 /** Whether a tree's root is on a pseudo-terminal. */

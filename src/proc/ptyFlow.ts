@@ -108,6 +108,7 @@ interface Query {
   ours: boolean;
   /** Characters written before it (ours only). */
   upTo: number;
+  sentAt: number;
 }
 
 /** How the flow went, for the log, tests and the benchmark. */
@@ -120,6 +121,9 @@ export interface FlowStats {
   pauses: number;
   /** Most characters ever unanswered at once. */
   maxInFlight: number;
+  /** How long the terminal took to answer our queries: total and longest, ms. */
+  answerMsTotal: number;
+  answerMsMax: number;
 }
 
 export class TerminalFlow {
@@ -136,12 +140,14 @@ export class TerminalFlow {
   private tail = '';
   private timer: NodeJS.Timeout | undefined;
   private disposed = false;
-  readonly stats: FlowStats = { written: 0, acked: 0, queries: 0, answers: 0, timeouts: 0, pauses: 0, maxInFlight: 0 };
+  readonly stats: FlowStats = { written: 0, acked: 0, queries: 0, answers: 0, timeouts: 0, pauses: 0, maxInFlight: 0, answerMsTotal: 0, answerMsMax: 0 };
 
   constructor(private readonly sink: FlowSink, options: FlowOptions = {}) {
-    this.ackEvery = options.ackEvery ?? 32 * 1024;
-    this.highWater = options.highWater ?? 256 * 1024;
-    this.lowWater = options.lowWater ?? 64 * 1024;
+    // A window of 4M characters (a few MB of strings): the workbench's answers take a second or more here while
+    // it parses a backlog at ~10 MB/s, and a smaller window only idled the terminal (bench/terminal.ts).
+    this.ackEvery = options.ackEvery ?? 256 * 1024;
+    this.highWater = options.highWater ?? 4 * 1024 * 1024;
+    this.lowWater = options.lowWater ?? 2 * 1024 * 1024;
     this.ackTimeoutMs = options.ackTimeoutMs ?? 5000;
   }
 
@@ -174,6 +180,9 @@ export class TerminalFlow {
       if (q?.ours) {
         out += data.slice(from, at);
         this.stats.answers++;
+        const took = Date.now() - q.sentAt;
+        this.stats.answerMsTotal += took;
+        if (took > this.stats.answerMsMax) this.stats.answerMsMax = took;
         if (q.upTo > this.acked) this.acked = q.upTo;
       } else {
         out += data.slice(from, at + STATUS_OK.length);
@@ -214,7 +223,7 @@ export class TerminalFlow {
 
   private query(): void {
     this.sink.write(STATUS_QUERY);
-    this.queue.push({ ours: true, upTo: this.written });
+    this.queue.push({ ours: true, upTo: this.written, sentAt: Date.now() });
     // A terminal that never answers must not make the queue grow without end.
     if (this.queue.length > 256) this.queue.splice(this.queue.findIndex((q) => q.ours), 1);
     this.lastQueryAt = this.written;
@@ -252,7 +261,7 @@ export class TerminalFlow {
   private countAgentQueries(text: string): void {
     const joined = this.tail + text;
     for (let at = joined.indexOf(STATUS_QUERY); at >= 0; at = joined.indexOf(STATUS_QUERY, at + STATUS_QUERY.length)) {
-      if (at + STATUS_QUERY.length > this.tail.length) this.queue.push({ ours: false, upTo: 0 });
+      if (at + STATUS_QUERY.length > this.tail.length) this.queue.push({ ours: false, upTo: 0, sentAt: 0 });
     }
     this.tail = joined.slice(-(STATUS_QUERY.length - 1));
   }

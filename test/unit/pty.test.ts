@@ -45,6 +45,19 @@ describe('trees on a pseudo-terminal (real processes)', () => {
     assert.deepStrictEqual(await exit, [null, 'SIGTERM'], 'the exit, as a ChildProcess reports it');
   });
 
+  it('a kill right after the spawn ends the root: the spawn returns only once the root leads its own session', async () => {
+    const owner = newOwner('off');
+    for (let i = 0; i < 20; i++) {
+      const tree = owner.spawnTerminal({ command: 'sleep', args: ['30'] });
+      register(tree.child.pid);
+      const p = processTable().read(tree.child.pid);
+      if (p) assert.strictEqual(p.sid, tree.child.pid, 'already in a session of its own');
+      const report = await owner.kill(tree.record.id, 300);
+      assert.strictEqual(report.survivors, 0, `run ${i}`);
+      assert.deepStrictEqual(await waitAllDead([tree.child.pid]), [], `run ${i}: the root is dead`);
+    }
+  });
+
   it('passes a resize on as SIGWINCH with the new size', async () => {
     const owner = newOwner('off');
     const file = reportFile();
