@@ -250,6 +250,7 @@ export class AgentTerminals implements vscode.Disposable {
   private readonly byRun = new Map<string, Entry>();
   private readonly subscriptions: vscode.Disposable[] = [];
   private lastSize: { cols: number; rows: number } | undefined;
+  private fallbackTold = false;
 
   constructor(private readonly runs: AgentRuns) {
     const onPruned = (run: AgentRun) => this.forget(run);
@@ -263,7 +264,7 @@ export class AgentTerminals implements vscode.Disposable {
    * cannot run is reported before any terminal opens. Throws SpawnError.
    */
   async launch(definition: AgentDefinition, options: LaunchOptions & { interactive: boolean }): Promise<AgentRun> {
-    if (!showsTerminal(definition)) return this.runs.launch(definition, { ...options, size: options.size ?? this.lastSize });
+    if (!showsTerminal(definition)) return this.tellFallback(this.runs.launch(definition, { ...options, size: options.size ?? this.lastSize }));
     this.runs.check(definition, options);
     const reused = this.reusable(definition.name);
     const entry = reused ?? this.create(definition.name, definition.kind === 'mcp');
@@ -280,6 +281,15 @@ export class AgentTerminals implements vscode.Disposable {
     }
     if (entry.pty.size) this.lastSize = entry.pty.size;
     this.attach(entry, run);
+    return this.tellFallback(run);
+  }
+
+  /** Once per window: an agent that asked for a terminal runs on pipes here, and why. */
+  private tellFallback(run: AgentRun): AgentRun {
+    if (run.ioNote && !this.fallbackTold) {
+      this.fallbackTold = true;
+      void vscode.window.showWarningMessage(vscode.l10n.t('Agent Trees: agents run on pipes here, without a terminal of their own: {0}', run.ioNote));
+    }
     return run;
   }
 
