@@ -77,7 +77,9 @@ function copyNodePty() {
   const copy = (from, dest, keep) => {
     for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
       const src = path.join(from, entry.name);
-      if (entry.isDirectory()) copy(src, path.join(dest, entry.name), keep);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'worker' && entry.name !== 'shared') copy(src, path.join(dest, entry.name), keep);
+      }
       else if (keep(entry.name)) {
         fs.mkdirSync(dest, { recursive: true });
         fs.copyFileSync(src, path.join(dest, entry.name));
@@ -85,7 +87,9 @@ function copyNodePty() {
       }
     }
   };
-  copy(path.join(scope, 'node-pty'), path.join(to, 'node-pty'), (name) => /\.js$|^package\.json$|^LICENSE$/.test(name));
+  // Its Windows files stay out: on Windows agents run on pipes and the module is never loaded.
+  const posix = (name) => /\.js$|^package\.json$|^LICENSE$/.test(name) && !/^(windows|conpty|conout)/.test(name);
+  copy(path.join(scope, 'node-pty'), path.join(to, 'node-pty'), posix);
   for (const name of fs.readdirSync(scope).filter((n) => n.startsWith('node-pty-'))) {
     copy(path.join(scope, name), path.join(to, name), (file) => /\.node$|^spawn-helper$|^package\.json$/.test(file));
   }

@@ -90,6 +90,7 @@ interface NodePty {
   write(d: string): void;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the bare module, as a contender
 const nodePty = () => require('@lydell/node-pty') as { spawn(f: string, a: string[], o: object): NodePty };
 const wallMs = () => performance.timeOrigin + performance.now();
 
@@ -215,7 +216,7 @@ export async function runTerminal(opts: { owner: TreeOwner; quick: boolean }): P
     log(`terminal: keystroke ${c}: ${summarize(lat.get(c)!).median.toFixed(3)} ms median`);
   }
   const results: TerminalResults = { bytes: FLOOD_BYTES, node: { throughput, latency } };
-  const host = process.env.AGENT_TREES_TERMINAL_BENCH_NO_HOST ? { error: "skipped" } : runInHost(opts.quick);
+  const host = process.env.AGENT_TREES_TERMINAL_BENCH_NO_HOST ? { error: 'skipped' } : runInHost(opts.quick);
   if ('error' in host && !('throughput' in host)) results.hostError = host.error;
   else results.host = host as HostResults;
   return results;
@@ -223,18 +224,32 @@ export async function runTerminal(opts: { owner: TreeOwner; quick: boolean }): P
 
 /** The real-host half (terminalSuite.ts) in a fresh code-server session; skipped, with the reason, without one. */
 function runInHost(quick: boolean): HostResults | { error: string } {
-  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server'))) return { error: 'the real host is not installed (bash scripts/host/install.sh)' };
+  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server')))
+    return { error: 'the real host is not installed (bash scripts/host/install.sh)' };
   if (!fs.existsSync(path.join(REPO, 'dist', 'extension.js'))) return { error: 'dist/extension.js is missing (node esbuild.js)' };
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-term-')), 'terminal.json');
   const suite = path.join(REPO, 'out', 'bench', 'terminalSuite.js');
   const t0 = nowNs();
-  const r = spawnSync(process.execPath, [path.join(REPO, 'scripts', 'host', 'runTests.js'), '--extensionTestsPath', suite,
-    '--env', `${TERMINAL_BENCH_OUT_ENV}=${out}`, '--env', `AGENT_TREES_TERMINAL_BENCH_QUICK=${quick ? 1 : 0}`, '--timeout', '900'],
-  { cwd: REPO, encoding: 'utf8', timeout: 1_000_000 });
+  const r = spawnSync(
+    process.execPath,
+    [
+      path.join(REPO, 'scripts', 'host', 'runTests.js'),
+      '--extensionTestsPath',
+      suite,
+      '--env',
+      `${TERMINAL_BENCH_OUT_ENV}=${out}`,
+      '--env',
+      `AGENT_TREES_TERMINAL_BENCH_QUICK=${quick ? 1 : 0}`,
+      '--timeout',
+      '900',
+    ],
+    { cwd: REPO, encoding: 'utf8', timeout: 1_000_000 },
+  );
   log(`terminal: real host session ${(msSince(t0) / 1000).toFixed(0)} s`);
   if (!fs.existsSync(out)) return { error: `host run failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-8).join(' | ')}` };
   const results = JSON.parse(fs.readFileSync(out, 'utf8')) as HostResults;
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
-  for (const t of results.throughput) log(`terminal (host): ${t.contender} ${round(t.mbps.median)} MB/s, extension host +${t.rssGrowthMb} MB RSS`);
+  for (const t of results.throughput)
+    log(`terminal (host): ${t.contender} ${round(t.mbps.median)} MB/s, extension host +${t.rssGrowthMb} MB RSS`);
   return results;
 }

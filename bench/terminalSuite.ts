@@ -89,7 +89,13 @@ async function floodOnce(api: AgentTreesApi, c: Contender): Promise<{ ms: number
   const t0 = wallMs();
   const cpu0 = process.cpuUsage();
   if (c === 'agent-terminal' || c === 'agent-terminal-pipes') {
-    const id = await api.launch({ name, command: PYTHON, args: [WRITER, 'flood', String(BYTES)], terminal: c === 'agent-terminal' ? 'pty' : 'pipe', timeoutSeconds: 0 });
+    const id = await api.launch({
+      name,
+      command: PYTHON,
+      args: [WRITER, 'flood', String(BYTES)],
+      terminal: c === 'agent-terminal' ? 'pty' : 'pipe',
+      timeoutSeconds: 0,
+    });
     let endedAt = 0;
     await until(`${name} acknowledged`, () => {
       const s = api.terminalState(id);
@@ -97,14 +103,19 @@ async function floodOnce(api: AgentTreesApi, c: Contender): Promise<{ ms: number
       return !!s && s.ending !== null && s.acked === s.written && s.written > 0;
     });
     const cpu = process.cpuUsage(cpu0);
-    console.log(`[bench] ${name}: the agent was done after ${Math.round(endedAt - t0)} ms, the terminal after ${Math.round(wallMs() - t0)} ms; extension host CPU ${Math.round((cpu.user + cpu.system) / 1000)} ms`);
+    console.log(
+      `[bench] ${name}: the agent was done after ${Math.round(endedAt - t0)} ms, the terminal after ${Math.round(wallMs() - t0)} ms; extension host CPU ${Math.round((cpu.user + cpu.system) / 1000)} ms`,
+    );
     const ms = wallMs() - t0;
     const st = api.terminalState(id)!;
     console.log(`[bench] ${name}: ${st.pauses} pauses, the terminal answered in ${JSON.stringify(st.answerMs)} ms`);
     return { ms, pauses: st.pauses, answerMs: st.answerMs?.mean, cpuMs: Math.round((cpu.user + cpu.system) / 1000) };
   }
   if (c === 'bare-pty-in-host') {
-    const nodePty = require('@lydell/node-pty') as { spawn(f: string, a: string[], o: object): { onData(l: (d: Buffer) => void): void; onExit(l: () => void): void } };
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the bare module, as a contender
+    const nodePty = require('@lydell/node-pty') as {
+      spawn(f: string, a: string[], o: object): { onData(l: (d: Buffer) => void): void; onExit(l: () => void): void };
+    };
     const p = nodePty.spawn(PYTHON, [WRITER, 'flood', String(BYTES)], { cols: 120, rows: 30, env: process.env, encoding: null });
     let bytes = 0;
     p.onData((d) => (bytes += d.length));
@@ -129,7 +140,12 @@ async function floodOnce(api: AgentTreesApi, c: Contender): Promise<{ ms: number
   const open = new Promise<void>((r) => (opened = r));
   const terminal = vscode.window.createTerminal({
     name,
-    pty: { onDidWrite: write.event, open: () => opened(), close: () => {}, handleInput: (d: string) => (answered ||= d.includes('\x1b[0n')) },
+    pty: {
+      onDidWrite: write.event,
+      open: () => opened(),
+      close: () => {},
+      handleInput: (d: string) => (answered ||= d.includes('\x1b[0n')),
+    },
   });
   terminal.show(true);
   await open;
@@ -189,7 +205,12 @@ async function cycles(api: AgentTreesApi, n: number): Promise<CyclesFigure> {
   const before = await settle();
   const t0 = wallMs();
   for (let i = 0; i < n; i++) await one(i);
-  await until('terminals closed', () => vscode.window.terminals.filter((t) => t.name.startsWith('Agent: cycle-')).length <= 21, 20_000, 50).catch(() => undefined);
+  await until(
+    'terminals closed',
+    () => vscode.window.terminals.filter((t) => t.name.startsWith('Agent: cycle-')).length <= 21,
+    20_000,
+    50,
+  ).catch(() => undefined);
   const seconds = (wallMs() - t0) / 1000;
   const after = await settle();
   return {
@@ -216,16 +237,26 @@ export async function run(): Promise<void> {
       results.cycles = await cycles(api, quick ? 100 : 500);
       throw new Error('only the cycles');
     }
-    const contenders: Contender[] = only ?? ['agent-terminal', 'bare-pty-in-host', 'agent-terminal-pipes', 'old-pipe-path', 'vscode-terminal'];
+    const contenders: Contender[] = only ?? [
+      'agent-terminal',
+      'bare-pty-in-host',
+      'agent-terminal-pipes',
+      'old-pipe-path',
+      'vscode-terminal',
+    ];
     const reps = quick ? 1 : 2;
-    const runs = new Map<Contender, { ms: number; rss: number; heap: number; pauses?: number; answerMs?: number }[]>(contenders.map((c) => [c, []]));
+    const runs = new Map<Contender, { ms: number; rss: number; heap: number; pauses?: number; answerMs?: number }[]>(
+      contenders.map((c) => [c, []]),
+    );
     for (let round = 0; round < reps; round++) {
       const order = [...contenders.slice(round % contenders.length), ...contenders.slice(0, round % contenders.length)];
       for (const c of order) {
         await sleep(500);
         const s = await sampled(() => floodOnce(api, c));
         runs.get(c)!.push({ ms: s.value.ms, rss: s.rssGrowthMb, heap: s.heapGrowthMb, pauses: s.value.pauses, answerMs: s.value.answerMs });
-        console.log(`[bench] ${c}: ${(BYTES / 1e6 / (s.value.ms / 1000)).toFixed(1)} MB/s, +${s.rssGrowthMb} MB RSS, +${s.heapGrowthMb} MB heap`);
+        console.log(
+          `[bench] ${c}: ${(BYTES / 1e6 / (s.value.ms / 1000)).toFixed(1)} MB/s, +${s.rssGrowthMb} MB RSS, +${s.heapGrowthMb} MB heap`,
+        );
       }
     }
     for (const c of contenders) {
@@ -248,7 +279,10 @@ export async function run(): Promise<void> {
       const ms = await keysOnce(api, c, samples);
       const fig: LatencyFigure = {
         contender: c,
-        title: c === 'agent-terminal' ? 'agent terminal: Terminal.sendText in the extension host → the agent\'s read (through the workbench and back)' : "VS Code's own terminal: Terminal.sendText → the program's read",
+        title:
+          c === 'agent-terminal'
+            ? "agent terminal: Terminal.sendText in the extension host → the agent's read (through the workbench and back)"
+            : "VS Code's own terminal: Terminal.sendText → the program's read",
         ms: summarize(ms),
       };
       results.latency.push(fig);
@@ -262,7 +296,10 @@ export async function run(): Promise<void> {
   if (out) fs.writeFileSync(out, JSON.stringify(results, null, 2));
   const resultFile = process.env.AGENT_TREES_TEST_RESULT;
   if (resultFile) {
-    fs.writeFileSync(resultFile, JSON.stringify({ state: 'done', pid: process.pid, phase: null, passed: failed ? 0 : 1, failed, pending: 0, failures: [] }));
+    fs.writeFileSync(
+      resultFile,
+      JSON.stringify({ state: 'done', pid: process.pid, phase: null, passed: failed ? 0 : 1, failed, pending: 0, failures: [] }),
+    );
   }
   if (failed) throw new Error(results.error);
 }

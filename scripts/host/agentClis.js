@@ -19,7 +19,16 @@ const path = require('path');
 const { spawnSync } = require('child_process');
 const lib = require('./hostLib');
 const { prepareDemo, teardown } = require('./demo');
-const { runCommand, waitForQuickPick, pick, waitUntil, waitForExtensionHost, clearNotifications, expandView, viewRows } = require('./screenshots');
+const {
+  runCommand,
+  waitForQuickPick,
+  pick,
+  waitUntil,
+  waitForExtensionHost,
+  clearNotifications,
+  expandView,
+  viewRows,
+} = require('./screenshots');
 
 const say = (msg) => process.stdout.write(`[agent-clis] ${msg}\n`);
 const PACKAGES = { codex: '@openai/codex', gemini: '@google/gemini-cli', claude: '@anthropic-ai/claude-code' };
@@ -55,9 +64,13 @@ async function terminalText(page) {
 /** Processes whose environment carries an agent-trees tag and the trial's HOME: the agents and all they started. */
 function trialProcesses(home) {
   const out = [];
-  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number)) {
+  for (const pid of fs
+    .readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)) {
     const env = lib.readEnviron(pid);
-    if (env && env.get('HOME') === home && env.has('AGENT_TREES_TREE_ID')) out.push({ pid, tag: env.get('AGENT_TREES_TREE_ID'), command: lib.describe(pid, 100) });
+    if (env && env.get('HOME') === home && env.has('AGENT_TREES_TREE_ID'))
+      out.push({ pid, tag: env.get('AGENT_TREES_TREE_ID'), command: lib.describe(pid, 100) });
   }
   return out;
 }
@@ -82,7 +95,10 @@ async function main() {
     env: { HOME: home },
     timeoutSeconds: 600,
   }));
-  fs.writeFileSync(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'agentTrees.agents': agents, 'agentTrees.killGraceSeconds': 2 }, null, 2));
+  fs.writeFileSync(
+    path.join(workspace, '.vscode', 'settings.json'),
+    JSON.stringify({ 'agentTrees.agents': agents, 'agentTrees.killGraceSeconds': 2 }, null, 2),
+  );
 
   let demo;
   let server;
@@ -94,10 +110,26 @@ async function main() {
     // The DOM renderer, so the terminal's text can be read back.
     const userSettings = path.join(demo.userDataDir, 'User', 'settings.json');
     lib.writeDefaultUserSettings(demo.userDataDir);
-    fs.writeFileSync(userSettings, JSON.stringify({ ...JSON.parse(fs.readFileSync(userSettings, 'utf8')), 'terminal.integrated.gpuAcceleration': 'off' }, null, 2));
-    server = await lib.startCodeServer({ dirs: demo.dirs, userDataDir: demo.userDataDir, extensionsDir: demo.extensionsDir, env: {}, marker: demo.marker,
-      logFile: path.join(demo.dirs.logs, 'code-server.log') });
-    browser = await lib.openWorkbench({ server, dirs: demo.dirs, folder: workspace, marker: demo.marker, browserMarker: `${demo.marker}.browser`, viewport: VIEWPORT });
+    fs.writeFileSync(
+      userSettings,
+      JSON.stringify({ ...JSON.parse(fs.readFileSync(userSettings, 'utf8')), 'terminal.integrated.gpuAcceleration': 'off' }, null, 2),
+    );
+    server = await lib.startCodeServer({
+      dirs: demo.dirs,
+      userDataDir: demo.userDataDir,
+      extensionsDir: demo.extensionsDir,
+      env: {},
+      marker: demo.marker,
+      logFile: path.join(demo.dirs.logs, 'code-server.log'),
+    });
+    browser = await lib.openWorkbench({
+      server,
+      dirs: demo.dirs,
+      folder: workspace,
+      marker: demo.marker,
+      browserMarker: `${demo.marker}.browser`,
+      viewport: VIEWPORT,
+    });
     const { page } = browser;
     await page.locator('.monaco-workbench .part.activitybar').waitFor({ state: 'visible', timeout: 60000 });
     if (!(await waitForExtensionHost(demo.userDataDir))) throw new Error('the extension was not activated within 60 s');
@@ -105,8 +137,17 @@ async function main() {
     await page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first().click();
 
     const plans = {
-      codex: { screen: /Sign in with ChatGPT/, key: 'ArrowDown', moved: />\s*2\.\s*Sign in with Device Code/, shot: 'codex-agent-terminal.png' },
-      gemini: { screen: /(Do you trust|Get started|How would you like to authenticate|Login with Google)/, key: 'ArrowDown', moved: /●\s*2\./ },
+      codex: {
+        screen: /Sign in with ChatGPT/,
+        key: 'ArrowDown',
+        moved: />\s*2\.\s*Sign in with Device Code/,
+        shot: 'codex-agent-terminal.png',
+      },
+      gemini: {
+        screen: /(Do you trust|Get started|How would you like to authenticate|Login with Google)/,
+        key: 'ArrowDown',
+        moved: /●\s*2\./,
+      },
       claude: { screen: /(Welcome to Claude Code|Claude Code)/, key: 'Enter' },
     };
     for (const bin of ['codex', 'gemini', 'claude']) {
@@ -119,14 +160,31 @@ async function main() {
       await waitForQuickPick(page, 'Launch Agent');
       await pick(page, bin);
       let text = '';
-      r.firstScreen = await waitUntil(`${bin}'s first screen`, async () => {
-        text = await terminalText(page);
-        return plan.screen.test(text) ? true : undefined;
-      }, 60000).then(() => true, () => false);
+      r.firstScreen = await waitUntil(
+        `${bin}'s first screen`,
+        async () => {
+          text = await terminalText(page);
+          return plan.screen.test(text) ? true : undefined;
+        },
+        60000,
+      ).then(
+        () => true,
+        () => false,
+      );
       await lib.sleep(1500); // let it finish drawing
       text = await terminalText(page);
-      r.screen = text.split('\n').map((l) => l.trimEnd()).filter(Boolean).slice(0, 30).join('\n');
-      say(`${bin} shows:\n${r.screen.split('\n').map((l) => `    | ${l}`).join('\n')}`);
+      r.screen = text
+        .split('\n')
+        .map((l) => l.trimEnd())
+        .filter(Boolean)
+        .slice(0, 30)
+        .join('\n');
+      say(
+        `${bin} shows:\n${r.screen
+          .split('\n')
+          .map((l) => `    | ${l}`)
+          .join('\n')}`,
+      );
       const tree = trialProcesses(home);
       r.processesBeforeKill = tree.length;
       r.alive = tree.length > 0;
@@ -134,21 +192,35 @@ async function main() {
         await page.locator('.terminal-wrapper.active .xterm').first().click();
         await page.keyboard.press(plan.key);
         if (plan.moved) {
-          r.keyReached = await waitUntil(`${bin} to react to ${plan.key}`, async () => (plan.moved.test(await terminalText(page)) ? true : undefined), 10000).then(() => true, () => false);
+          r.keyReached = await waitUntil(
+            `${bin} to react to ${plan.key}`,
+            async () => (plan.moved.test(await terminalText(page)) ? true : undefined),
+            10000,
+          ).then(
+            () => true,
+            () => false,
+          );
           say(`${bin}: ${plan.key} ${r.keyReached ? 'moved its selection' : 'did not visibly change its screen'}`);
         }
       }
       if (plan.shot && r.alive) {
         // Its tree in the view beside it, as the view refreshes it; then the terminal in front again.
-        await waitUntil(`${bin}'s processes in the view`, async () => {
-          await expandView(page);
-          return (await viewRows(page)).length > 2 ? true : undefined;
-        }, 15000).catch(() => undefined);
+        await waitUntil(
+          `${bin}'s processes in the view`,
+          async () => {
+            await expandView(page);
+            return (await viewRows(page)).length > 2 ? true : undefined;
+          },
+          15000,
+        ).catch(() => undefined);
         await page.locator('.terminal-wrapper.active .xterm').first().click();
         await page.mouse.move(24, 560);
         await lib.sleep(800);
         const file = path.join(outDir, plan.shot);
         await page.screenshot({ path: file });
+        // The packaged README inlines its screenshots: a 256-colour PNG keeps the .vsix small.
+        const q = spawnSync('pngquant', ['--quality=60-85', '--speed', '1', '--force', '--output', file, '--', file]);
+        if (q.error || q.status !== 0) say(`pngquant not available (${q.error ? q.error.message : `exit ${q.status}`}): the screenshot stays full colour`);
         r.screenshot = path.relative(lib.ROOT, file);
         say(`saved ${r.screenshot}`);
       }
@@ -161,21 +233,39 @@ async function main() {
         const toast = page.locator('.notifications-toasts .notification-toast', { hasText: `${bin}: ended` });
         await toast.first().waitFor({ state: 'visible', timeout: 30000 });
         r.notification = (await toast.first().innerText()).split('\n')[0];
-        r.ending = await waitUntil(`${bin}'s ending line`, async () => (await terminalText(page)).match(/\[Agent Trees: ([^\]]+)\]/)?.[1], 15000).catch(() => undefined);
+        r.ending = await waitUntil(
+          `${bin}'s ending line`,
+          async () => (await terminalText(page)).match(/\[Agent Trees: ([^\]]+)\]/)?.[1],
+          15000,
+        ).catch(() => undefined);
       } else {
         r.ending = (await terminalText(page)).match(/\[Agent Trees: ([^\]]+)\]/)?.[1];
       }
-      r.leftAlive = await waitUntil(`${bin}'s tree to be gone`, async () => {
-        const left = trialProcesses(home).filter((p) => tags.has(p.tag));
-        return left.length === 0 ? [] : undefined;
-      }, 15000).catch(() => trialProcesses(home).filter((p) => tags.has(p.tag)).map((p) => p.command));
-      say(`${bin}: ${r.processesBeforeKill} processes in its tree; ${r.notification ? `notification "${r.notification}"; ` : ''}terminal "${r.ending}"; left alive: ${r.leftAlive.length}`);
+      r.leftAlive = await waitUntil(
+        `${bin}'s tree to be gone`,
+        async () => {
+          const left = trialProcesses(home).filter((p) => tags.has(p.tag));
+          return left.length === 0 ? [] : undefined;
+        },
+        15000,
+      ).catch(() =>
+        trialProcesses(home)
+          .filter((p) => tags.has(p.tag))
+          .map((p) => p.command),
+      );
+      say(
+        `${bin}: ${r.processesBeforeKill} processes in its tree; ${r.notification ? `notification "${r.notification}"; ` : ''}terminal "${r.ending}"; left alive: ${r.leftAlive.length}`,
+      );
       if (!r.firstScreen || r.leftAlive.length) failed = true;
     }
   } catch (e) {
     failed = true;
     say(`failed: ${e.stack || e.message}`);
-    if (browser) await browser.page.screenshot({ path: path.join(os.tmpdir(), 'agent-trees-clis-failure.png') }).then(() => say(`the workbench at the failure: ${path.join(os.tmpdir(), 'agent-trees-clis-failure.png')}`), () => {});
+    if (browser)
+      await browser.page.screenshot({ path: path.join(os.tmpdir(), 'agent-trees-clis-failure.png') }).then(
+        () => say(`the workbench at the failure: ${path.join(os.tmpdir(), 'agent-trees-clis-failure.png')}`),
+        () => {},
+      );
     if (server) process.stdout.write(lib.tail(server.logFile, 30) + '\n');
   } finally {
     if (browser) await browser.close().catch(() => {});

@@ -33,7 +33,11 @@ export function showsTerminal(def: Pick<AgentDefinition, 'kind' | 'showTerminal'
 }
 
 export class DefinitionError extends Error {
-  constructor(readonly entry: string, readonly field: string, readonly problem: string) {
+  constructor(
+    readonly entry: string,
+    readonly field: string,
+    readonly problem: string,
+  ) {
     super(`${entry}: "${field}" ${problem}`);
   }
 }
@@ -58,7 +62,8 @@ export function validateDefinition(value: unknown, where: string): AgentDefiniti
   }
   const def: AgentDefinition = { name, command: v.command.trim() };
   if (v.args !== undefined) {
-    if (!Array.isArray(v.args) || !v.args.every((a) => typeof a === 'string')) throw new DefinitionError(entry, 'args', 'must be an array of strings');
+    if (!Array.isArray(v.args) || !v.args.every((a) => typeof a === 'string'))
+      throw new DefinitionError(entry, 'args', 'must be an array of strings');
     def.args = [...v.args];
   }
   if (v.cwd !== undefined) {
@@ -66,7 +71,8 @@ export function validateDefinition(value: unknown, where: string): AgentDefiniti
     def.cwd = v.cwd;
   }
   if (v.env !== undefined) {
-    if (typeof v.env !== 'object' || v.env === null || Array.isArray(v.env)) throw new DefinitionError(entry, 'env', 'must be an object of strings');
+    if (typeof v.env !== 'object' || v.env === null || Array.isArray(v.env))
+      throw new DefinitionError(entry, 'env', 'must be an object of strings');
     for (const [k, val] of Object.entries(v.env)) {
       if (typeof val !== 'string') throw new DefinitionError(entry, `env.${k}`, 'must be a string');
     }
@@ -96,7 +102,10 @@ export function validateDefinition(value: unknown, where: string): AgentDefiniti
 }
 
 /** Validates a whole `agentTrees.agents` value: the good entries, and one message per bad one. */
-export function validateDefinitions(value: unknown, setting = 'agentTrees.agents'): { agents: AgentDefinition[]; errors: DefinitionError[] } {
+export function validateDefinitions(
+  value: unknown,
+  setting = 'agentTrees.agents',
+): { agents: AgentDefinition[]; errors: DefinitionError[] } {
   const agents: AgentDefinition[] = [];
   const errors: DefinitionError[] = [];
   if (value === undefined || value === null) return { agents, errors };
@@ -123,7 +132,10 @@ export function validateDefinitions(value: unknown, setting = 'agentTrees.agents
  * Expands `${workspaceFolder}`, `${userHome}` and `${env:NAME}` in command, args, cwd and env values, as VS Code
  * settings users expect. An unknown variable is left as it is.
  */
-export function expandVariables(def: AgentDefinition, vars: { workspaceFolder?: string; userHome: string; env: NodeJS.ProcessEnv }): AgentDefinition {
+export function expandVariables(
+  def: AgentDefinition,
+  vars: { workspaceFolder?: string; userHome: string; env: NodeJS.ProcessEnv },
+): AgentDefinition {
   const expand = (text: string) =>
     text.replace(/\$\{(workspaceFolder|userHome|env:([A-Za-z_][A-Za-z0-9_]*))\}/g, (whole, name: string, envName?: string) => {
       if (envName) return vars.env[envName] ?? '';

@@ -167,7 +167,12 @@ export class AgentRuns extends EventEmitter {
   private readonly log: Logger;
   private ptyWarned = false;
 
-  constructor(readonly owner: TreeOwner, private readonly settings: () => RunSettings, log?: Logger, private readonly clock: Clock = systemClock) {
+  constructor(
+    readonly owner: TreeOwner,
+    private readonly settings: () => RunSettings,
+    log?: Logger,
+    private readonly clock: Clock = systemClock,
+  ) {
     super();
     this.log = log ?? silentLogger;
     owner.on('ended', (tree: OwnedTree) => {
@@ -208,10 +213,16 @@ export class AgentRuns extends EventEmitter {
       label: definition.name,
       cwd: definition.cwd ?? options.defaultCwd,
     };
-    const tree: OwnedTree = io === 'pty'
-      // TERM and COLORTERM as VS Code's own terminals set them; the definition's env may say otherwise.
-      ? this.owner.spawnTerminal({ ...common, env: { TERM: DEFAULT_TERM, COLORTERM: 'truecolor', ...definition.env }, cols: options.size?.cols, rows: options.size?.rows })
-      : this.owner.spawn({ ...common, env: definition.env, stdio: 'pipe' });
+    const tree: OwnedTree =
+      io === 'pty'
+        ? // TERM and COLORTERM as VS Code's own terminals set them; the definition's env may say otherwise.
+          this.owner.spawnTerminal({
+            ...common,
+            env: { TERM: DEFAULT_TERM, COLORTERM: 'truecolor', ...definition.env },
+            cols: options.size?.cols,
+            rows: options.size?.rows,
+          })
+        : this.owner.spawn({ ...common, env: definition.env, stdio: 'pipe' });
     const timeout = definition.timeoutSeconds ?? s.defaultTimeoutSeconds;
     const run = new AgentRun(definition, tree, timeout, io, note);
     this.runs.set(run.id, run);
@@ -238,8 +249,10 @@ export class AgentRuns extends EventEmitter {
     });
     if (timeout > 0) this.setDeadline(run, this.clock.now() + timeout * 1000);
     const size = pty ? `, terminal ${pty.cols}x${pty.rows}` : `, pipes${note ? ` (${note})` : ''}`;
-    this.log.info(`launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}${size}` +
-      (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout'));
+    this.log.info(
+      `launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}${size}` +
+        (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout'),
+    );
     this.emit('changed', run);
     return run;
   }
@@ -276,7 +289,8 @@ export class AgentRuns extends EventEmitter {
     this.clearTimer(run);
     this.emit('changed', run);
     const report = await this.ownerKill(run, graceSeconds);
-    if (report.survivors) this.log.warn(`${run.name} (tree ${id}): ${why}: ${report.survivors} processes survived (${report.survivorPids.join(', ')})`);
+    if (report.survivors)
+      this.log.warn(`${run.name} (tree ${id}): ${why}: ${report.survivors} processes survived (${report.survivorPids.join(', ')})`);
     return report;
   }
 
@@ -326,7 +340,9 @@ export class AgentRuns extends EventEmitter {
 
   /** Forgets finished runs beyond the most recent `keep` (`pruned` for each). */
   prune(keep = 20): void {
-    const ended = this.list().filter((r) => r.finished).sort((a, b) => (b.endedAt ?? 0) - (a.endedAt ?? 0));
+    const ended = this.list()
+      .filter((r) => r.finished)
+      .sort((a, b) => (b.endedAt ?? 0) - (a.endedAt ?? 0));
     for (const run of ended.slice(keep)) {
       this.runs.delete(run.id);
       this.emit('pruned', run);
@@ -339,7 +355,10 @@ export class AgentRuns extends EventEmitter {
     // setTimeout caps at ~24.8 days; longer deadlines re-arm.
     const arm = () => {
       const left = (run.deadline ?? 0) - this.clock.now();
-      run.timer = this.clock.schedule(() => (this.clock.now() >= (run.deadline ?? 0) ? void this.kill(run.id, 'timed out') : arm()), Math.min(Math.max(left, 0), 2 ** 31 - 1));
+      run.timer = this.clock.schedule(
+        () => (this.clock.now() >= (run.deadline ?? 0) ? void this.kill(run.id, 'timed out') : arm()),
+        Math.min(Math.max(left, 0), 2 ** 31 - 1),
+      );
     };
     arm();
     this.emit('changed', run);

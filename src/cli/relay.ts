@@ -62,7 +62,10 @@ export class TtyRelay {
   private wasRaw = false;
   private readonly subscriptions: (() => void)[] = [];
 
-  constructor(private readonly root: PtyRoot, private readonly terminal: RelayTerminal = processTerminal()) {}
+  constructor(
+    private readonly root: PtyRoot,
+    private readonly terminal: RelayTerminal = processTerminal(),
+  ) {}
 
   start(): void {
     const { input, output } = this.terminal;
@@ -104,7 +107,11 @@ export class TtyRelay {
     process.on('SIGWINCH', onWinch);
     process.on('SIGCONT', onCont);
     process.on('exit', onExit);
-    this.subscriptions.push(() => process.off('SIGWINCH', onWinch), () => process.off('SIGCONT', onCont), () => process.off('exit', onExit));
+    this.subscriptions.push(
+      () => process.off('SIGWINCH', onWinch),
+      () => process.off('SIGCONT', onCont),
+      () => process.off('exit', onExit),
+    );
     onWinch(); // a resize between spawn and now
   }
 

@@ -25,7 +25,8 @@ const toTerminal = (text: string) => text.replace(/\r?\n/g, '\r\n');
  * cursor), cursor shown, mouse reporting, focus events and bracketed paste off, normal cursor keys and keypad,
  * autowrap on, default colours.
  */
-export const RESTORE_MODES = '\x1b[?1047l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b[?1l\x1b>\x1b[?7h\x1b[0m';
+export const RESTORE_MODES =
+  '\x1b[?1047l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b[?1l\x1b>\x1b[?7h\x1b[0m';
 
 /** How long a launch waits for its terminal to open (and report its size) before starting the agent anyway. */
 const OPEN_WAIT_MS = 3000;
@@ -53,7 +54,11 @@ export class AgentTerminal implements vscode.Pseudoterminal {
   private flushOutput: () => void = () => {};
   private readonly openWaiters: (() => void)[] = [];
 
-  constructor(private readonly runs: AgentRuns, readonly agentName: string, private readonly onClosed: (t: AgentTerminal) => void) {}
+  constructor(
+    private readonly runs: AgentRuns,
+    readonly agentName: string,
+    private readonly onClosed: (t: AgentTerminal) => void,
+  ) {}
 
   /** The run this terminal shows now. */
   get run(): AgentRun | undefined {
@@ -264,7 +269,8 @@ export class AgentTerminals implements vscode.Disposable {
    * cannot run is reported before any terminal opens. Throws SpawnError.
    */
   async launch(definition: AgentDefinition, options: LaunchOptions & { interactive: boolean }): Promise<AgentRun> {
-    if (!showsTerminal(definition)) return this.tellFallback(this.runs.launch(definition, { ...options, size: options.size ?? this.lastSize }));
+    if (!showsTerminal(definition))
+      return this.tellFallback(this.runs.launch(definition, { ...options, size: options.size ?? this.lastSize }));
     this.runs.check(definition, options);
     const reused = this.reusable(definition.name);
     const entry = reused ?? this.create(definition.name, definition.kind === 'mcp');
@@ -288,7 +294,9 @@ export class AgentTerminals implements vscode.Disposable {
   private tellFallback(run: AgentRun): AgentRun {
     if (run.ioNote && !this.fallbackTold) {
       this.fallbackTold = true;
-      void vscode.window.showWarningMessage(vscode.l10n.t('Agent Trees: agents run on pipes here, without a terminal of their own: {0}', run.ioNote));
+      void vscode.window.showWarningMessage(
+        vscode.l10n.t('Agent Trees: agents run on pipes here, without a terminal of their own: {0}', run.ioNote),
+      );
     }
     return run;
   }

@@ -36,9 +36,18 @@ interface NodePty {
 }
 
 interface NodePtyModule {
-  spawn(file: string, args: string[], options: {
-    name: string; cols: number; rows: number; cwd: string; env: NodeJS.ProcessEnv; encoding: string | null;
-  }): NodePty;
+  spawn(
+    file: string,
+    args: string[],
+    options: {
+      name: string;
+      cols: number;
+      rows: number;
+      cwd: string;
+      env: NodeJS.ProcessEnv;
+      encoding: string | null;
+    },
+  ): NodePty;
 }
 
 /** The module, or why there is none (the caller falls back to pipes and says so). */
@@ -51,6 +60,7 @@ let cached: PtyAvailability | undefined;
 
 /** Loads `@lydell/node-pty` once (see `loadPtyWith`). */
 export function loadPty(): PtyAvailability {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a native module, loaded on first use, that may be missing
   return (cached ??= loadPtyWith(() => require('@lydell/node-pty')));
 }
 
@@ -64,7 +74,10 @@ export function loadPtyWith(load: () => unknown, platform: NodeJS.Platform = pro
     const m = load() as Partial<NodePtyModule> | undefined;
     return typeof m?.spawn === 'function' ? { module: m as NodePtyModule } : { problem: 'cannot load @lydell/node-pty: it has no spawn()' };
   } catch (e) {
-    const first = String((e as Error)?.message ?? e).split('\n').find((l) => l.trim()) ?? 'unknown error';
+    const first =
+      String((e as Error)?.message ?? e)
+        .split('\n')
+        .find((l) => l.trim()) ?? 'unknown error';
     return { problem: `cannot load @lydell/node-pty (${platform}-${process.arch}): ${first}` };
   }
 }
@@ -79,7 +92,8 @@ export const DEFAULT_ROWS = 24;
 
 /** A terminal size the kernel accepts (1..65535 each); anything else becomes the default. */
 export function clampSize(cols: number | undefined, rows: number | undefined): { cols: number; rows: number } {
-  const fit = (n: number | undefined, d: number) => (typeof n === 'number' && Number.isFinite(n) && n >= 1 ? Math.min(Math.floor(n), 65535) : d);
+  const fit = (n: number | undefined, d: number) =>
+    typeof n === 'number' && Number.isFinite(n) && n >= 1 ? Math.min(Math.floor(n), 65535) : d;
   return { cols: fit(cols, DEFAULT_COLS), rows: fit(rows, DEFAULT_ROWS) };
 }
 
@@ -107,7 +121,10 @@ export class PtyRoot extends EventEmitter implements TreeRoot {
   private exited = false;
   private slave: number | undefined;
 
-  constructor(private readonly pty: NodePty, private readonly decoder?: StringDecoder) {
+  constructor(
+    private readonly pty: NodePty,
+    private readonly decoder?: StringDecoder,
+  ) {
     super();
     this.pid = pty.pid;
     // A second 'error' listener keeps node-pty from throwing. EIO is how the master side learns that the
@@ -125,8 +142,10 @@ export class PtyRoot extends EventEmitter implements TreeRoot {
       this.releaseSlave();
       const tail = this.decoder?.end();
       if (tail) this.emit('data', tail);
-      const name = signal ? (Object.entries(os.constants.signals).find(([, n]) => n === signal)?.[0] as NodeJS.Signals | undefined) : undefined;
-      this.signalCode = signal ? name ?? null : null;
+      const name = signal
+        ? (Object.entries(os.constants.signals).find(([, n]) => n === signal)?.[0] as NodeJS.Signals | undefined)
+        : undefined;
+      this.signalCode = signal ? (name ?? null) : null;
       this.exitCode = signal ? null : exitCode;
       this.emit('exit', this.exitCode, this.signalCode);
     });

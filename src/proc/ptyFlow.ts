@@ -85,8 +85,10 @@ export class EscapeTracker {
           break;
         case Esc.TextEscape:
         case Esc.Escape:
-          if (c === 0x5b) this.state = Esc.Csi; // [
-          else if (c === 0x5d || c === 0x50 || c === 0x58 || c === 0x5e || c === 0x5f) this.state = Esc.Text; // ] P X ^ _
+          if (c === 0x5b)
+            this.state = Esc.Csi; // [
+          else if (c === 0x5d || c === 0x50 || c === 0x58 || c === 0x5e || c === 0x5f)
+            this.state = Esc.Text; // ] P X ^ _
           else if (c === 0x1b) this.state = Esc.Escape;
           else if (c >= 0x20 && c <= 0x2f) this.state = Esc.Intermediate;
           else if (c >= 0x30 && c <= 0x7e) this.state = Esc.Ground; // ESC \ (ST), ESC 7, ESC c, ...
@@ -140,9 +142,22 @@ export class TerminalFlow {
   private tail = '';
   private timer: NodeJS.Timeout | undefined;
   private disposed = false;
-  readonly stats: FlowStats = { written: 0, acked: 0, queries: 0, answers: 0, timeouts: 0, pauses: 0, maxInFlight: 0, answerMsTotal: 0, answerMsMax: 0 };
+  readonly stats: FlowStats = {
+    written: 0,
+    acked: 0,
+    queries: 0,
+    answers: 0,
+    timeouts: 0,
+    pauses: 0,
+    maxInFlight: 0,
+    answerMsTotal: 0,
+    answerMsMax: 0,
+  };
 
-  constructor(private readonly sink: FlowSink, options: FlowOptions = {}) {
+  constructor(
+    private readonly sink: FlowSink,
+    options: FlowOptions = {},
+  ) {
     // A window of 4M characters (a few MB of strings): the workbench's answers take a second or more here while
     // it parses a backlog at ~10 MB/s, and a smaller window only idled the terminal (bench/terminal.ts).
     this.ackEvery = options.ackEvery ?? 256 * 1024;
@@ -225,7 +240,11 @@ export class TerminalFlow {
     this.sink.write(STATUS_QUERY);
     this.queue.push({ ours: true, upTo: this.written, sentAt: Date.now() });
     // A terminal that never answers must not make the queue grow without end.
-    if (this.queue.length > 256) this.queue.splice(this.queue.findIndex((q) => q.ours), 1);
+    if (this.queue.length > 256)
+      this.queue.splice(
+        this.queue.findIndex((q) => q.ours),
+        1,
+      );
     this.lastQueryAt = this.written;
     this.stats.queries++;
     if (!this.timer) this.arm();

@@ -26,18 +26,28 @@ function reportFile(): string {
 
 function events(file: string): ProbeEvent[] {
   if (!fs.existsSync(file)) return [];
-  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProbeEvent);
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as ProbeEvent);
 }
 
 async function event(file: string, match: (e: ProbeEvent) => boolean, what: string, timeoutMs = 10_000): Promise<ProbeEvent> {
   let found: ProbeEvent | undefined;
-  assert.ok(await waitFor(() => (found = events(file).find(match)) !== undefined, timeoutMs), `no ${what} in ${JSON.stringify(events(file))}`);
+  assert.ok(
+    await waitFor(() => (found = events(file).find(match)) !== undefined, timeoutMs),
+    `no ${what} in ${JSON.stringify(events(file))}`,
+  );
   return found!;
 }
 
 async function terminalOf(name: string): Promise<vscode.Terminal> {
   let t: vscode.Terminal | undefined;
-  assert.ok(await waitFor(() => (t = vscode.window.terminals.find((x) => x.name === `Agent: ${name}`)) !== undefined), `terminal of ${name}`);
+  assert.ok(
+    await waitFor(() => (t = vscode.window.terminals.find((x) => x.name === `Agent: ${name}`)) !== undefined),
+    `terminal of ${name}`,
+  );
   return t!;
 }
 
@@ -54,7 +64,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     await config().update('killGraceSeconds', undefined, vscode.ConfigurationTarget.Global);
   });
 
-  it('sees a tty on 0, 1 and 2, leads the foreground group, gets the real size and VS Code\'s TERM', async () => {
+  it("sees a tty on 0, 1 and 2, leads the foreground group, gets the real size and VS Code's TERM", async () => {
     const file = reportFile();
     const id = await trees.launch({ name: 'tty-report', command: PYTHON, args: [PROBE, file, 'wait'], timeoutSeconds: 0 });
     const start = await event(file, (e) => e.event === 'start', 'start');
@@ -74,12 +84,20 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       const [cols, rows] = start.size as number[];
       assert.ok(cols > 0 && rows > 0, `the program sees ${cols}x${rows}`);
       // The panel may settle its layout after the start: then a SIGWINCH brought the final size.
-      const last = events(file).filter((e) => e.event === 'winch').pop()?.size ?? start.size;
-      assert.ok(await waitFor(() => {
-        const now = trees.terminalState(id)!.size!;
-        const seen = (events(file).filter((e) => e.event === 'winch').pop()?.size ?? start.size) as number[];
-        return seen[0] === now.cols && seen[1] === now.rows;
-      }), `program size ${JSON.stringify(last)} vs terminal ${JSON.stringify(trees.terminalState(id)!.size)}`);
+      const last =
+        events(file)
+          .filter((e) => e.event === 'winch')
+          .pop()?.size ?? start.size;
+      assert.ok(
+        await waitFor(() => {
+          const now = trees.terminalState(id)!.size!;
+          const seen = (events(file)
+            .filter((e) => e.event === 'winch')
+            .pop()?.size ?? start.size) as number[];
+          return seen[0] === now.cols && seen[1] === now.rows;
+        }),
+        `program size ${JSON.stringify(last)} vs terminal ${JSON.stringify(trees.terminalState(id)!.size)}`,
+      );
     } finally {
       await trees.kill(id);
     }
@@ -99,7 +117,10 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.ok(!events(file).some((e) => e.event === 'key' && e.key === '\x03'), 'Ctrl-C is a signal, not a key, in cbreak mode');
     assert.strictEqual(trees.list().find((t) => t.id === id)?.state, 'running', 'SIGINT went to the program, not to a kill');
     terminal.sendText('q', false);
-    assert.ok(await waitFor(() => trees.terminalState(id)?.ending === 'exited with code 0', 10_000), `ending: ${trees.terminalState(id)?.ending}`);
+    assert.ok(
+      await waitFor(() => trees.terminalState(id)?.ending === 'exited with code 0', 10_000),
+      `ending: ${trees.terminalState(id)?.ending}`,
+    );
   });
 
   it('ends input for a line-mode reader on Ctrl-D', async () => {
@@ -124,12 +145,19 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const before = trees.terminalState(id)!.size!;
     try {
       await vscode.commands.executeCommand('workbench.action.toggleMaximizedPanel');
-      assert.ok(await waitFor(() => {
-        const now = trees.terminalState(id)!.size!;
-        return now.rows !== before.rows || now.cols !== before.cols;
-      }), `the terminal kept ${JSON.stringify(before)}`);
+      assert.ok(
+        await waitFor(() => {
+          const now = trees.terminalState(id)!.size!;
+          return now.rows !== before.rows || now.cols !== before.cols;
+        }),
+        `the terminal kept ${JSON.stringify(before)}`,
+      );
       const after = trees.terminalState(id)!.size!;
-      await event(file, (e) => e.event === 'winch' && (e.size as number[])[0] === after.cols && (e.size as number[])[1] === after.rows, `SIGWINCH with ${after.cols}x${after.rows}`);
+      await event(
+        file,
+        (e) => e.event === 'winch' && (e.size as number[])[0] === after.cols && (e.size as number[])[1] === after.rows,
+        `SIGWINCH with ${after.cols}x${after.rows}`,
+      );
     } finally {
       await vscode.commands.executeCommand('workbench.action.toggleMaximizedPanel');
       await trees.kill(id);
@@ -140,18 +168,30 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const file = reportFile();
     const id = await trees.launch({ name: 'tty-flood', command: PYTHON, args: [PROBE, file, 'flood', '10000'], timeoutSeconds: 0 });
     await event(file, (e) => e.event === 'flooded', 'flooded');
-    assert.ok(await waitFor(() => trees.terminalState(id)?.ending === 'exited with code 0', 20_000), `ending: ${trees.terminalState(id)?.ending}`);
+    assert.ok(
+      await waitFor(() => trees.terminalState(id)?.ending === 'exited with code 0', 20_000),
+      `ending: ${trees.terminalState(id)?.ending}`,
+    );
     const expected = Array.from({ length: 10_000 }, (_, i) => `line ${i}\r\n`).join('');
     const output = trees.output(id)!;
     assert.strictEqual(output.length, expected.length, 'nothing lost, nothing added');
     assert.ok(output === expected, 'in order, unchanged (the tty turned \\n into \\r\\n, nothing else did)');
     const state = trees.terminalState(id)!;
     assert.strictEqual(state.written, expected.length, 'all of it went to the terminal');
-    assert.ok(await waitFor(() => trees.terminalState(id)!.acked === expected.length, 10_000), `acknowledged ${trees.terminalState(id)!.acked} of ${expected.length}`);
+    assert.ok(
+      await waitFor(() => trees.terminalState(id)!.acked === expected.length, 10_000),
+      `acknowledged ${trees.terminalState(id)!.acked} of ${expected.length}`,
+    );
   });
 
   it('shows output written before its terminal opened when it opens', async () => {
-    const id = await trees.launch({ name: 'tty-later', command: 'sh', args: ['-c', 'echo early-bird; exec sleep 60'], showTerminal: false, timeoutSeconds: 0 });
+    const id = await trees.launch({
+      name: 'tty-later',
+      command: 'sh',
+      args: ['-c', 'echo early-bird; exec sleep 60'],
+      showTerminal: false,
+      timeoutSeconds: 0,
+    });
     assert.ok(await waitFor(() => (trees.output(id) ?? '').includes('early-bird')));
     assert.strictEqual(trees.terminalState(id), undefined, 'no terminal was asked for');
     assert.ok(!vscode.window.terminals.some((t) => t.name === 'Agent: tty-later'));
@@ -162,7 +202,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     await trees.kill(id);
   });
 
-  it('kills a terminal agent with its helpers; the terminal\'s ending line and the notification agree', async () => {
+  it("kills a terminal agent with its helpers; the terminal's ending line and the notification agree", async () => {
     const pids = pidFile();
     const id = await trees.launch({ name: 'tty-kill', command: FIXTURE, args: ['setsid', pids], timeoutSeconds: 0 });
     const roles = await fixturePids(pids);
@@ -174,7 +214,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.strictEqual(trees.terminalState(id)!.ending, `killed: ended ${result!.signalled} processes`);
   });
 
-  it('closing a terminal agent\'s terminal ends its whole tree', async () => {
+  it("closing a terminal agent's terminal ends its whole tree", async () => {
     const pids = pidFile();
     const id = await trees.launch({ name: 'tty-close', command: FIXTURE, args: ['deep', pids], timeoutSeconds: 0 });
     const roles = await fixturePids(pids);
@@ -183,7 +223,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'killed'));
   });
 
-  it('reuses an ended run\'s terminal for the next run of the same agent', async () => {
+  it("reuses an ended run's terminal for the next run of the same agent", async () => {
     const before = trees.terminalCount();
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
@@ -206,9 +246,18 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     }
     // One more may stay: the terminal in front of the user is never closed under them.
     const open = () => vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-'));
-    assert.ok(await waitFor(() => open().length <= kept + 1, 10_000),
-      `open: ${open().map((t) => t.name).join(', ')}; active: ${vscode.window.activeTerminal?.name}; runs: ${trees.list().map((t) => `${t.name}:${t.state}`).join(', ')}`);
-    log(`[pty] agent terminals open after ${kept + 15} runs: ${vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-')).length}`);
+    assert.ok(
+      await waitFor(() => open().length <= kept + 1, 10_000),
+      `open: ${open()
+        .map((t) => t.name)
+        .join(', ')}; active: ${vscode.window.activeTerminal?.name}; runs: ${trees
+        .list()
+        .map((t) => `${t.name}:${t.state}`)
+        .join(', ')}`,
+    );
+    log(
+      `[pty] agent terminals open after ${kept + 15} runs: ${vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-')).length}`,
+    );
   });
 
   it('runs MCP servers and "terminal": "pipe" agents on pipes; names a bad "terminal" value', async () => {
@@ -218,11 +267,20 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.deepStrictEqual(start.tty, [false, false, false]);
     assert.strictEqual(trees.terminalState(id)!.io, 'pipe');
     await trees.kill(id);
-    const mcp = await trees.launch({ name: 'tty-mcp', command: PYTHON, args: [PROBE, reportFile(), 'wait'], kind: 'mcp', timeoutSeconds: 0 });
+    const mcp = await trees.launch({
+      name: 'tty-mcp',
+      command: PYTHON,
+      args: [PROBE, reportFile(), 'wait'],
+      kind: 'mcp',
+      timeoutSeconds: 0,
+    });
     assert.strictEqual(trees.terminalState(mcp), undefined);
     await trees.kill(mcp);
     await assert.rejects(trees.launch({ name: 'bad', command: 'sleep', terminal: 'tty' } as never), /"terminal" must be "pty"/);
-    await assert.rejects(trees.launch({ name: 'bad', command: 'sleep', showTerminal: 'no' } as never), /"showTerminal" must be true or false/);
+    await assert.rejects(
+      trees.launch({ name: 'bad', command: 'sleep', showTerminal: 'no' } as never),
+      /"showTerminal" must be true or false/,
+    );
   });
 
   it('ends a terminal agent at its timeout', async () => {
@@ -231,7 +289,10 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const roles = await fixturePids(pids);
     assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'timed out', 15_000));
     assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000));
-    assert.ok(await waitFor(() => /^timed out after 3 s: ended [1-9]\d* processes$/.test(trees.terminalState(id)?.ending ?? ''), 10_000), `ending: ${trees.terminalState(id)?.ending}`);
+    assert.ok(
+      await waitFor(() => /^timed out after 3 s: ended [1-9]\d* processes$/.test(trees.terminalState(id)?.ending ?? ''), 10_000),
+      `ending: ${trees.terminalState(id)?.ending}`,
+    );
     assert.ok(allPids(roles).every((p) => !isProcessAlive(p)));
   });
 });

@@ -74,10 +74,10 @@ describe('flow control towards a terminal', () => {
     flow.dispose();
   });
 
-  it('keeps the agent\'s own status queries and their answers, in order with ours', () => {
+  it("keeps the agent's own status queries and their answers, in order with ours", () => {
     const sink = new Sink();
     const flow = new TerminalFlow(sink, { ackEvery: 5, highWater: 1000, lowWater: 10 });
-    flow.write('hello');                // ours after it
+    flow.write('hello'); // ours after it
     flow.write(`ab${STATUS_QUERY.slice(0, 2)}`);
     flow.write(`${STATUS_QUERY.slice(2)}cd`); // the agent's, split across two writes; ours after it
     // The terminal answers in order: ours, the agent's, ours.

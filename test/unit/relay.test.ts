@@ -18,7 +18,7 @@ const modeAfter = (t: OuterTerminal) => t.output.slice(t.output.lastIndexOf('exi
 describe('agent-trees run in a terminal', function () {
   this.timeout(30_000);
 
-  it('gives the agent a terminal of its own: tty on 0, 1 and 2, foreground group, the caller\'s size; resizes pass on', async () => {
+  it("gives the agent a terminal of its own: tty on 0, 1 and 2, foreground group, the caller's size; resizes pass on", async () => {
     const records = tmpDir();
     const file = reportFile();
     const t = inTerminal(`--records "${records}" -- ${PYTHON} ${PROBE} ${file} cbreak`, { cols: 101, rows: 33 });
@@ -54,10 +54,10 @@ describe('agent-trees run in a terminal', function () {
     await probeEvent(file, (e) => e.event === 'sigint', 'SIGINT in the agent');
     t.pty.write('q');
     await t.waitOutput(/done/, 'the shell line to finish');
-    assert.match(modeAfter(t), /exit=0/, 'run exited with the agent\'s code, not 130');
+    assert.match(modeAfter(t), /exit=0/, "run exited with the agent's code, not 130");
   });
 
-  it('passes output through unchanged: no \\r added to what the agent\'s terminal already turned into \\r\\n', async () => {
+  it("passes output through unchanged: no \\r added to what the agent's terminal already turned into \\r\\n", async () => {
     const records = tmpDir();
     const t = inTerminal(`--records "${records}" -- printf 'a\\nb\\033[1mc\\n'`);
     await t.waitOutput(/done/, 'the shell line to finish');
@@ -74,13 +74,22 @@ describe('agent-trees run in a terminal', function () {
       const t = inTerminal(`${runArgs} --records "${records}" -- ${FIXTURE} daemon ${pidfile}`);
       const pids = await fixturePids(pidfile);
       if (code === 143) {
-        const runPid = await waitFor('run in the record', () => fs.readdirSync(records).map((f) => parseInt(f, 10)).find((n) => n > 0));
+        const runPid = await waitFor('run in the record', () =>
+          fs
+            .readdirSync(records)
+            .map((f) => parseInt(f, 10))
+            .find((n) => n > 0),
+        );
         process.kill(runPid, 'SIGTERM');
       }
       await t.waitOutput(/done/, 'the shell line to finish');
       assert.match(modeAfter(t), new RegExp(`exit=${code}`));
       assert.match(modeAfter(t), / icanon .* echo /);
-      assert.match(t.output, /(^|\r\n)agent-trees: warning: (timed out after 1 s|terminated): ended \d+ processes\r\n/, 'printed after the terminal was restored');
+      assert.match(
+        t.output,
+        /(^|\r\n)agent-trees: warning: (timed out after 1 s|terminated): ended \d+ processes\r\n/,
+        'printed after the terminal was restored',
+      );
       assert.deepStrictEqual(await waitAllDead(pids.all), []);
       assert.deepStrictEqual(fs.readdirSync(records), []);
     });
@@ -104,7 +113,10 @@ describe('agent-trees run in a terminal', function () {
     const t = inTerminal(`--records "${records}" -- ${PYTHON} ${PROBE} ${file} wait`, undefined, path.join(bare, 'cli.js'));
     const start = await probeEvent(file, (e) => e.event === 'start', 'start');
     register(start.pid as number);
-    await t.waitOutput(/cannot load @lydell\/node-pty \(linux-\w+\): Cannot find module '@lydell\/node-pty'.*gets this terminal without being its controlling terminal/, 'the reason');
+    await t.waitOutput(
+      /cannot load @lydell\/node-pty \(linux-\w+\): Cannot find module '@lydell\/node-pty'.*gets this terminal without being its controlling terminal/,
+      'the reason',
+    );
     assert.deepStrictEqual(start.tty, [true, true, true]);
     assert.match(String(start.foreground), /Inappropriate ioctl|False|false/, 'no controlling terminal: the old behaviour');
     t.pty.write('q\r');
@@ -112,12 +124,17 @@ describe('agent-trees run in a terminal', function () {
     assert.match(modeAfter(t), /exit=0/);
   });
 
-  it('a pty tree whose run was SIGKILLed is swept: the terminal\'s hangup does not stop the sweep finding its daemon', async () => {
+  it("a pty tree whose run was SIGKILLed is swept: the terminal's hangup does not stop the sweep finding its daemon", async () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');
     const t = inTerminal(`--records "${records}" --no-cgroup -- ${FIXTURE} daemon ${pidfile}`);
     const pids = await fixturePids(pidfile);
-    const runPid = await waitFor('run in the record', () => fs.readdirSync(records).map((f) => parseInt(f, 10)).find((n) => n > 0));
+    const runPid = await waitFor('run in the record', () =>
+      fs
+        .readdirSync(records)
+        .map((f) => parseInt(f, 10))
+        .find((n) => n > 0),
+    );
     process.kill(runPid, 'SIGKILL');
     await t.waitOutput(/done/, 'the shell line to finish');
     const daemon = pids.roles.get('daemon')!;
