@@ -8,6 +8,7 @@
  * an uncaught error (the 'exit' event), and it is set raw again after `run` was stopped and continued.
  */
 import { execFileSync } from 'child_process';
+import * as fs from 'fs';
 import { clampSize, PtyRoot } from '../proc';
 
 /** The caller's terminal: a tty input that can be put in raw mode, and where output goes. */
@@ -52,9 +53,30 @@ export function processTerminal(): RelayTerminal {
   };
 }
 
-/** Whether `run` relays a terminal of the agent's own: its stdin is a terminal it can put in raw mode. */
-export function relayWanted(input: RelayTerminal['input'] = process.stdin): boolean {
-  return input.isTTY === true && typeof input.setRawMode === 'function';
+/**
+ * Whether `run` relays a terminal of the agent's own: its stdin is a terminal it can put in raw mode, and it is
+ * in that terminal's foreground. A background job (`agent-trees run ... &`) must not touch the terminal (the
+ * kernel would stop it for reading or setting it): it passes its stdio on as before.
+ */
+export function relayWanted(input: RelayTerminal['input'] = process.stdin, foreground: () => boolean = inForeground): boolean {
+  return input.isTTY === true && typeof input.setRawMode === 'function' && foreground();
+}
+
+/** Whether this process's group is the foreground group of its controlling terminal. */
+export function inForeground(): boolean {
+  try {
+    if (process.platform === 'linux') {
+      const stat = fs.readFileSync('/proc/self/stat', 'latin1');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return f[2] === f[5]; // pgrp, tpgid
+    }
+    const [tpgid, pgid] = execFileSync('ps', ['-o', 'tpgid=,pgid=', '-p', String(process.pid)], { encoding: 'utf8', timeout: 2000 })
+      .trim()
+      .split(/\s+/);
+    return tpgid === pgid;
+  } catch {
+    return false;
+  }
 }
 
 export class TtyRelay {

@@ -95,6 +95,20 @@ describe('agent-trees run in a terminal', function () {
     });
   }
 
+  it('as a background job (run ... &) leaves the terminal alone and passes it on, as before', async () => {
+    const records = tmpDir();
+    const file = reportFile();
+    // Job control on: the background job gets a process group of its own, not the terminal's foreground.
+    const line = `set -m; "${process.execPath}" "${CLI}" run --records "${records}" -- ${PYTHON} ${PROBE} ${file} flood 3 & wait $!; echo "exit=$?"; stty -a | tr -s ' \\n' ' '; echo; echo done`;
+    const t = new OuterTerminal('/bin/bash', ['-c', line]);
+    await t.waitOutput(/done/, 'the shell line to finish');
+    const start = events(file)[0];
+    assert.deepStrictEqual(start.tty, [true, true, true], "the terminal's own file descriptors");
+    assert.match(String(start.foreground), /Inappropriate ioctl/, 'no terminal of its own: the old behaviour');
+    assert.match(modeAfter(t), /exit=0/, 'not stopped for touching the terminal');
+    assert.match(modeAfter(t), / icanon .* echo /);
+  });
+
   it('keeps pipes when its stdin is not a terminal', async () => {
     const records = tmpDir();
     const file = reportFile();
