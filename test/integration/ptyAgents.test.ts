@@ -283,6 +283,33 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     );
   });
 
+  it('agent-trees run typed in a terminal of the window gives the agent a terminal of its own; Ctrl-C reaches only the agent', async () => {
+    const file = reportFile();
+    const terminal = vscode.window.createTerminal({ name: 'it-relay', shellPath: '/bin/bash', shellArgs: ['--norc', '--noprofile'] });
+    try {
+      terminal.show(false);
+      terminal.sendText(`agent-trees run -- ${PYTHON} ${PROBE} ${file} wait; echo "relay-exit=$?" > ${file}.exit`, true);
+      const start = await event(file, (e) => e.event === 'start', 'start', 20_000);
+      assert.deepStrictEqual(start.tty, [true, true, true]);
+      assert.strictEqual(start.foreground, true, 'tcgetpgrp(0) == getpgrp(): its own controlling terminal');
+      assert.strictEqual(start.sid, start.pid);
+      const size = start.size as number[];
+      assert.ok(size[0] > 0 && size[1] > 0, `the terminal's size: ${size}`);
+      await event(file, (e) => e.event === 'waiting', 'waiting');
+      terminal.sendText('\x03', false);
+      await event(file, (e) => e.event === 'sigint', 'SIGINT in the agent');
+      terminal.sendText('q', true);
+      assert.ok(await waitFor(() => fs.existsSync(`${file}.exit`), 10_000), 'run ended with its agent');
+      assert.strictEqual(
+        fs.readFileSync(`${file}.exit`, 'utf8').trim(),
+        'relay-exit=0',
+        "the agent's exit code, not an interrupted run's 130",
+      );
+    } finally {
+      terminal.dispose();
+    }
+  });
+
   it('ends a terminal agent at its timeout', async () => {
     const pids = pidFile();
     const id = await trees.launch({ name: 'tty-timeout', command: FIXTURE, args: ['ignore-term', pids], timeoutSeconds: 3 });
