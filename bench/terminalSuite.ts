@@ -203,6 +203,8 @@ async function cycles(api: AgentTreesApi, n: number): Promise<CyclesFigure> {
   };
   for (let i = 0; i < 25; i++) await one(-i - 1); // warm up, and fill the kept runs
   const before = await settle();
+  const snapshots = process.env.AGENT_TREES_BENCH_HEAP_SNAPSHOTS;
+  if (snapshots) v8.writeHeapSnapshot(path.join(snapshots, 'before.heapsnapshot'));
   const t0 = wallMs();
   for (let i = 0; i < n; i++) await one(i);
   await until(
@@ -213,6 +215,7 @@ async function cycles(api: AgentTreesApi, n: number): Promise<CyclesFigure> {
   ).catch(() => undefined);
   const seconds = (wallMs() - t0) / 1000;
   const after = await settle();
+  if (snapshots) v8.writeHeapSnapshot(path.join(snapshots, 'after.heapsnapshot'));
   return {
     cycles: n,
     heapBeforeMb: mb(before.heapUsed),

@@ -174,6 +174,8 @@ export class AgentRuns extends EventEmitter {
     private readonly clock: Clock = systemClock,
   ) {
     super();
+    // One 'finished' listener per agent terminal showing a live run: more than ten agents may run at once.
+    this.setMaxListeners(0);
     this.log = log ?? silentLogger;
     owner.on('ended', (tree: OwnedTree) => {
       const run = this.runs.get(tree.record.id);

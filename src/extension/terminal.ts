@@ -217,6 +217,9 @@ export class AgentTerminal implements vscode.Pseudoterminal {
     const run = this.current;
     if (run?.live) void this.runs.kill(run.id, 'killed');
     this.onClosed(this);
+    // The extension host keeps a terminal's pseudoterminal (and all it holds: the run, its output, its pty) until
+    // the pseudoterminal says it closed, even after the terminal was disposed.
+    this.closeEmitter.fire();
     this.writeEmitter.dispose();
     this.closeEmitter.dispose();
   }
