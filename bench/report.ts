@@ -471,6 +471,7 @@ function terminalMarkdown(t: TerminalResults): string[] {
       `${c.terminalsOpen} agent terminals left open (${c.keptRuns} runs kept in the view).`, '');
   }
   if (t.host?.error) md.push(`Real host: ${t.host.error.split('\n')[0]}`, '');
+  for (const n of t.host?.notes ?? []) md.push(`Real host, failed and left out: ${n}`, '');
   if (t.hostError) md.push(`Real host: not measured: ${t.hostError}`, '');
   return md;
 }

@@ -67,6 +67,8 @@ export interface HostResults {
   latency: LatencyFigure[];
   cycles?: CyclesFigure;
   vscode: string;
+  /** Runs that failed (the rest still count). */
+  notes: string[];
   error?: string;
 }
 
@@ -241,9 +243,9 @@ function runInHost(quick: boolean): HostResults | { error: string } {
       '--env',
       `AGENT_TREES_TERMINAL_BENCH_QUICK=${quick ? 1 : 0}`,
       '--timeout',
-      '900',
+      '1500',
     ],
-    { cwd: REPO, encoding: 'utf8', timeout: 1_000_000 },
+    { cwd: REPO, encoding: 'utf8', timeout: 1_600_000 },
   );
   log(`terminal: real host session ${(msSince(t0) / 1000).toFixed(0)} s`);
   if (!fs.existsSync(out)) return { error: `host run failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-8).join(' | ')}` };

@@ -127,9 +127,10 @@ async function floodOnce(api: AgentTreesApi, c: Contender): Promise<{ ms: number
     const result = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-vt-')), 'result');
     const terminal = vscode.window.createTerminal({ name, shellPath: PYTHON, shellArgs: [WRITER, 'flood', String(BYTES), result] });
     terminal.show(true);
-    await until(`${name} result`, () => fs.existsSync(result) && fs.readFileSync(result, 'utf8').includes('\n'), 120_000, 20);
+    await until(`${name} result`, () => fs.existsSync(result) && fs.readFileSync(result, 'utf8').includes('\n'), 400_000, 20).finally(() =>
+      terminal.dispose(),
+    );
     const [, end] = fs.readFileSync(result, 'utf8').trim().split(' ').map(Number);
-    terminal.dispose();
     return { ms: end / 1e6 - t0 };
   }
   // The old pipe path: the agent on pipes, every chunk given to the terminal as it comes (\n made \r\n), no flow
@@ -231,7 +232,7 @@ async function cycles(api: AgentTreesApi, n: number): Promise<CyclesFigure> {
 
 export async function run(): Promise<void> {
   const api = await vscode.extensions.getExtension<AgentTreesApi>('agent-trees.agent-trees')!.activate();
-  const results: HostResults = { throughput: [], latency: [], vscode: `${vscode.version} (${vscode.env.appName})` };
+  const results: HostResults = { throughput: [], latency: [], notes: [], vscode: `${vscode.version} (${vscode.env.appName})` };
   let failed = 0;
   try {
     // For work on the benchmark: only these contenders' throughput, or only the cycles.
@@ -254,16 +255,26 @@ export async function run(): Promise<void> {
     for (let round = 0; round < reps; round++) {
       const order = [...contenders.slice(round % contenders.length), ...contenders.slice(0, round % contenders.length)];
       for (const c of order) {
+        // VS Code's own terminal is the slowest by far (a reference, not a contender): one run.
+        if (c === 'vscode-terminal' && runs.get(c)!.length > 0) continue;
         await sleep(500);
-        const s = await sampled(() => floodOnce(api, c));
-        runs.get(c)!.push({ ms: s.value.ms, rss: s.rssGrowthMb, heap: s.heapGrowthMb, pauses: s.value.pauses, answerMs: s.value.answerMs });
-        console.log(
-          `[bench] ${c}: ${(BYTES / 1e6 / (s.value.ms / 1000)).toFixed(1)} MB/s, +${s.rssGrowthMb} MB RSS, +${s.heapGrowthMb} MB heap`,
-        );
+        // One run that fails (a timeout on a loaded machine) is noted; the other figures still count.
+        try {
+          const s = await sampled(() => floodOnce(api, c));
+          runs
+            .get(c)!
+            .push({ ms: s.value.ms, rss: s.rssGrowthMb, heap: s.heapGrowthMb, pauses: s.value.pauses, answerMs: s.value.answerMs });
+          console.log(
+            `[bench] ${c}: ${(BYTES / 1e6 / (s.value.ms / 1000)).toFixed(1)} MB/s, +${s.rssGrowthMb} MB RSS, +${s.heapGrowthMb} MB heap`,
+          );
+        } catch (e) {
+          results.notes.push(`${c}, round ${round + 1}: ${(e as Error).message}`);
+        }
       }
     }
     for (const c of contenders) {
       const r = runs.get(c)!;
+      if (r.length === 0) continue;
       const fig: ThroughputFigure = {
         contender: c,
         title: TITLES[c],
@@ -279,7 +290,13 @@ export async function run(): Promise<void> {
     if (only) throw new Error('only the throughput of ' + only.join(', '));
     const samples = quick ? 10 : 30;
     for (const c of ['agent-terminal', 'vscode-terminal'] as const) {
-      const ms = await keysOnce(api, c, samples);
+      let ms: number[];
+      try {
+        ms = await keysOnce(api, c, samples);
+      } catch (e) {
+        results.notes.push(`keystrokes, ${c}: ${(e as Error).message}`);
+        continue;
+      }
       const fig: LatencyFigure = {
         contender: c,
         title:
