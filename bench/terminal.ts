@@ -236,6 +236,8 @@ function runInHost(quick: boolean): HostResults | { error: string } {
     process.execPath,
     [
       path.join(REPO, 'scripts', 'host', 'runTests.js'),
+      '--host',
+      'oldest',
       '--extensionTestsPath',
       suite,
       '--env',

@@ -220,7 +220,8 @@ async function main() {
         await page.screenshot({ path: file });
         // The packaged README inlines its screenshots: a 256-colour PNG keeps the .vsix small.
         const q = spawnSync('pngquant', ['--quality=60-85', '--speed', '1', '--force', '--output', file, '--', file]);
-        if (q.error || q.status !== 0) say(`pngquant not available (${q.error ? q.error.message : `exit ${q.status}`}): the screenshot stays full colour`);
+        if (q.error || q.status !== 0)
+          say(`pngquant not available (${q.error ? q.error.message : `exit ${q.status}`}): the screenshot stays full colour`);
         r.screenshot = path.relative(lib.ROOT, file);
         say(`saved ${r.screenshot}`);
       }

@@ -265,22 +265,26 @@ export function spawnPtyTree(options: PtySpawnOptions, core: Pick<Core, 'table' 
   const { module, problem } = loadPty();
   if (!module) throw new SpawnError(problem!, 'EINVAL');
   const size = clampSize(options.cols, options.rows);
-  return spawnTreeWith<PtyRoot>(options, (launch) => {
-    const env = { ...launch.env };
-    // A size inherited from the spawning process would contradict the terminal's own.
-    delete env.COLUMNS;
-    delete env.LINES;
-    const pty = module.spawn(launch.file, launch.args, {
-      name: env.TERM || DEFAULT_TERM,
-      cols: size.cols,
-      rows: size.rows,
-      cwd: launch.cwd,
-      env,
-      encoding: null, // bytes: PtyRoot decodes, so what it drains at the end decodes the same way
-    });
-    awaitOwnSession(pty.pid, core.table);
-    return { root: new PtyRoot(pty, options.encoding === null ? undefined : new StringDecoder('utf8')), sessionLeader: true };
-  }, core);
+  return spawnTreeWith<PtyRoot>(
+    options,
+    (launch) => {
+      const env = { ...launch.env };
+      // A size inherited from the spawning process would contradict the terminal's own.
+      delete env.COLUMNS;
+      delete env.LINES;
+      const pty = module.spawn(launch.file, launch.args, {
+        name: env.TERM || DEFAULT_TERM,
+        cols: size.cols,
+        rows: size.rows,
+        cwd: launch.cwd,
+        env,
+        encoding: null, // bytes: PtyRoot decodes, so what it drains at the end decodes the same way
+      });
+      awaitOwnSession(pty.pid, core.table);
+      return { root: new PtyRoot(pty, options.encoding === null ? undefined : new StringDecoder('utf8')), sessionLeader: true };
+    },
+    core,
+  );
 }
 
 /**

@@ -8,7 +8,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/controller';
-import { isProcessAlive, log, waitFor } from './harness';
+import { log, processes, waitFor } from './harness';
 import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile, REPO } from './fixtures';
 
 const PROBE = path.join(REPO, 'test', 'fixtures', 'ttyprobe.py');
@@ -320,6 +320,6 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       await waitFor(() => /^timed out after 3 s: ended [1-9]\d* processes$/.test(trees.terminalState(id)?.ending ?? ''), 10_000),
       `ending: ${trees.terminalState(id)?.ending}`,
     );
-    assert.ok(allPids(roles).every((p) => !isProcessAlive(p)));
+    assert.ok(allPids(roles).every((p) => !processes.isAlive(p)));
   });
 });

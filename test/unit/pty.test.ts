@@ -2,9 +2,8 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { AgentRuns } from '../../src/agents/runs';
-import { cgroupOfProcess } from '../../src/proc/cgroup';
-import { cgroupTier, loadPtyWith, processTable, PtyRoot, RecordStore, TreeOwner } from '../../src/proc';
-import { aliveOf, FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor } from './helpers';
+import { loadPtyWith, processCore, PtyRoot, RecordStore, TreeOwner } from '../../src/proc';
+import { aliveOf, FIXTURE, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
 import { blockedInWrite, events, probeEvent, PROBE, PYTHON, reportFile } from './ptyHelpers';
 
 describe('trees on a pseudo-terminal (real processes)', () => {
@@ -38,9 +37,10 @@ describe('trees on a pseudo-terminal (real processes)', () => {
       onDisk.trees.some((t) => t.id === tree.record.id),
       'recorded before it returned',
     );
-    if (cgroupTier('auto').tier) {
+    if (processCore().cgroupTier('auto').tier) {
       assert.strictEqual(tree.tier, 'cgroup');
-      assert.ok(tree.record.cgroup!.endsWith(cgroupOfProcess(tree.child.pid)!), 'the root entered its cgroup before running');
+      const own = /^0::(.*)$/m.exec(fs.readFileSync(`/proc/${tree.child.pid}/cgroup`, 'utf8'))![1];
+      assert.ok(tree.record.cgroup!.endsWith(own), 'the root entered its cgroup before running');
     }
     const exit = new Promise<[number | null, string | null]>((r) => tree.child.once('exit', (c, s) => r([c, s])));
     const report = await owner.kill(tree.record.id, 300);
@@ -53,7 +53,7 @@ describe('trees on a pseudo-terminal (real processes)', () => {
     for (let i = 0; i < 20; i++) {
       const tree = owner.spawnTerminal({ command: 'sleep', args: ['30'] });
       register(tree.child.pid);
-      const p = processTable().read(tree.child.pid);
+      const p = table.read(tree.child.pid);
       if (p) assert.strictEqual(p.sid, tree.child.pid, 'already in a session of its own');
       const report = await owner.kill(tree.record.id, 300);
       assert.strictEqual(report.survivors, 0, `run ${i}`);
@@ -265,6 +265,6 @@ describe('agent runs on a terminal (real processes)', () => {
     assert.ok(store.read(process.pid)!.trees.some((t) => t.id === run.id));
     await runs.kill(run.id);
     await waitFor('record gone', () => !fs.existsSync(store.fileOf(process.pid)));
-    assert.strictEqual(processTable().read(run.tree.record.rootPid), undefined);
+    assert.strictEqual(table.read(run.tree.record.rootPid), undefined);
   });
 });
