@@ -17,7 +17,10 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { spawnSync } = require('child_process');
-const lib = require('./hostLib');
+const { ROOT } = require('./hosts');
+const { startCodeServer, tail, writeDefaultUserSettings } = require('./codeServer');
+const { openWorkbench } = require('./workbench');
+const processes = require('../../test/support/processes');
 const { prepareDemo, teardown } = require('./demo');
 const {
   runCommand,
@@ -31,6 +34,7 @@ const {
 } = require('./screenshots');
 
 const say = (msg) => process.stdout.write(`[agent-clis] ${msg}\n`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const PACKAGES = { codex: '@openai/codex', gemini: '@google/gemini-cli', claude: '@anthropic-ai/claude-code' };
 const VIEWPORT = { width: 1280, height: 800 };
 
@@ -68,9 +72,9 @@ function trialProcesses(home) {
     .readdirSync('/proc')
     .filter((n) => /^\d+$/.test(n))
     .map(Number)) {
-    const env = lib.readEnviron(pid);
+    const env = processes.readEnviron(pid);
     if (env && env.get('HOME') === home && env.has('AGENT_TREES_TREE_ID'))
-      out.push({ pid, tag: env.get('AGENT_TREES_TREE_ID'), command: lib.describe(pid, 100) });
+      out.push({ pid, tag: env.get('AGENT_TREES_TREE_ID'), command: processes.describe(pid, 100) });
   }
   return out;
 }
@@ -82,7 +86,7 @@ async function main() {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const clis = path.resolve(opt('--clis') || fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-clis-')));
-  const outDir = path.resolve(opt('--out') || path.join(lib.ROOT, 'media', 'screenshots'));
+  const outDir = path.resolve(opt('--out') || path.join(ROOT, 'media', 'screenshots'));
   ensureClis(clis);
   // Not under /tmp: Codex refuses to put its helper binaries under the temp folder and says so on screen.
   const home = fs.mkdtempSync('/var/tmp/agent-trees-cli-home-');
@@ -109,12 +113,13 @@ async function main() {
     demo = await prepareDemo({ vsix: opt('--vsix') });
     // The DOM renderer, so the terminal's text can be read back.
     const userSettings = path.join(demo.userDataDir, 'User', 'settings.json');
-    lib.writeDefaultUserSettings(demo.userDataDir);
+    writeDefaultUserSettings(demo.userDataDir);
     fs.writeFileSync(
       userSettings,
       JSON.stringify({ ...JSON.parse(fs.readFileSync(userSettings, 'utf8')), 'terminal.integrated.gpuAcceleration': 'off' }, null, 2),
     );
-    server = await lib.startCodeServer({
+    server = await startCodeServer({
+      host: demo.host,
       dirs: demo.dirs,
       userDataDir: demo.userDataDir,
       extensionsDir: demo.extensionsDir,
@@ -122,7 +127,7 @@ async function main() {
       marker: demo.marker,
       logFile: path.join(demo.dirs.logs, 'code-server.log'),
     });
-    browser = await lib.openWorkbench({
+    browser = await openWorkbench({
       server,
       dirs: demo.dirs,
       folder: workspace,
@@ -133,7 +138,7 @@ async function main() {
     const { page } = browser;
     await page.locator('.monaco-workbench .part.activitybar').waitFor({ state: 'visible', timeout: 60000 });
     if (!(await waitForExtensionHost(demo.userDataDir))) throw new Error('the extension was not activated within 60 s');
-    await lib.sleep(2000);
+    await sleep(2000);
     await page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first().click();
 
     const plans = {
@@ -144,11 +149,12 @@ async function main() {
         shot: 'codex-agent-terminal.png',
       },
       gemini: {
-        screen: /(Do you trust|Get started|How would you like to authenticate|Login with Google)/,
+        screen: /(Do you trust|Trust folder|Get started|How would you like to authenticate|Login with Google)/,
         key: 'ArrowDown',
         moved: /●\s*2\./,
       },
-      claude: { screen: /(Welcome to Claude Code|Claude Code)/, key: 'Enter' },
+      // Without network Claude Code shows its welcome, then why it cannot go on, and exits (1).
+      claude: { screen: /(Welcome to Claude Code|Unable to connect to Anthropic services)/, key: 'Enter' },
     };
     for (const bin of ['codex', 'gemini', 'claude']) {
       const plan = plans[bin];
@@ -171,7 +177,7 @@ async function main() {
         () => true,
         () => false,
       );
-      await lib.sleep(1500); // let it finish drawing
+      await sleep(1500); // let it finish drawing
       text = await terminalText(page);
       r.screen = text
         .split('\n')
@@ -215,14 +221,14 @@ async function main() {
         ).catch(() => undefined);
         await page.locator('.terminal-wrapper.active .xterm').first().click();
         await page.mouse.move(24, 560);
-        await lib.sleep(800);
+        await sleep(800);
         const file = path.join(outDir, plan.shot);
         await page.screenshot({ path: file });
         // The packaged README inlines its screenshots: a 256-colour PNG keeps the .vsix small.
         const q = spawnSync('pngquant', ['--quality=60-85', '--speed', '1', '--force', '--output', file, '--', file]);
         if (q.error || q.status !== 0)
           say(`pngquant not available (${q.error ? q.error.message : `exit ${q.status}`}): the screenshot stays full colour`);
-        r.screenshot = path.relative(lib.ROOT, file);
+        r.screenshot = path.relative(ROOT, file);
         say(`saved ${r.screenshot}`);
       }
       const tags = new Set(tree.map((p) => p.tag));
@@ -267,7 +273,7 @@ async function main() {
         () => say(`the workbench at the failure: ${path.join(os.tmpdir(), 'agent-trees-clis-failure.png')}`),
         () => {},
       );
-    if (server) process.stdout.write(lib.tail(server.logFile, 30) + '\n');
+    if (server) process.stdout.write(tail(server.logFile, 30) + '\n');
   } finally {
     if (browser) await browser.close().catch(() => {});
     if (demo) await teardown(demo, server);
