@@ -141,7 +141,8 @@ describe('agent-trees run in a terminal', function () {
   it("a pty tree whose run was SIGKILLed is swept: the terminal's hangup does not stop the sweep finding its daemon", async () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');
-    const t = inTerminal(`--records "${records}" --no-cgroup -- ${FIXTURE} daemon ${pidfile}`);
+    // No watchdog: it would end the tree within 2 s of the SIGKILL itself; this is the sweep's case.
+    const t = inTerminal(`--records "${records}" --no-cgroup --no-watchdog -- ${FIXTURE} daemon ${pidfile}`);
     const pids = await fixturePids(pidfile);
     const runPid = await waitFor('run in the record', () =>
       fs
