@@ -137,6 +137,13 @@ async function waitForPhaseEnd(p, session, files, log) {
       }
       return { result: settled, hostKilled: false };
     }
+    if (!session.server.isRunning()) {
+      // A suite that asked for code-server's whole group to be killed wrote its result first; the kill can land
+      // between the read above and this check, so read once more before calling the exit an error.
+      const last = readResult(files.result);
+      if (last && last.state === 'done' && last.hostKillRequested && !processes.isAlive(last.pid))
+        return { result: last, hostKilled: true };
+    }
     let error;
     if (result && result.state === 'running' && !processes.isAlive(result.pid))
       error = `the extension host (pid ${result.pid}) died while the suite was running`;
