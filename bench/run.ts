@@ -2,7 +2,7 @@
  * `npm run bench`: snapshot, sweep, kill, reach and extension benchmarks in one run, side by side with ps-list
  * and tree-kill. Writes bench/results/latest.json and latest.md and prints the tables and every ratio.
  *
- *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,extension,watchdog,reload,terminal] [--quick] [--out=DIR]
+ *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,view,extension,watchdog,reload,terminal] [--quick] [--out=DIR]
  *
  * --only and --quick (fewer repetitions) are for working on the benchmark itself: their results go to a temp
  * folder (or --out), never over latest.*.
@@ -25,8 +25,10 @@ import { runSnapshot } from './snapshot';
 import { runSweep } from './sweep';
 import { runTerminal } from './terminal';
 import { runReloadLoop, runWatchdogDeath, runWatchdogIdle } from './watchdog';
+import { runView } from './view';
+import { measureViewInHost } from './viewHost';
 
-const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'extension', 'watchdog', 'reload', 'terminal'] as const;
+const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'view', 'extension', 'watchdog', 'reload', 'terminal'] as const;
 type Phase = (typeof PHASES)[number];
 
 function args() {
@@ -103,17 +105,23 @@ async function main(): Promise<number> {
       filler = undefined;
     }
     await phase('kill', async () => {
+      // At 1001 processes tree-kill runs 3 times (about a minute each) and ours and the floor 5, so the ratios
+      // have a spread over runs, not only a median.
       const reps = (m: KillMethod, size: number): number => {
         if (quick) return m === 'tree-kill' ? (size > 500 ? 0 : 1) : size > 500 ? 1 : 2;
-        if (m === 'tree-kill') return size > 500 ? 1 : size > 100 ? 1 : 3;
+        if (m === 'tree-kill') return size > 500 ? 3 : size > 100 ? 1 : 3;
         if (m === 'ours-direct') return size > 500 ? 1 : size > 100 ? 3 : 5;
         if (m === 'ours-group') return size > 500 ? 2 : size > 100 ? 4 : 7;
-        return size > 500 ? 3 : size > 100 ? 4 : 7;
+        return size > 500 ? 5 : size > 100 ? 4 : 7;
       };
       results.kill = await runKill({ owners, tier, sizes: [21, 201, 1001], reps, capMs: 60_000 });
     });
     await phase('reach', async () => {
       results.reach = await runReach(owners);
+    });
+    await phase('view', async () => {
+      results.view = await runView({ owners, rounds: quick ? 1 : 3, seconds: quick ? 10 : 20, bigSeconds: quick ? 5 : 10, escapes: quick ? [200] : [200, 5000, 9700] });
+      results.viewHost = await measureViewInHost({ tiers: quick ? ['group'] : ['group', 'cgroup'], windowS: quick ? 10 : 15, rounds: quick ? 1 : 5, escapes: quick ? 1 : 3 });
     });
     await phase('extension', async () => {
       // Measured in the real host unless a figure was handed in ($AGENT_TREES_ACTIVATION_MS or its file).

@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFile, execFileSync } from 'child_process';
-import { LinuxProcessTable, membersOfTrees, processCore, TreeOwner, TreeQuery } from '../src/proc';
+import { canTrack, LinuxProcessTable, MemberTracker, processCore, refreshMembers, TreeOwner, TreeQuery } from '../src/proc';
 import {
   childrenCpuMs, log, processCount, register, registerCgroup, registerGroup, REPO, rotated,
   selfCpuMs, sleep, summarize, Summary, tmpDir, treeCommand, treeMembers, waitReady, nowNs, msSince,
@@ -18,7 +18,7 @@ export const METHOD_TITLES: Record<SnapshotMethod, string> = {
   'ours-cold': 'ours, first call on a fresh table: snapshot()',
   'ours-cold+cmd': 'ours, first call on a fresh table: snapshot() + commandLine() for every pid',
   'ours-warm': 'ours, repeat call on a warm table: snapshot() + commandLine() for every pid (cached)',
-  'ours-view': "ours, the view's refresh: membersOfTrees() on a warm table (the owned trees: none at 'current', the extra tree above)",
+  'ours-view': "ours, the view's refresh: MemberTracker + refreshMembers() on a warm table (the owned trees: none at 'current', the extra tree above)",
   'node-floor': 'Node floor: readdir + open/read/close of every /proc/<pid>/stat, nothing else',
   'ps-list': 'ps-list 9 (two `ps` calls)',
   'ps': 'spawn `ps -eo pid,ppid,pgid,sid,lstart,pcpu,rss,comm,args` + parse',
@@ -193,10 +193,13 @@ export async function runSnapshot(opts: { owner: TreeOwner; rounds: number[]; on
     warmCall(); // fills the command-line cache
     // What the tree view asks for once a second (TreeMembersSource on the caller's thread): the owned trees.
     const viewTable = new LinuxProcessTable();
+    const core = processCore();
+    const tracker = new MemberTracker(core);
     const queries: TreeQuery[] = fill ? [{ ...fill.tree.record, continuouslyOwned: true, cgroupVerified: fill.tree.record.cgroup !== null }] : [];
     const viewCall = () => {
-      const r = membersOfTrees(viewTable, queries, processCore());
-      return r.trees.reduce((a, t) => a + t.members.length, 0) || r.processCount;
+      const r = refreshMembers(viewTable, tracker.next(queries, {}, canTrack(viewTable, queries, {}, core)), core);
+      tracker.learn(r);
+      return r.trees.reduce((a, t) => a + t.members.length, 0);
     };
     viewCall();
     const cRefStatCmd: number[] = [];

@@ -13,6 +13,8 @@ import {
   killRecordedTree,
   ProcessIdentity,
   RecordStore,
+  RefreshMode,
+  SourceStats,
   SpawnError,
   SweepResult,
   TreeMembersSource,
@@ -65,6 +67,15 @@ export interface AgentTreesApi {
   /** What happened when each of the last terminals closed (or its shell exited), oldest first. */
   terminalClosings(): TerminalClosing[];
   /**
+   * The view's refresh so far (for tests and the benchmark): whether the view is visible, refreshes and full
+   * scans, every process read of this extension host (`/proc` files, the snapshot worker's included), and the
+   * pids each top row showed at the last refresh (by row id: `run:<tree id>`, `terminal:<shell key>`, ...),
+   * without refreshing.
+   */
+  viewRefresh(): ViewRefreshStats;
+  /** Benchmark hook: `'full-scan'` refreshes the view as before member tracking (the baseline); default `'tracked'`. */
+  setViewRefreshMode(mode: RefreshMode): void;
+  /**
    * VS Code's MCP client: whether the `kind: "mcp"` agents are provided to it (VS Code 1.101+), and the servers it
    * runs through `agent-trees run` in this window, with their state (the view shows them too).
    */
@@ -85,6 +96,11 @@ export interface ApiMcpServer {
   /** The `agent-trees run` wrapper VS Code started. */
   wrapperPid: number;
   rootPid: number;
+}
+
+export interface ViewRefreshStats extends SourceStats {
+  visible: boolean;
+  shown: Record<string, number[]>;
 }
 
 /** A row of the view: what it shows, its `contextValue`, what its commands act on, and its children. */
@@ -267,7 +283,7 @@ export class AgentTreesController implements vscode.Disposable {
   private async lookAtTerminals(): Promise<void> {
     if (this.windowTerminals.list().length === 0) return;
     try {
-      const result = await this.source.query([], { terminals: this.windowTerminals.query() });
+      const result = await this.source.query([], { terminals: this.windowTerminals.query() }, 'hidden terminals');
       this.windowTerminals.observe(result.terminals);
     } catch (e) {
       this.log.warn(`looking at the terminals failed: ${(e as Error).message}`);
@@ -308,6 +324,10 @@ export class AgentTreesController implements vscode.Disposable {
       terminalState: (treeId) => this.terminals.state(treeId),
       terminalCount: () => this.terminals.openCount,
       output: (treeId) => this.runs.get(treeId)?.output.text(),
+      viewRefresh: () => ({ ...this.source.stats(), visible: this.view.visible, shown: shownPids(this.provider.currentRows()) }),
+      setViewRefreshMode: (mode) => {
+        this.source.mode = mode;
+      },
     };
   }
 
@@ -407,6 +427,7 @@ export class AgentTreesController implements vscode.Disposable {
     register('agentTrees.showLog', () => this.log.show(true));
     register('agentTrees.refresh', () => {
       this.provider.invalidateOrphans();
+      this.source.scanSoon();
       return this.provider.refresh();
     });
     register('agentTrees.launchAgent', async (arg?: AgentDefinition | string) => {
@@ -667,6 +688,21 @@ export class AgentTreesController implements vscode.Disposable {
     if (this.commandLook) clearTimeout(this.commandLook);
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** The pids of the process rows under each top row. */
+function shownPids(rows: Row[]): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  for (const top of rows) {
+    const pids: number[] = [];
+    const walk = (r: Row) => {
+      if (r.target.kind === 'process') pids.push(r.target.pid);
+      r.children.forEach(walk);
+    };
+    top.children.forEach(walk);
+    out[top.id] = pids;
+  }
+  return out;
 }
 
 /** A command line typed by the user, run by the platform's shell. */

@@ -28,3 +28,4 @@ export * from './terminalTrees';
 export * from './recordOwners';
 export * from './watchdog';
 export * from './takeover';
+export * from './memberTracker';

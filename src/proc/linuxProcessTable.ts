@@ -5,6 +5,7 @@
  */
 import * as fs from 'fs';
 import {
+  CensusOptions,
   childrenOf,
   ProcessInfo,
   ProcessTable,
@@ -36,7 +37,7 @@ export function parseProcStat(text: string, bootTimeMs: number, pageSize: number
     let end = text.indexOf(' ', pos);
     if (end < 0) end = text.length;
     if (i === 0) state = text.slice(pos, end);
-    else if (i <= 3 || i === 11 || i === 12 || i === 19 || i === 21) fields[i] = parseInt(text.slice(pos, end), 10);
+    else if (i <= 3 || i === 11 || i === 12 || i === 17 || i === 19 || i === 21) fields[i] = parseInt(text.slice(pos, end), 10);
     pos = end + 1;
   }
   if (fields[21] === undefined || !Number.isFinite(pid)) return undefined;
@@ -53,6 +54,7 @@ export function parseProcStat(text: string, bootTimeMs: number, pageSize: number
     name: text.slice(open + 1, close),
     rssBytes: fields[21] * pageSize,
     cpuMs: (fields[11] + fields[12]) * TICK_MS,
+    threads: fields[17],
   };
 }
 
@@ -150,6 +152,12 @@ export class LinuxProcessTable implements ProcessTable {
   private cache = new Map<number, CacheEntry>();
   private bootTimeMs = readBootTimeMs();
   private bootReadAt = Date.now();
+  private childrenListed: boolean | undefined;
+  private lastFullCount = 0;
+  /** What the last census (snapshotOfNewcomers) of each channel saw: pid -> start key, and where pid allocation stood. */
+  private censuses = new Map<string, PidCounters & { seen: Map<number, number> }>();
+  /** Files under /proc opened and directories listed so far: what reading processes cost (tests, benchmark). */
+  reads = 0;
 
   constructor(private readonly procRoot = '/proc') {}
 
@@ -163,10 +171,12 @@ export class LinuxProcessTable implements ProcessTable {
   }
 
   read(pid: number): ProcessInfo | undefined {
+    this.reads++;
     const text = readSmall(`${this.procRoot}/${pid}/stat`);
     if (!text) return undefined;
     const p = parseProcStat(text, this.bootTime(), PAGE_SIZE);
     if (!p || p.state === 'Z' || p.state === 'X') return undefined;
+    this.reads++;
     const status = readSmall(`${this.procRoot}/${pid}/status`);
     p.uid = (status ? parseStatusUid(status) : undefined) ?? -1;
     return p;
@@ -177,6 +187,7 @@ export class LinuxProcessTable implements ProcessTable {
     const boot = this.bootTime();
     const processes = new Map<number, ProcessInfo>();
     let names: string[];
+    this.reads++;
     try {
       names = fs.readdirSync(this.procRoot);
     } catch (e) {
@@ -185,6 +196,7 @@ export class LinuxProcessTable implements ProcessTable {
     for (const name of names) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
+      this.reads++;
       const text = readSmall(`${this.procRoot}/${name}/stat`);
       if (!text) continue; // exited between readdir and read, or unreadable: not a live process we can see
       const p = parseProcStat(text, boot, PAGE_SIZE);
@@ -196,19 +208,119 @@ export class LinuxProcessTable implements ProcessTable {
       const p = processes.get(pid);
       if (!p || p.startKey !== entry.startKey) this.cache.delete(pid);
     }
+    this.lastFullCount = processes.size;
+    return { ...this.makeSnapshot(takenAt, processes), listed: processes.size };
+  }
+
+  listsChildren(): boolean {
+    return (this.childrenListed ??= fs.existsSync(`${this.procRoot}/${process.pid}/task/${process.pid}/children`));
+  }
+
+  snapshotOf(pids: Iterable<number>, descendantsOf: Iterable<number> = []): Snapshot {
+    const takenAt = Date.now();
+    const processes = new Map<number, ProcessInfo>();
+    this.readAround(processes, this.bootTime(), pids, descendantsOf);
+    // Without full scans the cache would keep every process ever seen: bound it by what this snapshot holds.
+    if (this.cache.size > Math.max(4096, 2 * this.lastFullCount)) {
+      for (const pid of this.cache.keys()) if (!processes.has(pid)) this.cache.delete(pid);
+    }
     return this.makeSnapshot(takenAt, processes);
   }
 
-  snapshotOf(pids: Iterable<number>): Snapshot {
+  /**
+   * `snapshotOf(pids, descendantsOf)` plus every process on the machine that started since this channel's previous
+   * census (every process at the first, or with `everything`): a census lists /proc, and reads the stat of a listed
+   * pid only when the channel has not seen it before, or when pid allocation since its previous census may have
+   * come round to it (its holder may then be a new process: the kernel hands out pids in turn, ns_last_pid says
+   * where it is, the fork count in /proc/stat how far it went).
+   */
+  snapshotOfNewcomers(pids: Iterable<number>, descendantsOf: Iterable<number> = [], options: CensusOptions = {}): Snapshot {
     const takenAt = Date.now();
     const boot = this.bootTime();
     const processes = new Map<number, ProcessInfo>();
-    for (const pid of pids) {
+    const channel = options.channel ?? 'default';
+    const before = this.censuses.get(channel);
+    const now = readPidCounters(this.procRoot);
+    let names: string[];
+    this.reads += 5; // the counters and the listing
+    try {
+      names = fs.readdirSync(this.procRoot);
+    } catch (e) {
+      throw new Error(`cannot list ${this.procRoot}: ${(e as Error).message}`, { cause: e });
+    }
+    const mayBeNew = censusFilter(before, now, options.everything ?? false);
+    const seen = new Map<number, number>();
+    for (const name of names) {
+      const c = name.charCodeAt(0);
+      if (c < 48 || c > 57) continue;
+      const pid = Number(name);
+      const known = before?.seen.get(pid);
+      if (known !== undefined && !mayBeNew(pid)) {
+        seen.set(pid, known);
+        continue;
+      }
+      this.reads++;
       const text = readSmall(`${this.procRoot}/${pid}/stat`);
       const p = text && parseProcStat(text, boot, PAGE_SIZE);
-      if (p && p.state !== 'Z' && p.state !== 'X') processes.set(p.pid, p);
+      if (!p) continue;
+      seen.set(pid, p.startKey);
+      if (p.state !== 'Z' && p.state !== 'X') processes.set(pid, p);
     }
-    return this.makeSnapshot(takenAt, processes);
+    if (now) this.censuses.set(channel, { ...now, seen });
+    else this.censuses.delete(channel);
+    this.readAround(processes, boot, pids, descendantsOf);
+    for (const pid of this.cache.keys()) if (!seen.has(pid)) this.cache.delete(pid);
+    this.lastFullCount = seen.size;
+    return { ...this.makeSnapshot(takenAt, processes), listed: seen.size };
+  }
+
+  /** Adds `pids` and every descendant of `descendantsOf` (and those themselves) to `processes`. */
+  private readAround(processes: Map<number, ProcessInfo>, boot: number, pids: Iterable<number>, descendantsOf: Iterable<number>): void {
+    const readOne = (pid: number): ProcessInfo | undefined => {
+      if (processes.has(pid)) return processes.get(pid);
+      if (!(pid > 0)) return undefined;
+      this.reads++;
+      const text = readSmall(`${this.procRoot}/${pid}/stat`);
+      const p = text && parseProcStat(text, boot, PAGE_SIZE);
+      if (!p || p.state === 'Z' || p.state === 'X') return undefined;
+      processes.set(p.pid, p);
+      return p;
+    };
+    for (const pid of pids) readOne(pid);
+    const queue = [...descendantsOf];
+    if (queue.length > 0 && !this.listsChildren()) throw new Error('this kernel does not list children (/proc/<pid>/task/<tid>/children, CONFIG_PROC_CHILDREN)');
+    const walked = new Set<number>();
+    while (queue.length > 0) {
+      const pid = queue.pop()!;
+      if (walked.has(pid)) continue;
+      walked.add(pid);
+      const p = readOne(pid);
+      if (p) for (const child of this.childPids(p)) if (!walked.has(child)) queue.push(child);
+    }
+  }
+
+  /** Children of `p` from its threads' children lists: one file when it has one thread, else one per thread. */
+  private childPids(p: ProcessInfo): number[] {
+    let tids: (string | number)[] = [p.pid];
+    if (p.threads !== 1) {
+      this.reads++;
+      try {
+        tids = fs.readdirSync(`${this.procRoot}/${p.pid}/task`);
+      } catch {
+        return []; // gone
+      }
+    }
+    const out: number[] = [];
+    for (const tid of tids) {
+      this.reads++;
+      const text = readWhole(`${this.procRoot}/${p.pid}/task/${tid}/children`)?.toString('latin1');
+      if (!text) continue;
+      for (const field of text.split(' ')) {
+        const child = parseInt(field, 10);
+        if (child > 0) out.push(child);
+      }
+    }
+    return out;
   }
 
   private entry(p: ProcessInfo): CacheEntry {
@@ -232,6 +344,7 @@ export class LinuxProcessTable implements ProcessTable {
         if (!p) return '';
         const e = this.entry(p);
         if (e.command === undefined) {
+          this.reads++;
           const buf = readWhole(`${this.procRoot}/${pid}/cmdline`);
           let cmd = buf ? buf.toString('utf8').replace(/\0+$/, '').split('\0').join(' ') : '';
           if (!cmd) cmd = `[${p.name}]`; // kernel threads and processes that cleared their argv
@@ -248,6 +361,7 @@ export class LinuxProcessTable implements ProcessTable {
           if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
           const e = this.entry(p);
           if (e.tags === undefined) {
+            this.reads++;
             const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
             e.tags = {
               [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
@@ -265,6 +379,51 @@ export class LinuxProcessTable implements ProcessTable {
       children: () => (childMap ??= childrenOf(processes)),
     };
   }
+}
+
+interface PidCounters {
+  /** Last pid handed out in our pid namespace (/proc/sys/kernel/ns_last_pid). */
+  lastPid: number;
+  /** Tasks forked since boot, threads included (`processes` in /proc/stat): how many pids were handed out since. */
+  forks: number;
+  /** Tasks (threads included) holding a pid now (/proc/loadavg): pids that allocation skips. */
+  tasks: number;
+  pidMax: number;
+}
+
+function readPidCounters(procRoot: string): PidCounters | undefined {
+  try {
+    const lastPid = Number(fs.readFileSync(`${procRoot}/sys/kernel/ns_last_pid`, 'latin1'));
+    const pidMax = Number(fs.readFileSync(`${procRoot}/sys/kernel/pid_max`, 'latin1'));
+    const forks = /^processes (\d+)$/m.exec(fs.readFileSync(`${procRoot}/stat`, 'latin1'));
+    const tasks = /\/(\d+)/.exec(fs.readFileSync(`${procRoot}/loadavg`, 'latin1'));
+    if (!forks || !tasks || !(lastPid >= 0) || !(pidMax > 0)) return undefined;
+    return { lastPid, forks: Number(forks[1]), tasks: Number(tasks[1]), pidMax };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Lowest pid the kernel hands out after wrapping around (RESERVED_PIDS). */
+const FIRST_PID_AFTER_WRAP = 300;
+
+/**
+ * Which listed pids a census must read again: those pid allocation may have reached since `before`. Pids go out
+ * in turn upwards from ns_last_pid, skipping those in use and wrapping at pid_max: unless the forks since, plus
+ * the pids it may have skipped, could have taken it all the way round, it reached (from, to] only.
+ */
+function censusFilter(before: PidCounters | undefined, now: PidCounters | undefined, everything: boolean): (pid: number) => boolean {
+  if (everything || !before || !now || now.pidMax !== before.pidMax) return () => true;
+  const handedOut = now.forks - before.forks;
+  if (handedOut === 0) return () => false;
+  // It skips only pids in use, each held by a task alive before or forked since: it went at most
+  // 2 * handedOut + before.tasks pids further.
+  if (handedOut < 0 || 2 * handedOut + before.tasks >= now.pidMax - FIRST_PID_AFTER_WRAP) return () => true;
+  const from = before.lastPid;
+  const to = now.lastPid;
+  if (to > from) return (pid) => pid > from && pid <= to;
+  if (to < from) return (pid) => pid > from || pid <= to;
+  return () => true; // back where it was, with forks in between: all the way round
 }
 
 /**

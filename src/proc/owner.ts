@@ -10,6 +10,7 @@ import { Core, processCore } from './core';
 import { selfIdentity } from './identity';
 import { emptyReport, KillReport } from './killTarget';
 import { Logger, silentLogger } from './log';
+import { canTrack, MemberTracker, refreshMembers } from './memberTracker';
 import { resolveMembers } from './members';
 import { freshProcessTable, ProcessInfo, Snapshot } from './processTable';
 import { OwnerInfo, RecordStore, setAsidePreviousRecord, TreeRecord, UntrustedFileError } from './records';
@@ -73,6 +74,7 @@ export class TreeOwner extends EventEmitter {
   private readonly trees = new Map<string, OwnedTree>();
   private readonly log: Logger;
   private watchTimer: NodeJS.Timeout | undefined;
+  private readonly watchTracker: MemberTracker;
   private disposed = false;
   private watchdog: Watchdog | undefined;
 
@@ -81,6 +83,7 @@ export class TreeOwner extends EventEmitter {
     this.store = new RecordStore(options.recordsDir);
     this.log = options.log ?? silentLogger;
     this.core = options.core ?? processCore();
+    this.watchTracker = new MemberTracker(this.core, {}, 'owner watch');
     this.self = selfIdentity(this.core.table);
     const previous = setAsidePreviousRecord(this.store, this.self);
     if (previous.outcome === 'set-aside') {
@@ -289,11 +292,29 @@ export class TreeOwner extends EventEmitter {
     this.emit('ended', tree);
   }
 
+  /**
+   * One look of the watch, at a cost that follows the members (see memberTracker.ts): a walk from the members seen
+   * at the last look, and a full resolution only for a tree the walk finds empty, before it is dropped.
+   */
+  private watchOnce(): void {
+    const table = this.core.table;
+    const trees = [...this.trees.values()];
+    const queries = trees.flatMap((t) => this.queryOf(t.record.id) ?? []);
+    if (this.core.platform === 'win32' || !canTrack(table, queries, {}, this.core)) return this.checkAll();
+    const seen = refreshMembers(table, this.watchTracker.next(queries, {}, true), this.core);
+    this.watchTracker.learn(seen);
+    let snap: Snapshot | undefined;
+    for (const tree of trees) {
+      if ((seen.trees.find((t) => t.id === tree.record.id)?.members.length ?? 0) > 0) continue;
+      this.checkEnded(tree, (snap ??= table.snapshot()));
+    }
+  }
+
   private scheduleWatch(): void {
     if (this.watchTimer || this.disposed) return;
     this.watchTimer = setInterval(() => {
       try {
-        this.checkAll();
+        this.watchOnce();
       } catch (e) {
         this.log.warn(`checking owned trees failed: ${(e as Error).message}`);
       }

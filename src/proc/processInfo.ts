@@ -23,6 +23,8 @@ export interface ProcessInfo {
   rssBytes: number;
   /** User + system CPU time consumed so far, in ms. */
   cpuMs: number;
+  /** Threads in the process (Linux): one means a single children list covers all its children. */
+  threads?: number;
   /** Full command line, where the platform's listing gives it at no extra cost (macOS, Windows). */
   command?: string;
 }
@@ -59,6 +61,15 @@ export interface Snapshot {
   tagged(variable?: TagVariable): Map<string, ProcessInfo[]>;
   /** Children by parent pid, built on first use. */
   children(): Map<number, ProcessInfo[]>;
+  /** Processes on the machine, where the snapshot listed every one (a full snapshot, a census). */
+  listed?: number;
+}
+
+export interface CensusOptions {
+  /** Read every process, not only the newcomers. */
+  everything?: boolean;
+  /** Whose census: each channel keeps its own record of what it has seen (default 'default'). */
+  channel?: string;
 }
 
 export interface ProcessTable {
@@ -67,9 +78,18 @@ export interface ProcessTable {
   snapshot(): Snapshot;
   /**
    * A snapshot of just these pids (those still alive), where the platform can read processes one by one
-   * (Linux): for callers that know every process they care about, such as the members of a cgroup.
+   * (Linux): for callers that know every process they care about, such as the members of a cgroup. With
+   * `descendantsOf`, those processes and every descendant of theirs as well, walked down through each task's
+   * children list (`/proc/<pid>/task/<tid>/children`; only where `listsChildren()`): never the whole table.
    */
-  snapshotOf?(pids: Iterable<number>): Snapshot;
+  snapshotOf?(pids: Iterable<number>, descendantsOf?: Iterable<number>): Snapshot;
+  /** Whether the kernel lists each task's children (CONFIG_PROC_CHILDREN), so `snapshotOf` can walk descendants. */
+  listsChildren?(): boolean;
+  /**
+   * `snapshotOf` plus every process that started since the previous call of the same channel (all of them at
+   * the first, or with `everything`), without reading every process (Linux; see LinuxProcessTable).
+   */
+  snapshotOfNewcomers?(pids: Iterable<number>, descendantsOf?: Iterable<number>, options?: CensusOptions): Snapshot;
   /** Reads one process, or undefined when it is gone, a zombie, or unreadable. Cheap: no full scan. */
   read(pid: number): ProcessInfo | undefined;
   /** Brings the table up to date where listing is asynchronous (Windows: ps-list); absent elsewhere. */

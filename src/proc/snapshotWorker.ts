@@ -1,24 +1,31 @@
 /**
- * Worker thread entry: answers `membersOfTrees` requests with its own long-lived process table, so a large
- * scan never blocks the extension host's event loop and the table's caches stay warm between requests.
+ * Worker thread entry: answers the view's refreshes (tracked or full-scan, see treeMembersSource.ts) with its
+ * own long-lived process table, so a large scan never blocks the extension host's event loop and the table's
+ * caches stay warm between requests.
  */
 import { parentPort } from 'worker_threads';
 import { CgroupProber, linuxCgroups } from './cgroup';
 import { currentSelf, SignalGuard } from './guard';
-import { createProcessTable } from './processTable';
-import { membersOfTrees, TreeQuery, ViewExtras } from './treeMembers';
+import { refreshMembers } from './memberTracker';
+import { createProcessTable, LinuxProcessTable } from './processTable';
+import { membersOfTrees } from './treeMembers';
+import type { WorkerReply, WorkerRequest } from './treeMembersSource';
 
 const table = createProcessTable();
 const cgroupProber = new CgroupProber();
 // A worker thread shares its process's pid and parent: the same processes are protected as on the main thread.
 let guard = new SignalGuard(table, currentSelf());
+const reads = () => (table instanceof LinuxProcessTable ? table.reads : undefined);
 
-parentPort?.on('message', (message: { seq: number; trees: TreeQuery[]; extras?: ViewExtras }) => {
+parentPort?.on('message', (message: WorkerRequest) => {
+  let reply: WorkerReply;
   try {
     if (guard.self.ppid !== process.ppid) guard = new SignalGuard(table, currentSelf());
-    const result = membersOfTrees(table, message.trees, { guard, cgroups: linuxCgroups, cgroupProber }, message.extras);
-    parentPort!.postMessage({ seq: message.seq, result });
+    const deps = { guard, cgroups: linuxCgroups, cgroupProber };
+    const result = message.request ? refreshMembers(table, message.request, deps) : membersOfTrees(table, message.trees ?? [], deps, message.extras);
+    reply = { seq: message.seq, result, reads: reads() };
   } catch (e) {
-    parentPort!.postMessage({ seq: message.seq, error: (e as Error).message });
+    reply = { seq: message.seq, error: (e as Error).message, reads: reads() };
   }
+  parentPort!.postMessage(reply);
 });

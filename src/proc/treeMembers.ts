@@ -1,11 +1,11 @@
 /**
- * Members of several trees in one snapshot, as plain data (what the tree view shows). The same function runs
+ * Members of several trees in one snapshot, as plain data (what the tree view shows). The same functions run
  * on the caller's thread or in a worker (snapshotWorker.ts) when the process table is large.
  */
 import type { Core } from './core';
 import { MemberDeps, resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
-import { ProcessInfo, ProcessTable } from './processTable';
+import { ProcessInfo, ProcessTable, Snapshot } from './processTable';
 import { RecordFile, TreeRecord } from './records';
 import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from './terminalTrees';
 
@@ -15,8 +15,12 @@ export interface MemberInfo extends ProcessInfo {
 
 export interface TreesMembers {
   takenAt: number;
-  /** Processes on the machine: decides whether the next snapshot runs in a worker. */
+  /** Processes read for this answer (the whole machine after a full scan): decides where the next one runs. */
   processCount: number;
+  /** Whether this answer looked at every process on the machine (a full scan). */
+  fullScan?: boolean;
+  /** Processes on the machine, when this answer listed them all. */
+  listed?: number;
   trees: { id: string; members: MemberInfo[] }[];
   /** The window's terminal trees, when asked for (see `ViewExtras`). */
   terminals: TerminalMembers[];
@@ -49,12 +53,18 @@ export function recordedTreeQuery(tree: TreeRecord, deps: Pick<Core, 'cgroupProb
   return { ...tree, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, deps) };
 }
 
+/** Whether the extras ask about anything (a terminal's shell, another owner's record). */
+export function hasExtras(extras: ViewExtras): boolean {
+  return (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
+}
+
 /**
- * When every tree has its own verified cgroup, its members are exactly the cgroup's processes (no member can
- * leave it), so only those are read: no scan of the whole table. Otherwise one full snapshot serves all trees.
+ * The view's refresh before member tracking, kept as the benchmark's baseline: when every tree has its own
+ * verified cgroup and nothing else is asked, only the cgroups' processes are read; otherwise one full snapshot
+ * serves everything.
  */
 export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], deps: TreesDeps, extras: ViewExtras = {}): TreesMembers {
-  const needsAll = (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
+  const needsAll = hasExtras(extras);
   if (trees.length === 0 && !needsAll) return { takenAt: Date.now(), processCount: 0, trees: [], terminals: [], windowRecords: [] };
   if (!needsAll && table.snapshotOf && trees.length > 0 && trees.every((t) => t.cgroup && t.cgroupVerified)) {
     const perTree = trees.map((t) => ({ id: t.id, pids: new Set(deps.cgroups.procs(t.cgroup!)) }));
@@ -70,8 +80,16 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], deps: Tr
       windowRecords: [],
     };
   }
-  const snap = table.snapshot();
-  const withCommand = (members: ProcessInfo[]) => members.map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
+  return { ...membersIn(table.snapshot(), trees, deps, extras), fullScan: true };
+}
+
+/**
+ * Everything the view asks for, resolved in one snapshot by the core's rules (resolveMembers, resolveTerminalTrees,
+ * windowRecords), with command lines. Members come in pid order, whatever order the snapshot read them in: the
+ * view compares refreshes to fire only what changed.
+ */
+export function membersIn(snap: Snapshot, trees: TreeQuery[], deps: TreesDeps, extras: ViewExtras = {}): TreesMembers {
+  const withCommand = (members: ProcessInfo[]) => [...members].sort((a, b) => a.pid - b.pid).map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
   const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals, { deps }) : [];
   const ofWindow = extras.liveRecords && extras.terminals
     ? windowRecords(extras.liveRecords, snap, extras.terminals.windowTags, terminals.flatMap((t) => t.members))
@@ -79,6 +97,7 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], deps: Tr
   return {
     takenAt: snap.takenAt,
     processCount: snap.processes.size,
+    listed: snap.listed,
     trees: trees.map((t) => ({ id: t.id, members: withCommand(resolveMembers(t, snap, t, deps).members) })),
     terminals: terminals.map((t) => ({ ...t, members: withCommand(t.members) })),
     windowRecords: ofWindow.map(({ file, record }) => ({

@@ -1,0 +1,128 @@
+// The view's refresh in a real extension host: nothing read while the view is hidden (the status-bar countdown
+// included), reads that follow the members while it is visible, and a daemon that left its tree's parent chain
+// shown by the view and ended by a kill. Process reads are the extension's own count (API viewRefresh()).
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { AgentTreesApi } from '../../src/extension/controller';
+import { processes, waitFor } from './harness';
+import { api, pidFile } from './fixtures';
+
+async function showView(trees: AgentTreesApi, visible: boolean): Promise<void> {
+  await vscode.commands.executeCommand(visible ? 'agentTrees.processTrees.focus' : 'workbench.view.explorer');
+  assert.ok(await waitFor(() => trees.viewRefresh().visible === visible, 10_000), `the view is ${visible ? 'shown' : 'hidden'}`);
+}
+
+/** Waits until `count` more status-bar countdown ticks have happened (its text changed that often). */
+async function countdownTicks(trees: AgentTreesApi, count: number): Promise<void> {
+  let last = trees.statusBar().text;
+  let seen = 0;
+  assert.ok(
+    await waitFor(
+      () => {
+        const text = trees.statusBar().text;
+        if (text !== last) {
+          last = text;
+          seen++;
+        }
+        return seen >= count;
+      },
+      (count + 3) * 1000,
+    ),
+    `${count} countdown ticks`,
+  );
+}
+
+describe('Agent Trees: the view refresh in a real extension host', function () {
+  this.timeout(60_000);
+  let trees: AgentTreesApi;
+  const config = () => vscode.workspace.getConfiguration('agentTrees');
+
+  before(async () => {
+    trees = await api();
+    // While hidden, the view still looks at the window's terminals now and then: close any an earlier test left
+    // open (ending what they run), so the hidden view has nothing at all to look at.
+    await config().update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
+    // (Not the agents' own terminals: closing one ends its agent's tree.)
+    const shells = vscode.window.terminals.filter((t) => !('pty' in t.creationOptions));
+    for (const t of shells) if ((await t.processId) !== undefined) t.dispose();
+    const rows = async () => (await trees.view()).filter((r) => r.target.kind === 'terminal').length;
+    for (let i = 0; i < 100 && (await rows()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.strictEqual(await rows(), 0, 'no terminal in the view');
+  });
+
+  after(async () => {
+    await showView(trees, false);
+    await config().update('terminals.onClose', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  it('reads no process while the view is hidden; the status-bar countdown needs none', async () => {
+    await showView(trees, false);
+    // An MCP server: no agent terminal opens (a terminal opening is looked at once, to know its shell).
+    const id = await trees.launch({ name: 'far-deadline', command: 'sleep', args: ['120'], kind: 'mcp', timeoutSeconds: 600 });
+    try {
+      assert.ok(await waitFor(() => trees.statusBar().visible), 'the countdown shows');
+      const before = trees.viewRefresh();
+      await countdownTicks(trees, 3);
+      const after = trees.viewRefresh();
+      assert.strictEqual(after.refreshes, before.refreshes, 'no refresh while hidden');
+      assert.strictEqual(after.processReads, before.processReads, 'no process read while hidden');
+    } finally {
+      assert.strictEqual((await trees.kill(id)).survivors, 0);
+    }
+  });
+
+  it('reads the members while visible, not the machine: three refreshes read fewer files than one full scan', async () => {
+    const id = await trees.launch({
+      name: 'five',
+      command: 'sh',
+      args: ['-c', 'sleep 120 & sleep 120 & sleep 120 & sleep 120 & wait'],
+      kind: 'mcp',
+      timeoutSeconds: 0,
+    });
+    try {
+      await showView(trees, true);
+      assert.ok(await waitFor(() => (trees.viewRefresh().shown[`run:${id}`] ?? []).length === 5, 10_000), 'the view shows its 5 processes');
+      const r0 = trees.viewRefresh().refreshes;
+      assert.ok(await waitFor(() => trees.viewRefresh().refreshes >= r0 + 2, 8000), 'steady refreshing');
+      const before = trees.viewRefresh();
+      assert.ok(await waitFor(() => trees.viewRefresh().refreshes >= before.refreshes + 3, 8000), 'three refreshes');
+      const reads = trees.viewRefresh().processReads - before.processReads;
+      const machine = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length;
+      assert.ok(reads < machine, `${reads} reads in three refreshes, ${machine} processes on the machine`);
+      assert.strictEqual(trees.viewRefresh().mode, 'tracked');
+    } finally {
+      assert.strictEqual((await trees.kill(id)).survivors, 0);
+    }
+  });
+
+  it('shows a daemon that left the parent chain, and Kill Agent Tree ends it at once', async () => {
+    await showView(trees, true);
+    const file = pidFile();
+    const go = `${file}.go`;
+    const script =
+      'echo "root $$" >> "$0"; while [ ! -e "$0.go" ]; do sleep 0.1; done; ' +
+      'setsid -f sh -c \'echo "daemon $$" >> "$0"; exec sleep 120 </dev/null >/dev/null 2>&1\' "$0" </dev/null >/dev/null 2>&1; exec sleep 120';
+    const id = await trees.launch({ name: 'escaping', command: 'sh', args: ['-c', script, file], kind: 'mcp', timeoutSeconds: 0 });
+    const root = trees.list().find((t) => t.id === id)!.rootPid;
+    const shown = () => trees.viewRefresh().shown[`run:${id}`] ?? [];
+    assert.ok(await waitFor(() => shown().includes(root), 10_000), 'the view shows the root');
+    fs.writeFileSync(go, '');
+    let daemon = 0;
+    assert.ok(
+      await waitFor(() => {
+        const m = /^daemon (\d+)$/m.exec(fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
+        daemon = m ? Number(m[1]) : 0;
+        return daemon > 0;
+      }, 10_000),
+      'the daemon started',
+    );
+    // Within the 10 s full-scan interval in the group tier (at once in the cgroup tier); waited for, not timed.
+    assert.ok(await waitFor(() => shown().includes(daemon), 25_000), `the view shows the daemon ${daemon}`);
+    const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
+    assert.strictEqual(report?.survivors, 0);
+    assert.ok(await waitFor(() => !processes.isAlive(daemon), 5000), 'the daemon died with its tree');
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
+  });
+});
