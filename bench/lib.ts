@@ -289,7 +289,7 @@ export async function cleanUpAndVerify(timeoutMs = 5000): Promise<Stat[]> {
 export const TREE_SCRIPT = path.join(REPO, 'bench', 'fixtures', 'tree.pl');
 let treeBuilder: { command: string; prefix: string[]; kind: string } | undefined;
 
-export function treeCommand(n: number): { command: string; args: string[] } {
+export function treeCommand(n: number, lifeS = MEMBER_LIFETIME_S): { command: string; args: string[] } {
   if (!treeBuilder) {
     const bin = path.join(tmpDir('agent-trees-bench-tree-'), 'tree');
     try {
@@ -299,7 +299,7 @@ export function treeCommand(n: number): { command: string; args: string[] } {
       treeBuilder = { command: 'perl', prefix: [TREE_SCRIPT], kind: 'perl (bench/fixtures/tree.pl; no C compiler)' };
     }
   }
-  return { command: treeBuilder.command, args: [...treeBuilder.prefix, String(n), String(MEMBER_LIFETIME_S)] };
+  return { command: treeBuilder.command, args: [...treeBuilder.prefix, String(n), String(lifeS)] };
 }
 
 export function treeBuilderKind(): string {
@@ -307,7 +307,7 @@ export function treeBuilderKind(): string {
   return treeBuilder!.kind;
 }
 
-/** Bounded lifetime of every tree member: nothing outlives a crashed run by long. */
+/** Bounded lifetime of every tree member: nothing outlives a crashed run by long (the view phase asks for longer). */
 export const MEMBER_LIFETIME_S = 240;
 
 export interface Member {
@@ -357,8 +357,8 @@ export function treeMembers(rootPid: number): Member[] {
 }
 
 /** Spawns a tree of `n` processes with child_process.spawn (detached: its own session and group). */
-export async function spawnDetachedTree(n: number): Promise<{ child: ChildProcess; members: Member[] }> {
-  const { command, args } = treeCommand(n);
+export async function spawnDetachedTree(n: number, lifeS = MEMBER_LIFETIME_S): Promise<{ child: ChildProcess; members: Member[] }> {
+  const { command, args } = treeCommand(n, lifeS);
   const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
   child.on('error', () => {});
   registerGroup(child.pid);

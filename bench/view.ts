@@ -87,6 +87,9 @@ export interface ViewResults {
 
 type Refresh = () => TreesMembers;
 
+/** Lifetime of the processes this phase starts: longer than the phase (about 10 minutes), bounded all the same. */
+const VIEW_LIFETIME_S = 1500;
+
 function contender(kind: ViewContender, queries: TreeQuery[]): Refresh {
   // A table of its own (its caches), the process's guard and cgroups, as the view's source has them.
   const table = new LinuxProcessTable();
@@ -161,7 +164,7 @@ async function measure(
 }
 
 async function ownedTree(owner: TreeOwner, n: number): Promise<OwnedTree> {
-  const tree = owner.spawn({ ...treeCommand(n), stdio: ['ignore', 'pipe', 'ignore'] });
+  const tree = owner.spawn({ ...treeCommand(n, VIEW_LIFETIME_S), stdio: ['ignore', 'pipe', 'ignore'] });
   registerGroup(tree.child.pid);
   registerCgroup(tree.record.cgroup);
   await waitReady(tree.child);
@@ -172,7 +175,11 @@ async function ownedTree(owner: TreeOwner, n: number): Promise<OwnedTree> {
 
 /** A terminal's worth of processes: a shell and four sleeps. */
 function terminalLike(): ChildProcess {
-  const child = spawn('sh', ['-c', 'sleep 600 & sleep 600 & sleep 600 & sleep 600 & wait'], { detached: true, stdio: 'ignore' });
+  const child = spawn(
+    'sh',
+    ['-c', `sleep ${VIEW_LIFETIME_S} & sleep ${VIEW_LIFETIME_S} & sleep ${VIEW_LIFETIME_S} & sleep ${VIEW_LIFETIME_S} & wait`],
+    { detached: true, stdio: 'ignore' },
+  );
   child.on('error', () => {});
   registerGroup(child.pid);
   return child;
@@ -277,7 +284,7 @@ export async function runView(opts: {
     const fill = Math.max(0, 1010 - processCount());
     if (fill > 0) {
       log(`view: ${fill} sleepers to make ≥ 1000 processes`);
-      filler = (await spawnDetachedTree(fill)).child;
+      filler = (await spawnDetachedTree(fill, VIEW_LIFETIME_S)).child;
     }
     const processes = processCount();
     const cgroupTier = agentC.tier === 'cgroup';

@@ -38,8 +38,10 @@ export async function measureViewInHost(opts: {
   for (const tier of opts.tiers) {
     let filler: ChildProcess | undefined;
     try {
+      const budgetS = 150 + opts.rounds * 3 * (opts.windowS + 6) + opts.escapes * 45;
       const fill = Math.max(0, 1010 - processCount() - HOST_PROCESSES - 20 - 15);
-      if (fill > 0) filler = (await spawnDetachedTree(fill)).child;
+      // The sleepers outlive the host run (they end with it, or after a while if this run is killed).
+      if (fill > 0) filler = (await spawnDetachedTree(fill, budgetS + 300)).child;
       const dir = tmpDir('agent-trees-bench-host-');
       const userData = path.join(dir, 'user-data');
       fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
@@ -51,7 +53,6 @@ export async function measureViewInHost(opts: {
       if (tier === 'group') settings['agentTrees.cgroups'] = 'off';
       fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(settings));
       const out = path.join(dir, 'result.json');
-      const budgetS = 150 + opts.rounds * 3 * (opts.windowS + 6) + opts.escapes * 45;
       log(`view (real host, ${tier} tier): ${processCount()} processes before the host starts; about ${Math.round(budgetS / 60)} min`);
       const r = spawnSync(
         process.execPath,

@@ -46,6 +46,8 @@ export class PosixTreeKill {
   private readonly refused = new Set<string>();
   private groupDoubt: string | undefined;
   private graceDeadline = Infinity;
+  /** Whether cgroup.kill reached the tree (then the cgroup listing tells when its members are gone). */
+  private cgroupKilled = false;
   /** The tree, for a whole-tree kill (a subtree has no group, session or cgroup of its own). */
   private readonly tree: TreeIdentity | undefined;
 
@@ -191,8 +193,10 @@ export class PosixTreeKill {
     let escalated = hit.length > 0;
     if (escalated) this.onPhase('escalate');
     // Let the kernel finish the exits it has started before scanning: a scan of a dying tree competes with
-    // that work (on 2 cores it doubled the time to death) and would find only the dying.
-    await this.waitDead(hit, 500);
+    // that work (on 2 cores it doubled the time to death) and would find only the dying. After cgroup.kill one
+    // listing of the cgroup per look tells (an exited member leaves it, zombie or not), not a read per member.
+    if (this.cgroupKilled) await this.waitCgroupEmpty(500);
+    else await this.waitDead(hit, 500);
     for (let round = 0; round < KILL_ROUNDS; round++) {
       const stopped = this.freeze();
       if (stopped.length === 0) break;
@@ -226,6 +230,7 @@ export class PosixTreeKill {
         });
         for (const pid of pids) this.signalled.add(pid);
         // Every member was born in the cgroup: the group is in it too.
+        this.cgroupKilled = pids.length > 0;
         if (pids.length > 0) return pids.map((pid) => ({ pid }));
       }
     }
@@ -260,6 +265,12 @@ export class PosixTreeKill {
   /** A later request with a shorter grace period wins: SIGKILL comes no later than it asks. */
   hurry(graceMs: number): void {
     this.graceDeadline = Math.min(this.graceDeadline, Date.now() + graceMs);
+  }
+
+  /** Waits (up to `ms`) until the tree's cgroup holds no process. */
+  private async waitCgroupEmpty(ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (this.deps.cgroups.procs(this.tree!.cgroup!).length > 0 && Date.now() < deadline) await sleep(5);
   }
 
   /**
