@@ -120,8 +120,9 @@ async function main(): Promise<number> {
       results.reach = await runReach(owners);
     });
     await phase('view', async () => {
-      results.view = await runView({ owners, rounds: quick ? 1 : 3, seconds: quick ? 10 : 20, bigSeconds: quick ? 5 : 10, escapes: quick ? [200] : [200, 5000, 9700] });
-      results.viewHost = await measureViewInHost({ tiers: quick ? ['group'] : ['group', 'cgroup'], windowS: quick ? 10 : 15, rounds: quick ? 1 : 4, escapes: quick ? 1 : 2 });
+      const baseline = Number(meta.processes);
+      results.view = await runView({ owners, rounds: quick ? 1 : 3, seconds: quick ? 10 : 20, bigSeconds: quick ? 5 : 10, escapes: quick ? [200] : [200, 5000, 9700], baseline });
+      results.viewHost = await measureViewInHost({ tiers: quick ? ['group'] : ['group', 'cgroup'], windowS: quick ? 10 : 15, rounds: quick ? 1 : 4, escapes: quick ? 1 : 2, baseline });
     });
     await phase('extension', async () => {
       // Measured in the real host unless a figure was handed in ($AGENT_TREES_ACTIVATION_MS or its file).

@@ -270,6 +270,8 @@ export async function runView(opts: {
   seconds: number;
   bigSeconds: number;
   escapes: number[];
+  /** Processes on the machine when the run started. */
+  baseline?: number;
 }): Promise<ViewResults> {
   const started: ChildProcess[] = [];
   const owned: { owner: TreeOwner; id: string }[] = [];
@@ -281,7 +283,8 @@ export async function runView(opts: {
     const agentG = await ownedTree(opts.owners.group, 20);
     owned.push({ owner: opts.owners.group, id: agentG.record.id });
     for (let i = 0; i < 3; i++) started.push(terminalLike());
-    const fill = Math.max(0, 1010 - processCount());
+    // Counted against the fewest processes seen (the machine is shared: others' come and go): ≥ 1000 even if theirs leave.
+    const fill = Math.max(0, 1010 - Math.min(processCount(), opts.baseline ?? Infinity));
     if (fill > 0) {
       log(`view: ${fill} sleepers to make ≥ 1000 processes`);
       filler = (await spawnDetachedTree(fill, VIEW_LIFETIME_S)).child;

@@ -23,6 +23,8 @@ export async function measureViewInHost(opts: {
   windowS: number;
   rounds: number;
   escapes: number;
+  /** Processes on the machine when the run started. */
+  baseline?: number;
 }): Promise<ViewHostResults> {
   const results: ViewHostResults = { runs: [] };
   if (!fs.existsSync(path.join(REPO, '.tools', 'code-server', '.installed'))) {
@@ -39,7 +41,8 @@ export async function measureViewInHost(opts: {
     let filler: ChildProcess | undefined;
     try {
       const budgetS = 150 + opts.rounds * 3 * (opts.windowS + 6) + opts.escapes * 45;
-      const fill = Math.max(0, 1010 - processCount() - HOST_PROCESSES - 20 - 15);
+      // Counted against the fewest processes seen (the machine is shared: others' come and go): ≥ 1000 even if theirs leave.
+      const fill = Math.max(0, 1010 - Math.min(processCount(), opts.baseline ?? Infinity) - HOST_PROCESSES - 20 - 15);
       // The sleepers outlive the host run (they end with it, or after a while if this run is killed).
       if (fill > 0) filler = (await spawnDetachedTree(fill, budgetS + 300)).child;
       const dir = tmpDir('agent-trees-bench-host-');
