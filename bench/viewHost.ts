@@ -16,7 +16,7 @@ export interface ViewHostResults {
 }
 
 /** Processes a host run adds by itself (code-server, Chromium, the extension host, the pty host) besides the agent and terminals. */
-const HOST_PROCESSES = 25;
+const HOST_PROCESSES = 10;
 
 export async function measureViewInHost(opts: {
   tiers: ('cgroup' | 'group')[];
@@ -42,7 +42,7 @@ export async function measureViewInHost(opts: {
     try {
       const budgetS = 150 + opts.rounds * 3 * (opts.windowS + 6) + opts.escapes * 45;
       // Counted against the fewest processes seen (the machine is shared: others' come and go): ≥ 1000 even if theirs leave.
-      const fill = Math.max(0, 1010 - Math.min(processCount(), opts.baseline ?? Infinity) - HOST_PROCESSES - 20 - 15);
+      const fill = Math.max(0, 1030 - Math.min(processCount(), opts.baseline ?? Infinity) - HOST_PROCESSES - 20 - 15);
       // The sleepers outlive the host run (they end with it, or after a while if this run is killed).
       if (fill > 0) filler = (await spawnDetachedTree(fill, budgetS + 300)).child;
       const dir = tmpDir('agent-trees-bench-host-');

@@ -52,6 +52,11 @@ export interface RefreshRequest {
   full: boolean;
   /** Read every process, not only those that started since the last full scan. */
   thorough?: boolean;
+  /**
+   * The members to read are most of the machine: a plain scan of every process reads no more, and keeps no
+   * census (the next one still reads everything that started since the last).
+   */
+  mostOfMachine?: boolean;
   /** Whose full scans these are: each asker's census is its own (see MemberTracker). */
   channel?: string;
 }
@@ -86,12 +91,19 @@ export function canTrack(table: ProcessTable, trees: TreeQuery[], extras: ViewEx
  * Runs one refresh: every member asked about in `request`, read as described at the top of this module. The
  * same on any thread: all it needs is in the request.
  */
-export function refreshMembers(table: ProcessTable, request: RefreshRequest, deps: TreesDeps): TreesMembers {
+export function refreshMembers(table: ProcessTable, request: RefreshRequest, treesDeps: TreesDeps): TreesMembers {
   const { trees, extras } = request;
+  // One listing of each cgroup per refresh: the seeds and the member rules read the same one.
+  const listed = new Map<string, number[]>();
+  const cgroups = treesDeps.cgroups;
+  const deps: TreesDeps = {
+    ...treesDeps,
+    cgroups: { ...cgroups, procs: (dir) => listed.get(dir) ?? listed.set(dir, cgroups.procs(dir)).get(dir)! },
+  };
   const asked = trees.length > 0 || (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
   if (!asked) return { takenAt: Date.now(), processCount: 0, fullScan: false, trees: [], terminals: [], windowRecords: [] };
   const walking = canTrack(table, trees, extras, deps);
-  if (request.full && walking && table.snapshotOfNewcomers && table.listsChildren?.()) {
+  if (request.full && walking && !request.mostOfMachine && table.snapshotOfNewcomers && table.listsChildren?.()) {
     // Known members, leaders and every process that started since the last full scan: what a full resolution
     // finds is among these, and no walk is needed.
     const { read, walk } = seedsOf(request, deps);
@@ -189,7 +201,8 @@ export class MemberTracker {
       this.lastFullScanAt = this.now();
       this.scanWanted = false;
     }
-    return { trees, extras, known, full, thorough, channel: this.channel };
+    const mostOfMachine = full && !thorough && this.machine !== undefined && toWalk > this.machine / 2;
+    return { trees, extras, known, full, thorough, mostOfMachine, channel: this.channel };
   }
 
   /** Takes in a refresh's answer: its members are the known members from now on. */
