@@ -242,10 +242,12 @@ describe("Agent Trees: the window's terminals", function () {
     await config().update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
     const terminal = vscode.window.createTerminal({ name: 'it-cli-kill', shellPath: '/bin/bash' });
     started.add([await eventually('the shell pid', () => terminal.processId)]);
-    const run = async (label: string) => {
+    // The crashed run has no watchdog: that would end its tree within a second of the SIGKILL (tested elsewhere),
+    // and this test is about the sweep finding it.
+    const run = async (label: string, options = '') => {
       const file = pidFile();
       terminal.sendText(
-        `agent-trees run --label ${label} -- sh -c 'echo "root $$" >> "$1"; setsid -f sleep 300; echo "ready $$" >> "$1"; exec sleep 300' x ${file} &`,
+        `agent-trees run ${options}--label ${label} -- sh -c 'echo "root $$" >> "$1"; setsid -f sleep 300; echo "ready $$" >> "$1"; exec sleep 300' x ${file} &`,
       );
       const root = (await fixturePids(file)).get('root')![0];
       started.add([root]);
@@ -265,7 +267,7 @@ describe("Agent Trees: the window's terminals", function () {
       'the whole tree, the setsid daemon too, died',
     );
 
-    const crashed = await run('it-cli-crashed');
+    const crashed = await run('it-cli-crashed', '--no-watchdog ');
     const owner = crashed.row.target.kind === 'windowTree' ? crashed.row.target.ownerPid : 0;
     process.kill(owner, 'SIGKILL');
     assert.ok(await waitFor(() => !processes.isAlive(owner), 5000));
