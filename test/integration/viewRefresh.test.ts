@@ -46,7 +46,17 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     await config().update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
     // (Not the agents' own terminals: closing one ends its agent's tree.)
     const shells = vscode.window.terminals.filter((t) => !('pty' in t.creationOptions));
-    for (const t of shells) if ((await t.processId) !== undefined) t.dispose();
+    const closed: number[] = [];
+    for (const t of shells) {
+      const pid = await t.processId;
+      if (pid === undefined) continue;
+      closed.push(pid);
+      t.dispose();
+    }
+    // A close reads processes (what the terminal left, then the kill): wait until each one has been handled, so
+    // that none of it falls into a measurement below.
+    const handled = () => closed.every((pid) => trees.terminalClosings().some((c) => c.shellPid === pid));
+    assert.ok(await waitFor(handled, 30_000), `the closes of terminals ${closed.join(', ')} handled`);
     const rows = async () => (await trees.view()).filter((r) => r.target.kind === 'terminal').length;
     for (let i = 0; i < 100 && (await rows()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
     assert.strictEqual(await rows(), 0, 'no terminal in the view');
@@ -63,8 +73,18 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     const id = await trees.launch({ name: 'far-deadline', command: 'sleep', args: ['120'], kind: 'mcp', timeoutSeconds: 600 });
     try {
       assert.ok(await waitFor(() => trees.statusBar().visible), 'the countdown shows');
+      // What earlier tests set going (a terminal's close, a kill, a sweep) reads processes on its own: wait for
+      // 2 s without a read, then count over a longer window, so a reader that comes back is caught.
+      let quietSince = Date.now();
+      let reads = trees.viewRefresh().processReads;
+      const quiet = () => {
+        const now = trees.viewRefresh().processReads;
+        if (now !== reads) [reads, quietSince] = [now, Date.now()];
+        return Date.now() - quietSince >= 2000;
+      };
+      assert.ok(await waitFor(quiet, 30_000), 'the reads of earlier tests are over');
       const before = trees.viewRefresh();
-      await countdownTicks(trees, 3);
+      await countdownTicks(trees, 6);
       const after = trees.viewRefresh();
       assert.strictEqual(after.refreshes, before.refreshes, 'no refresh while hidden');
       assert.strictEqual(after.processReads, before.processReads, 'no process read while hidden');
