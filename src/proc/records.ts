@@ -395,26 +395,31 @@ export class RecordStore {
       const m = RECORD_NAME.exec(name);
       if (!m) continue;
       const file = path.join(this.dir, name);
-      let text: string | undefined;
       try {
-        text = readTrusted(file, this.uid);
-      } catch (e) {
-        problems.push({ file, problem: `${(e as Error).message}; not trusted, left in place` });
-        continue;
-      }
-      if (text === undefined) continue; // gone since the listing
-      try {
+        const text = readTrusted(file, this.uid);
+        if (text === undefined) continue; // gone since the listing
         const record = parseRecord(text);
         if (record.owner.pid !== Number(m[1])) throw new RecordError(`owner.pid ${record.owner.pid} does not match the file name`);
         records.push({ file, record });
       } catch (e) {
-        const problem = (e as Error).message;
-        if (e instanceof RecordVersionError || !options.setAside) problems.push({ file, problem });
-        else problems.push({ file, problem, setAsideTo: this.setAside(file) });
+        problems.push(this.unreadable(file, e as Error, options.setAside === true));
       }
     }
     return { records, problems };
   }
+
+  /**
+   * What to report of a file that was to be read as a record (or a claim) and could not, and where it went.
+   * With `setAside` (a sweep), a corrupt, truncated or foreign file of ours is moved to `<name>.bad-<time>-<random>`,
+   * a name nothing reads, so it is reported once and never handled again. A file that is not ours to trust, or
+   * a record of another format version, stays where it is.
+   */
+  unreadable(file: string, e: Error, setAside: boolean): RecordProblem {
+    if (!(e instanceof RecordError)) return { file, problem: `${e.message}; not trusted, left in place` };
+    if (e instanceof RecordVersionError || !setAside) return { file, problem: e.message };
+    return { file, problem: e.message, setAsideTo: this.setAside(file) };
+  }
+
 
   private setAside(file: string): string | undefined {
     const to = `${file}.bad-${Date.now()}-${randomSuffix()}`;

@@ -8,12 +8,14 @@
  *   1. judge each record as listed (trusted files only, times bounded by now, owner identity in boot ticks);
  *   2. claim the file by renaming it to a name unique to this claim (only one rename of a file succeeds);
  *   3. read the claimed file again and judge that content: it is what the sweep acts on. A record that turns
- *      out to belong to a live owner (rewritten between 1 and 2, say) goes back under its name;
+ *      out to belong to a live owner (rewritten between 1 and 2, say) goes back under its name. A claimed file
+ *      that cannot be read as a record is set aside once, as a corrupt record is;
  *   4. claims whose claimant is gone are taken over the same way (renamed, re-read, re-judged).
  * A record from an earlier boot is only cleaned up (nothing of it can run); a record from another pid
  * namespace or machine, or whose owner cannot be judged (unreadable /proc, an older version's record whose
  * owner pid is in use), is left alone.
  */
+import * as path from 'path';
 import { HostClock, hostClock } from './bootClock';
 import { CgroupMode, removeUnnamedEmptyCgroups } from './cgroup';
 import { Core, processCore } from './core';
@@ -140,15 +142,20 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   /**
    * Judges a claim we hold by its content now; keeps it to act on, or gives it back. `judged` is what was
    * read and judged before the claim, with its verdict: when the claimed content is that very record, the
-   * verdict stands (an owner found gone, or from an earlier boot, never comes back).
+   * verdict stands (an owner found gone, or from an earlier boot, never comes back). `foundAs`: the name a claim
+   * we took over had, for reports.
    */
-  const takeClaim = (file: string, judged?: { record: OwnerRecord; verdict: Verdict }) => {
+  const takeClaim = (file: string, judged?: { record: OwnerRecord; verdict: Verdict }, foundAs = file) => {
     if (activeClaims.has(file)) return;
     let record: OwnerRecord;
     try {
       record = store.readClaim(file);
     } catch (e) {
-      problem({ file, problem: `claimed record: ${(e as Error).message}; left in place` });
+      // Set aside like a corrupt record (by a full sweep): left under a claim name, it would be claimed anew by
+      // every sweep after this one.
+      const p = store.unreadable(file, e as Error, !options.onlyOwner);
+      const now = p.setAsideTo || file === foundAs ? '' : ` (taken over as ${path.basename(file)})`;
+      problem({ ...p, file: foundAs, problem: `claimed record${now}: ${p.problem}` });
       return;
     }
     const v = judged && JSON.stringify(judged.record) === JSON.stringify(record) ? judged.verdict : judge(record);
@@ -191,7 +198,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     const taken = store.takeOverClaim(c.file, c.ownerPid, self);
     if (!taken) continue; // another sweeper took it over first
     log.info(`claim ${c.file}: its sweeper ${c.claimant.pid} ${OWNER_GONE[claimant]}; taken over`);
-    takeClaim(taken);
+    takeClaim(taken, undefined, c.file);
   }
 
   // One snapshot proves every tree's membership; only trees with live members get a kill (and its snapshots).

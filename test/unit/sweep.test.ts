@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { KillReport, processCore, RecordStore, TreeIdentity, TreeOwner, TreeRecord } from '../../src/proc';
+import { KillReport, processCore, processTag, RecordStore, TreeIdentity, TreeOwner, TreeRecord } from '../../src/proc';
 
 const processTable = () => processCore().table;
 import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
@@ -89,6 +89,32 @@ describe('sweeping orphaned trees', () => {
     assert.match(swept.stdout, /problem\t.*99999999\.json\tnot valid JSON/);
     assert.match(swept.stdout, /killed [1-9]/);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+
+  it("sets aside a corrupt file under a dead sweeper's claim name once, says what and where, and never touches it again", async () => {
+    const records = tmpDir();
+    const deadSweeper = identity(deadPid(), nowTicks() - 500);
+    const claim = path.join(records, `${deadPid()}.json.claimed-${processTag(deadSweeper)}-0123456789ab`);
+    fs.writeFileSync(claim, '{"version":1,"owner":', { mode: 0o600 });
+    // Each sweep in a process of its own, as the CLI and each window run it: a claim left by one of them has a
+    // claimant that is gone by the next.
+    const first = await runCli(['sweep', '--records', records]);
+    assert.strictEqual(first.code, 0, first.stderr);
+    const [aside, ...more] = fs.readdirSync(records);
+    assert.deepStrictEqual(more, []);
+    assert.match(aside, /\.bad-\d+-[0-9a-f]{12}$/);
+    const problems = first.stdout.split('\n').filter((l) => l.startsWith('problem\t'));
+    assert.strictEqual(problems.length, 1, first.stdout);
+    assert.match(problems[0], /^problem\t.*\.json\.claimed-\S+\tclaimed record: not valid JSON \(21 bytes\); moved to .*\.bad-/);
+    assert.ok(problems[0].includes(`\t${claim}\t`), 'says where it was found');
+    assert.ok(problems[0].includes(path.join(records, aside)), 'says where it went');
+    const before = fs.statSync(path.join(records, aside));
+    for (let i = 0; i < 2; i++) {
+      const again = await runCli(['sweep', '--records', records]);
+      assert.doesNotMatch(again.stdout, /problem/, 'reported once');
+    }
+    assert.deepStrictEqual(fs.readdirSync(records), [aside], 'never moved again');
+    assert.strictEqual(fs.statSync(path.join(records, aside)).ino, before.ino);
   });
 
   it('lets two concurrent sweeps kill each tree once', async () => {
