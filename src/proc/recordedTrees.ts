@@ -141,7 +141,7 @@ function dropFromDeadOwnersRecord(store: RecordStore, table: ProcessTable, recor
   }
   const state = ownerState(table, claimed.owner);
   if (!sameProcess(claimed.owner, record.owner) || (state !== 'dead' && state !== 'replaced')) {
-    store.restoreClaim(file, claimed, sameProcess);
+    store.restoreClaim(file, claimed, sameProcess, state === 'alive');
     return;
   }
   store.finishClaim(

@@ -2,6 +2,12 @@
  * Owned-tree records on disk: one JSON file per owning process, `<dir>/<owner pid>.json`, written atomically
  * (temp file in the same folder, then rename) and removed when the owner tracks nothing.
  *
+ * A sweeper takes a record by renaming it (a claim), and gives a live owner's back. What it gives back is the
+ * owner's word, not the claimed copy: every write also links the record as `.<pid>.json.<owner tag>.current`
+ * (before the record itself), a name no sweeper renames, and the owner removes that link first when it removes
+ * its record. A give-back links `.current` under the owner's name, so it puts back the owner's latest record or,
+ * once the owner removed it, nothing: a record never comes back for trees its owner has finished with.
+ *
  * Format (version 1). The original fields are kept exactly, so other tools and older versions read it:
  *   {"version":1,"owner":{"pid":N,"startTime":MS},"trees":[{"id","label","command":[...],"rootPid","pgid",
  *    "sid","rootStartTime","trackedAt","envTag","cgroup":null|path,"deadline"?:MS}]}
@@ -100,6 +106,8 @@ const OLD_CLAIM_NAME = /^(\d+)\.json\.claimed-(\d+)-(\d+)$/;
 const TEMP_NAME = new RegExp(String.raw`^\.(\d+)\.json\.${PROCESS_TAG}\.[0-9a-f]{12}\.tmp$`);
 /** Temp files of older versions: `.<pid>.json.<writer pid>.<base-36 random>.tmp`. */
 const OLD_TEMP_NAME = /^\.(\d+)\.json\.(\d+)\.[0-9a-z]+\.tmp$/;
+/** An owner's link to its current record (see the top of this file): `.<pid>.json.<owner tag>.current`. */
+const CURRENT_NAME = new RegExp(String.raw`^\.(\d+)\.json\.${PROCESS_TAG}\.current$`);
 
 /** Says what is wrong with a parsed record, or undefined when it has the version-1 shape. */
 export function recordShapeProblem(value: unknown): string | undefined {
@@ -321,10 +329,15 @@ export class RecordStore {
     return path.join(this.dir, `${ownerPid}.json`);
   }
 
-  /** Writes the owner's record atomically, or removes it when `trees` is empty. */
+  /**
+   * Writes the owner's record atomically, or removes it when `trees` is empty. Its `.current` link is set first
+   * and removed first (see the top of this file), so a claim given back can never bring back more than it says.
+   */
   write(owner: OwnerInfo, trees: TreeRecord[]): void {
     const file = this.fileOf(owner.pid);
+    const current = this.currentOf(owner);
     if (trees.length === 0) {
+      rmQuiet(current);
       rmQuiet(file);
       return;
     }
@@ -333,18 +346,36 @@ export class RecordStore {
       ? trees
       : trees.map(({ rootStartTicks: _start, trackedAtTicks: _tracked, ...epochOnly }) => epochOnly);
     const tmp = this.writeTemp({ version: RECORD_VERSION, owner, trees: written }, owner);
+    const link = this.tempName(owner.pid, owner);
+    try {
+      fs.linkSync(tmp, link);
+      fs.renameSync(link, current);
+    } catch {
+      // No hard links here (some network or FAT file systems): no `.current` at all, never a stale one.
+      rmQuiet(link);
+      rmQuiet(current);
+    }
     try {
       fs.renameSync(tmp, file);
-    } catch (e) {
+    } finally {
+      // rename() leaves `tmp` when a give-back has linked this very record under `file` meanwhile.
       rmQuiet(tmp);
-      throw e;
     }
+  }
+
+  /** The owner's link to its current record: `.<pid>.json.<owner tag>.current`. */
+  currentOf(owner: OwnerInfo): string {
+    return path.join(this.dir, `.${owner.pid}.json.${processTag(owner)}.current`);
+  }
+
+  private tempName(ownerPid: number, writer: OwnerInfo): string {
+    return path.join(this.dir, `.${ownerPid}.json.${processTag(writer)}.${randomSuffix()}.tmp`);
   }
 
   /** Writes a record to a new temp file named after its writer (so a sweep can tell a dead writer's). */
   private writeTemp(record: OwnerRecord, writer: OwnerInfo): string {
     this.ensureDir();
-    const tmp = path.join(this.dir, `.${record.owner.pid}.json.${processTag(writer)}.${randomSuffix()}.tmp`);
+    const tmp = this.tempName(record.owner.pid, writer);
     const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | (fs.constants.O_NOFOLLOW ?? 0), 0o600);
     try {
       fs.writeSync(fd, JSON.stringify(record) + '\n');
@@ -419,7 +450,6 @@ export class RecordStore {
     if (e instanceof RecordVersionError || !setAside) return { file, problem: e.message };
     return { file, problem: e.message, setAsideTo: this.setAside(file) };
   }
-
 
   private setAside(file: string): string | undefined {
     const to = `${file}.bad-${Date.now()}-${randomSuffix()}`;
@@ -505,24 +535,44 @@ export class RecordStore {
   }
 
   /**
-   * Gives a claimed record back to its owner (judged alive after all): linked back under the owner's name,
-   * never over a record written since. Returns 'restored'; 'superseded' when the owner has written a newer
-   * record since (the claimed copy is dropped); 'kept' when another process's record now has that name (the
-   * claim stays, for a later sweep to judge again).
+   * Gives a claimed record back to its owner (not to be swept after all), never over a record written since.
+   * What goes back under the owner's name is the owner's own word, its `.current` link (see the top of this
+   * file), linked in one step: its latest record, or nothing once it has removed its record, even when it did so
+   * while the claim was held. A live owner (`ownerAlive`) with no such link has removed its record (or is of an
+   * older version, which keeps none and writes its record again at its next change): nothing goes back. Any
+   * other owner without one (gone, or not to be judged from here) gets the claimed copy back.
+   * Returns 'restored'; 'withdrawn' when the live owner has removed its record since (the claimed copy is
+   * dropped); 'superseded' when the owner has written a newer record since (dropped too); 'kept' when another
+   * process's record now has that name (the claim stays, for a later sweep to judge again).
    */
   restoreClaim(
     claimFile: string,
     record: OwnerRecord,
     isSameOwner: (a: OwnerInfo, b: OwnerInfo) => boolean,
-  ): 'restored' | 'superseded' | 'kept' {
+    ownerAlive: boolean,
+  ): 'restored' | 'withdrawn' | 'superseded' | 'kept' {
     const file = this.fileOf(record.owner.pid);
-    try {
-      fs.linkSync(claimFile, file);
+    const linkBack = (from: string): string => {
+      try {
+        fs.linkSync(from, file);
+        return 'linked';
+      } catch (e) {
+        return (e as NodeJS.ErrnoException).code ?? 'error';
+      }
+    };
+    let linked = linkBack(this.currentOf(record.owner));
+    if (linked === 'ENOENT') {
+      if (ownerAlive) {
+        rmQuiet(claimFile);
+        return 'withdrawn';
+      }
+      linked = linkBack(claimFile);
+    }
+    if (linked === 'linked') {
       rmQuiet(claimFile);
       return 'restored';
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return 'kept';
     }
+    if (linked !== 'EEXIST') return 'kept';
     let current: OwnerRecord | undefined;
     try {
       current = this.read(record.owner.pid);
@@ -542,6 +592,7 @@ export class RecordStore {
    * with none left, the claim is deleted.
    */
   finishClaim(claimFile: string, record: OwnerRecord, remaining: TreeRecord[], writer: OwnerInfo): void {
+    rmQuiet(this.currentOf(record.owner)); // the owner is gone: this sweep's word replaces its own
     if (remaining.length === 0) {
       rmQuiet(claimFile);
       return;
@@ -561,9 +612,10 @@ export class RecordStore {
   }
 
   /**
-   * Removes temp files that a writer left when it died between write and rename: only files of our own
-   * naming, regular and ours, whose writer is gone (`writerGone`, judged from the name's identity). Temp files
-   * of older versions (no identity in the name) go when older than a minute. Anything else is left alone.
+   * Removes temp files that a writer left when it died between write and rename, and the `.current` links of
+   * owners that died: only files of our own naming, regular and ours, whose writer is gone (`writerGone`,
+   * judged from the name's identity). Temp files of older versions (no identity in the name) go when older than
+   * a minute. Anything else is left alone.
    */
   removeStaleTempFiles(writerGone: (writer: OwnerInfo) => boolean, clock: HostClock | undefined, now = Date.now()): string[] {
     const removed: string[] = [];
@@ -575,7 +627,7 @@ export class RecordStore {
       return removed;
     }
     for (const name of names) {
-      const m = TEMP_NAME.exec(name);
+      const m = TEMP_NAME.exec(name) ?? CURRENT_NAME.exec(name);
       const old = m ? undefined : OLD_TEMP_NAME.exec(name);
       if (!m && !old) continue;
       const file = path.join(this.dir, name);

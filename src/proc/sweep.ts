@@ -8,7 +8,8 @@
  *   1. judge each record as listed (trusted files only, times bounded by now, owner identity in boot ticks);
  *   2. claim the file by renaming it to a name unique to this claim (only one rename of a file succeeds);
  *   3. read the claimed file again and judge that content: it is what the sweep acts on. A record that turns
- *      out to belong to a live owner (rewritten between 1 and 2, say) goes back under its name. A claimed file
+ *      out to belong to a live owner (rewritten between 1 and 2, say) goes back under its name as the owner says
+ *      now (its `.current` link, see records.ts): nothing, if it removed its record meanwhile. A claimed file
  *      that cannot be read as a record is set aside once, as a corrupt record is;
  *   4. claims whose claimant is gone are taken over the same way (renamed, re-read, re-judged).
  * A record from an earlier boot is only cleaned up (nothing of it can run); a record from another pid
@@ -166,7 +167,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
       return;
     }
     leave(store.fileOf(record.owner.pid), v, record);
-    const back = store.restoreClaim(file, record, sameProcess);
+    const back = store.restoreClaim(file, record, sameProcess, v.act === 'leave' && v.live);
     log.info(`claimed record of owner ${record.owner.pid} not swept (${v.act === 'refuse' ? v.problem : v.why}): ${back}`);
   };
 
@@ -208,7 +209,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   } catch (e) {
     problem({ file: '/proc', problem: `cannot take a process snapshot (${(e as Error).message}): claimed records given back` });
     for (const c of claimed) {
-      store.restoreClaim(c.file, c.record, sameProcess);
+      store.restoreClaim(c.file, c.record, sameProcess, false);
       keep(c.record.trees);
       activeClaims.delete(c.file);
     }

@@ -40,8 +40,19 @@ describe('owned-tree records', () => {
       'trackedAtTicks',
     ]);
     assert.deepStrictEqual(store.read(777)?.trees[0], tree('abc', { rootStartTicks: 600, trackedAtTicks: 601 }));
-    assert.deepStrictEqual(fs.readdirSync(store.dir), ['777.json'], 'no temp file left');
+    assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), [`.777.json.${processTag(owner)}.current`, '777.json'], 'no temp file left');
     assert.strictEqual(fs.statSync(path.join(store.dir, '777.json')).mode & 0o777, 0o600);
+    assert.strictEqual(
+      fs.statSync(path.join(store.dir, '777.json')).ino,
+      fs.statSync(store.currentOf(owner)).ino,
+      'the record and its .current link are one file',
+    );
+    store.write(owner, [tree('abc'), tree('def')]);
+    assert.strictEqual(
+      fs.statSync(path.join(store.dir, '777.json')).ino,
+      fs.statSync(store.currentOf(owner)).ino,
+      'the link follows each write',
+    );
     store.write(owner, []);
     assert.deepStrictEqual(fs.readdirSync(store.dir), []);
   });
@@ -131,7 +142,7 @@ describe('records nobody else can plant', () => {
     assert.match(problems[0].problem, /writable by other users \(mode 1777\)/);
     assert.strictEqual(store.claim(21, identity(process.pid, 1)), undefined, 'nothing in it is claimed');
     assert.throws(() => store.ensureDir(), /writable by other users/);
-    assert.deepStrictEqual(fs.readdirSync(store.dir), ['21.json']);
+    assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), ['.21.json.21-m1.current', '21.json']);
   });
 
   it("refuses another user's file, a file others can write, a symlink, a FIFO and a folder, each left in place", function () {
@@ -202,17 +213,59 @@ describe('claims', () => {
     const owner = identity(24, 100);
     store.write(owner, [tree('old')]);
     const c1 = store.claim(24, claimant())!;
-    assert.strictEqual(store.restoreClaim(c1, store.readClaim(c1), sameProcess), 'restored');
-    assert.deepStrictEqual(fs.readdirSync(store.dir), ['24.json']);
+    assert.strictEqual(store.restoreClaim(c1, store.readClaim(c1), sameProcess, true), 'restored');
+    assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), [path.basename(store.currentOf(owner)), '24.json']);
     const c2 = store.claim(24, claimant())!;
     store.write(owner, [tree('newer')]);
-    assert.strictEqual(store.restoreClaim(c2, store.readClaim(c2), sameProcess), 'superseded');
+    assert.strictEqual(store.restoreClaim(c2, store.readClaim(c2), sameProcess, true), 'superseded');
     assert.strictEqual(store.read(24)!.trees[0].id, 'newer');
     const c3 = store.claim(24, claimant())!;
     store.write(identity(24, 200), [tree('another-owner')]);
-    assert.strictEqual(store.restoreClaim(c3, store.readClaim(c3), sameProcess), 'kept');
+    assert.strictEqual(store.restoreClaim(c3, store.readClaim(c3), sameProcess, true), 'kept');
     assert.ok(fs.existsSync(c3));
     assert.strictEqual(store.read(24)!.trees[0].id, 'another-owner');
+  });
+
+  // The owner removes its record while a sweeper holds it claimed (and then judges the owner alive): what the
+  // owner did last is what stands, however its steps interleave with the sweeper's.
+  const whileClaimed: { name: string; owner: (store: RecordStore, owner: OwnerInfo) => void; expect: string; trees: string[] }[] = [
+    { name: 'removed', owner: (s, o) => s.write(o, []), expect: 'withdrawn', trees: [] },
+    { name: 'rewrote, then removed', owner: (s, o) => (s.write(o, [tree('newer')]), s.write(o, [])), expect: 'withdrawn', trees: [] },
+    {
+      name: 'removed, then recorded a new tree',
+      owner: (s, o) => (s.write(o, []), s.write(o, [tree('new')])),
+      expect: 'superseded',
+      trees: ['new'],
+    },
+    { name: 'did nothing', owner: () => undefined, expect: 'restored', trees: ['old'] },
+  ];
+  for (const k of whileClaimed) {
+    it(`gives a live owner back only what it says now: it ${k.name} while its record was claimed`, () => {
+      const store = new RecordStore(tmpDir());
+      const owner = identity(26, 100);
+      store.write(owner, [tree('old')]);
+      const claim = store.claim(26, claimant())!;
+      const claimed = store.readClaim(claim);
+      k.owner(new RecordStore(store.dir), owner); // the owner, between the claim and the give-back
+      assert.strictEqual(store.restoreClaim(claim, claimed, sameProcess, true), k.expect);
+      assert.ok(!fs.existsSync(claim), 'the claimed copy is gone');
+      assert.deepStrictEqual(store.read(26)?.trees.map((t) => t.id) ?? [], k.trees);
+    });
+  }
+
+  it("gives a gone owner's claim back as it was claimed (it has no .current link once a sweep finished it)", () => {
+    const store = new RecordStore(tmpDir());
+    const owner = identity(27, 100);
+    store.write(owner, [tree('a'), tree('b')]);
+    const c1 = store.claim(27, claimant())!;
+    store.finishClaim(c1, store.readClaim(c1), [tree('b')], claimant());
+    assert.ok(!fs.existsSync(store.currentOf(owner)), "the dead owner's link went with the sweep");
+    const c2 = store.claim(27, claimant())!;
+    assert.strictEqual(store.restoreClaim(c2, store.readClaim(c2), sameProcess, false), 'restored');
+    assert.deepStrictEqual(
+      store.read(27)!.trees.map((t) => t.id),
+      ['b'],
+    );
   });
 
   it('finishes a claim: remaining trees back under the owner name, or kept in the claim if that name is taken', () => {
@@ -221,7 +274,7 @@ describe('claims', () => {
     store.write(owner, [tree('a'), tree('b')]);
     const c1 = store.claim(25, claimant())!;
     store.finishClaim(c1, store.readClaim(c1), [tree('b')], claimant());
-    assert.deepStrictEqual(fs.readdirSync(store.dir), ['25.json']);
+    assert.deepStrictEqual(fs.readdirSync(store.dir), ['25.json'], "the gone owner's .current link is removed too");
     assert.deepStrictEqual(
       store.read(25)!.trees.map((t) => t.id),
       ['b'],
@@ -235,14 +288,16 @@ describe('claims', () => {
       ['b'],
     );
     store.finishClaim(c2, store.readClaim(c2), [], claimant());
-    assert.deepStrictEqual(fs.readdirSync(store.dir), ['25.json']);
+    assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), [path.basename(store.currentOf(identity(25, 300))), '25.json']);
   });
 });
 
 describe('removeStaleTempFiles', () => {
-  const cases: { name: string; writer?: 'alive' | 'gone'; ageMs: number; removed: boolean }[] = [
+  const cases: { name: string; writer?: 'alive' | 'gone'; current?: true; ageMs: number; removed: boolean }[] = [
     { name: 'ours, writer gone', writer: 'gone', ageMs: 0, removed: true },
     { name: 'ours, writer alive (mid-write), however old', writer: 'alive', ageMs: 3_600_000, removed: false },
+    { name: 'a .current link, its owner gone', writer: 'gone', current: true, ageMs: 0, removed: true },
+    { name: 'a .current link, its owner alive, however old', writer: 'alive', current: true, ageMs: 3_600_000, removed: false },
     { name: 'an older version temp file, over a minute old', ageMs: 120_000, removed: true },
     { name: 'an older version temp file, fresh', ageMs: 1_000, removed: false },
   ];
@@ -250,7 +305,11 @@ describe('removeStaleTempFiles', () => {
     it(c.name, () => {
       const store = new RecordStore(tmpDir());
       const writer = identity(31, c.writer === 'alive' ? 1 : 2);
-      const name = c.writer ? `.31.json.${processTag(writer)}.0123456789ab.tmp` : '.31.json.4242.k3j4h5.tmp';
+      const name = c.current
+        ? `.31.json.${processTag(writer)}.current`
+        : c.writer
+          ? `.31.json.${processTag(writer)}.0123456789ab.tmp`
+          : '.31.json.4242.k3j4h5.tmp';
       const file = path.join(store.dir, name);
       fs.writeFileSync(file, '{}', { mode: 0o600 });
       const at = (Date.now() - c.ageMs) / 1000;
@@ -264,7 +323,15 @@ describe('removeStaleTempFiles', () => {
 
   it('leaves every file not of its own naming, however old', () => {
     const store = new RecordStore(tmpDir());
-    const names = ['.draft.tmp', '.31.json.tmp', 'notes.tmp', '.31.json.12-t5-hzz.0123456789ab.tmp', '31.json.bad-1-0123456789ab'];
+    const names = [
+      '.draft.tmp',
+      '.31.json.tmp',
+      'notes.tmp',
+      '.31.json.12-t5-hzz.0123456789ab.tmp',
+      '31.json.bad-1-0123456789ab',
+      '.31.json.current',
+      '31.json.current',
+    ];
     for (const n of names) {
       fs.writeFileSync(path.join(store.dir, n), 'x', { mode: 0o600 });
       fs.utimesSync(path.join(store.dir, n), 1, 1);

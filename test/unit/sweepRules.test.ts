@@ -13,6 +13,7 @@ import {
   OwnerInfo,
   processTag,
   RecordStore,
+  setAsidePreviousRecord,
   sweepOrphans,
   SweepOptions,
   TreeIdentity,
@@ -65,8 +66,7 @@ interface World {
   run(extra?: Partial<SweepOptions>): ReturnType<typeof sweepOrphans>;
 }
 
-function world(processes: ReturnType<typeof proc>[], unreadable: number[] = []): World {
-  const store = new RecordStore(tmpDir());
+function world(processes: ReturnType<typeof proc>[], unreadable: number[] = [], store = new RecordStore(tmpDir())): World {
   const killer = recordingKiller();
   const table = syntheticTable([proc(process.pid, 7), ...processes], { unreadable });
   return {
@@ -85,6 +85,9 @@ function world(processes: ReturnType<typeof proc>[], unreadable: number[] = []):
       }),
   };
 }
+
+/** The name of `owner`'s `.current` link (see records.ts), which a live owner keeps beside its record. */
+const linkOf = (w: World, owner: OwnerInfo) => path.basename(w.store.currentOf(owner));
 
 /** A claim of `owner`'s record (one tree) by `claimant`, as a sweeper that then stopped would leave it. */
 function leaveClaim(w: World, owner: OwnerInfo, claimant: OwnerInfo, tree = treeOf('t', ROOT)): string {
@@ -207,7 +210,7 @@ describe('sweep rules: taking over a stale claim', () => {
           break;
         case 'given-back':
           assert.deepStrictEqual(w.killer.calls, []);
-          assert.deepStrictEqual(files, [`${OWNER}.json`]);
+          assert.deepStrictEqual(files.sort(), [linkOf(w, c.owner?.() ?? identity(OWNER, 50)), `${OWNER}.json`]);
           break;
         case 'cleaned':
           assert.deepStrictEqual(w.killer.calls, []);
@@ -231,6 +234,60 @@ describe('sweep rules: taking over a stale claim', () => {
   });
 });
 
+describe('sweep rules: a live owner removes its record while a sweeper holds it', () => {
+  /** A store that lets the owner act at the sweeper's next claim and at its give-back, exactly there. */
+  class RacingStore extends RecordStore {
+    atClaim?: () => void;
+    atGiveBack?: () => void;
+    override claim(ownerPid: number, claimant: OwnerInfo): string | undefined {
+      const step = this.atClaim;
+      this.atClaim = undefined;
+      step?.();
+      return super.claim(ownerPid, claimant);
+    }
+    override restoreClaim(...args: Parameters<RecordStore['restoreClaim']>): ReturnType<RecordStore['restoreClaim']> {
+      const step = this.atGiveBack;
+      this.atGiveBack = undefined;
+      step?.();
+      return super.restoreClaim(...args);
+    }
+  }
+  const live = () => identity(OWNER, 50);
+
+  it('a claim of a sweeper that died, taken over: the record the owner removed meanwhile stays removed', async () => {
+    const store = new RacingStore(tmpDir());
+    const w = world([proc(OWNER, 50), ...membersOf(ROOT)], [], store);
+    leaveClaim(w, live(), identity(SWEEPER, 10));
+    store.atGiveBack = () => new RecordStore(store.dir).write(live(), []); // the owner is done with its trees
+    const result = await w.run();
+    assert.strictEqual(store.atGiveBack, undefined, 'the owner acted between the claim and the give-back');
+    assert.deepStrictEqual(w.killer.calls, []);
+    assert.strictEqual(result.liveOwners, 1);
+    assert.deepStrictEqual(fs.readdirSync(store.dir), [], 'no record came back');
+  });
+
+  it("a record claimed on a stale listing (a new owner took the pid): the new owner's removal stands, the old owner is swept", async () => {
+    const store = new RacingStore(tmpDir());
+    const w = world([proc(OWNER, 50), ...membersOf(ROOT), ...membersOf(ROOT + 10)], [], store);
+    store.write(identity(OWNER, 40), [treeOf('old', ROOT)]); // listed: its owner is gone, its pid now a later process's
+    const owner = new RecordStore(store.dir);
+    store.atClaim = () => {
+      // That later process starts owning: sets the earlier record aside, records a tree of its own.
+      assert.strictEqual(setAsidePreviousRecord(owner, live()).outcome, 'set-aside');
+      owner.write(live(), [treeOf('new', ROOT + 10)]);
+    };
+    store.atGiveBack = () => owner.write(live(), []);
+    const result = await w.run();
+    assert.strictEqual(store.atGiveBack, undefined, 'the owner acted between the claim and the give-back');
+    assert.deepStrictEqual(
+      w.killer.calls.map((k) => k.tree.id),
+      ['old'],
+    );
+    assert.strictEqual(result.liveOwners, 1);
+    assert.deepStrictEqual(fs.readdirSync(store.dir), [], 'no record came back');
+  });
+});
+
 describe('sweep rules: records', () => {
   it('sweeps a dead owner, leaves a live one, cleans up an earlier boot, leaves another namespace alone', async () => {
     const w = world([proc(OWNER + 1, 60), ...membersOf(ROOT), ...membersOf(ROOT + 10)]);
@@ -248,7 +305,12 @@ describe('sweep rules: records', () => {
       result.skipped.map((s) => path.basename(s.file)),
       [`${OWNER + 3}.json`],
     );
-    assert.deepStrictEqual(fs.readdirSync(w.store.dir).sort(), [`${OWNER + 1}.json`, `${OWNER + 3}.json`]);
+    assert.deepStrictEqual(fs.readdirSync(w.store.dir).sort(), [
+      linkOf(w, identity(OWNER + 1, 60)),
+      linkOf(w, { ...identity(OWNER + 3, 80), pidNs: 1 }),
+      `${OWNER + 1}.json`,
+      `${OWNER + 3}.json`,
+    ]);
   });
 
   it('an owner replaced by a later process with its pid is swept; an owner whose pid is unreadable is not', async () => {
@@ -278,7 +340,14 @@ describe('sweep rules: records', () => {
     );
     assert.deepStrictEqual(
       fs.readdirSync(w.store.dir).sort(),
-      [path.basename(temp), `${OWNER + 1}.json`, `${OWNER + 5}.json`, path.basename(otherClaim)].sort(),
+      [
+        path.basename(temp),
+        linkOf(w, identity(OWNER + 1, 50)),
+        linkOf(w, identity(OWNER + 2, 50)),
+        `${OWNER + 1}.json`,
+        `${OWNER + 5}.json`,
+        path.basename(otherClaim),
+      ].sort(),
     );
   });
 
