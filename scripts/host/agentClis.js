@@ -6,7 +6,8 @@
 // its first screen in the agent terminal, a key that reaches it (an arrow key moves its selection), then
 // "Agent Trees: Kill Agent Tree" from the palette, and a check that nothing of its tree is left (every process
 // carrying its tree tag). Saves a screenshot of the Codex terminal as media/screenshots/codex-agent-terminal.png
-// (not named agent-trees-*.png: screenshots.js removes those it does not take itself).
+// (not named agent-trees-*.png: screenshots.js removes those it does not take itself), quantised with pngquant
+// as screenshots.js does (the packaged README inlines it).
 // The agents get a home folder of their own (HOME), removed at the end; nothing is signed in.
 //
 // Usage: node scripts/host/agentClis.js [--clis DIR (with node_modules/.bin/{codex,gemini,claude})] [--vsix FILE]
@@ -31,6 +32,8 @@ const {
   clearNotifications,
   expandView,
   viewRows,
+  checkPngquant,
+  saveScreenshot,
 } = require('./screenshots');
 
 const say = (msg) => process.stdout.write(`[agent-clis] ${msg}\n`);
@@ -87,6 +90,7 @@ async function main() {
   };
   const clis = path.resolve(opt('--clis') || fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-clis-')));
   const outDir = path.resolve(opt('--out') || path.join(ROOT, 'media', 'screenshots'));
+  checkPngquant();
   ensureClis(clis);
   // Not under /tmp: Codex refuses to put its helper binaries under the temp folder and says so on screen.
   const home = fs.mkdtempSync('/var/tmp/agent-trees-cli-home-');
@@ -222,14 +226,7 @@ async function main() {
         await page.locator('.terminal-wrapper.active .xterm').first().click();
         await page.mouse.move(24, 560);
         await sleep(800);
-        const file = path.join(outDir, plan.shot);
-        await page.screenshot({ path: file });
-        // The packaged README inlines its screenshots: a 256-colour PNG keeps the .vsix small.
-        const q = spawnSync('pngquant', ['--quality=60-85', '--speed', '1', '--force', '--output', file, '--', file]);
-        if (q.error || q.status !== 0)
-          say(`pngquant not available (${q.error ? q.error.message : `exit ${q.status}`}): the screenshot stays full colour`);
-        r.screenshot = path.relative(ROOT, file);
-        say(`saved ${r.screenshot}`);
+        r.screenshot = await saveScreenshot(page, path.join(outDir, plan.shot));
       }
       const tags = new Set(tree.map((p) => p.tag));
       if (r.alive) {

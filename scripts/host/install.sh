@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real VS Code test hosts (scripts/host/hosts.json) into the git-ignored .tools/ folder:
 #   - Debian packages: chromium (the workbench client), libkrb5-dev (headers for code-server's
-#     kerberos addon), ripgrep (stands in for @vscode/ripgrep's GitHub download in code-server 4.100.3);
+#     kerberos addon), ripgrep (stands in for @vscode/ripgrep's GitHub download in code-server 4.100.3),
+#     pngquant (quantises the screenshots that screenshots.js and agentClis.js take: the packaged README inlines them);
 #   - per host: its Node when it is not the machine's (the npm package node-linux-<arch>@<version>,
 #     unpacked into .tools/<nodeDir>), then code-server into .tools/<dir>, built against that Node;
 #   - checks that playwright-core (a devDependency) is installed.
@@ -15,7 +16,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TOOLS="$ROOT/.tools"
 HOSTS_JSON="$ROOT/scripts/host/hosts.json"
-APT_PACKAGES=(chromium libkrb5-dev ripgrep)
+APT_PACKAGES=(chromium libkrb5-dev ripgrep pngquant)
 FORCE=0
 selected=()
 while (($#)); do

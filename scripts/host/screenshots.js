@@ -7,6 +7,8 @@
 //   agent-trees-view.png     demo-agent picked and running: its process tree expanded in the view, the
 //                            status bar countdown, the agent's terminal in the panel
 //   agent-trees-log.png      after "Agent Trees: Kill Agent Tree" and "Sweep Orphaned Trees": the log
+// Every screenshot is quantised to 256 colours (pngquant, which scripts/host/install.sh installs): the packaged
+// README inlines them, and a full-colour 1280x800 workbench is 3 times the size.
 // Then it closes the browser, stops code-server and kills every process carrying the run's marker
 // (the agent's tree was already killed through the UI). Leaves nothing running.
 //
@@ -16,6 +18,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { spawnSync } = require('child_process');
 const { ROOT } = require('./hosts');
 const { startCodeServer, tail } = require('./codeServer');
 const { openWorkbench } = require('./workbench');
@@ -158,11 +161,43 @@ async function waitForExtensionHost(userDataDir, timeoutMs = 60000) {
   return false;
 }
 
+/** pngquant's settings for the README's screenshots: 256 colours at most, the best it can do, no metadata. */
+const PNGQUANT_ARGS = ['--quality=60-85', '--speed', '1', '--strip', '--force'];
+
+/** Throws, saying how to get it, when pngquant is missing: checked before a run, not after its minutes of work. */
+function checkPngquant() {
+  const r = spawnSync('pngquant', ['--version'], { encoding: 'utf8' });
+  if (r.error || r.status !== 0)
+    throw new Error('pngquant is not installed (the screenshots are quantised with it): bash scripts/host/install.sh installs it');
+}
+
+/**
+ * Quantises a PNG in place with pngquant. Returns its size before and after; a picture pngquant cannot bring
+ * within the quality range (exit 99) is left as it is (`after` equals `before`). Throws when pngquant fails.
+ */
+function compressPng(file) {
+  const before = fs.statSync(file).size;
+  const q = spawnSync('pngquant', [...PNGQUANT_ARGS, '--output', file, '--', file], { encoding: 'utf8' });
+  if (q.error) throw new Error(`pngquant: ${q.error.message}`);
+  if (q.status !== 0 && q.status !== 99) throw new Error(`pngquant failed on ${file} (exit ${q.status}): ${q.stderr.trim()}`);
+  return { before, after: fs.statSync(file).size };
+}
+
+/** Takes a screenshot of the page into `file`, quantised (compressPng). Returns the path relative to the repository. */
+async function saveScreenshot(page, file) {
+  await page.screenshot({ path: file });
+  const { before, after } = compressPng(file);
+  const saved = path.relative(ROOT, file);
+  say(
+    `saved ${saved} (${Math.round(after / 1024)} KB${after < before ? `, ${Math.round(before / 1024)} KB before pngquant` : ', pngquant could not reduce it'})`,
+  );
+  return saved;
+}
+
 async function shoot(page, outDir, name, saved) {
   const file = path.join(outDir, name);
-  await page.screenshot({ path: file });
+  await saveScreenshot(page, file);
   saved.push(file);
-  say(`saved ${path.relative(ROOT, file)}`);
 }
 
 async function main() {
@@ -174,6 +209,7 @@ async function main() {
   const outDir = path.resolve(opt('--out') || path.join(ROOT, 'media', 'screenshots'));
   fs.mkdirSync(outDir, { recursive: true });
   const started = Date.now();
+  checkPngquant();
 
   let demo;
   let server;
@@ -325,6 +361,18 @@ async function main() {
   process.exit(failed ? 1 : 0);
 }
 
-module.exports = { expandView, runCommand, waitForQuickPick, pick, viewRows, waitUntil, waitForExtensionHost, clearNotifications };
+module.exports = {
+  expandView,
+  runCommand,
+  waitForQuickPick,
+  pick,
+  viewRows,
+  waitUntil,
+  waitForExtensionHost,
+  clearNotifications,
+  checkPngquant,
+  compressPng,
+  saveScreenshot,
+};
 
 if (require.main === module) main();
