@@ -19,27 +19,27 @@ const os = require('os');
 const path = require('path');
 const { spawnSync } = require('child_process');
 const { ROOT } = require('./hosts');
-const { startCodeServer, tail, writeDefaultUserSettings } = require('./codeServer');
-const { openWorkbench } = require('./workbench');
+const { writeDefaultUserSettings } = require('./codeServer');
 const processes = require('../../test/support/processes');
-const { prepareDemo, teardown } = require('./demo');
+const { prepareDemo } = require('./demo');
 const {
   runCommand,
   waitForQuickPick,
   pick,
   waitUntil,
-  waitForExtensionHost,
   clearNotifications,
   expandView,
   viewRows,
   checkPngquant,
   saveScreenshot,
+  openDemoWorkbench,
+  reportFailure,
+  closeSession,
 } = require('./screenshots');
 
 const say = (msg) => process.stdout.write(`[agent-clis] ${msg}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const PACKAGES = { codex: '@openai/codex', gemini: '@google/gemini-cli', claude: '@anthropic-ai/claude-code' };
-const VIEWPORT = { width: 1280, height: 800 };
 
 function ensureClis(dir) {
   const missing = Object.keys(PACKAGES).filter((bin) => !fs.existsSync(path.join(dir, 'node_modules', '.bin', bin)));
@@ -108,13 +108,11 @@ async function main() {
     JSON.stringify({ 'agentTrees.agents': agents, 'agentTrees.killGraceSeconds': 2 }, null, 2),
   );
 
-  let demo;
-  let server;
-  let browser;
+  const session = {};
   const results = [];
   let failed = false;
   try {
-    demo = await prepareDemo({ vsix: opt('--vsix') });
+    const demo = (session.demo = await prepareDemo({ vsix: opt('--vsix') }));
     // The DOM renderer, so the terminal's text can be read back.
     const userSettings = path.join(demo.userDataDir, 'User', 'settings.json');
     writeDefaultUserSettings(demo.userDataDir);
@@ -122,27 +120,7 @@ async function main() {
       userSettings,
       JSON.stringify({ ...JSON.parse(fs.readFileSync(userSettings, 'utf8')), 'terminal.integrated.gpuAcceleration': 'off' }, null, 2),
     );
-    server = await startCodeServer({
-      host: demo.host,
-      dirs: demo.dirs,
-      userDataDir: demo.userDataDir,
-      extensionsDir: demo.extensionsDir,
-      env: {},
-      marker: demo.marker,
-      logFile: path.join(demo.dirs.logs, 'code-server.log'),
-    });
-    browser = await openWorkbench({
-      server,
-      dirs: demo.dirs,
-      folder: workspace,
-      marker: demo.marker,
-      browserMarker: `${demo.marker}.browser`,
-      viewport: VIEWPORT,
-    });
-    const { page } = browser;
-    await page.locator('.monaco-workbench .part.activitybar').waitFor({ state: 'visible', timeout: 60000 });
-    if (!(await waitForExtensionHost(demo.userDataDir))) throw new Error('the extension was not activated within 60 s');
-    await sleep(2000);
+    const page = await openDemoWorkbench(session, workspace);
     await page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first().click();
 
     const plans = {
@@ -265,15 +243,9 @@ async function main() {
   } catch (e) {
     failed = true;
     say(`failed: ${e.stack || e.message}`);
-    if (browser)
-      await browser.page.screenshot({ path: path.join(os.tmpdir(), 'agent-trees-clis-failure.png') }).then(
-        () => say(`the workbench at the failure: ${path.join(os.tmpdir(), 'agent-trees-clis-failure.png')}`),
-        () => {},
-      );
-    if (server) process.stdout.write(tail(server.logFile, 30) + '\n');
+    await reportFailure(session, 'agent-trees-clis-failure.png', say);
   } finally {
-    if (browser) await browser.close().catch(() => {});
-    if (demo) await teardown(demo, server);
+    await closeSession(session);
     const left = trialProcesses(home);
     if (left.length) {
       failed = true;

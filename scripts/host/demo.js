@@ -83,6 +83,20 @@ async function prepareDemo({ vsix } = {}) {
   return { host, dirs, marker: runMarker, userDataDir, extensionsDir, workspace: DEMO_WORKSPACE };
 }
 
+/** Starts the demo host's code-server (its log: `<logs>/code-server.log`) on `port`, or a free one. */
+function startDemoServer(demo, { port } = {}) {
+  return startCodeServer({
+    host: demo.host,
+    dirs: demo.dirs,
+    userDataDir: demo.userDataDir,
+    extensionsDir: demo.extensionsDir,
+    env: {},
+    marker: demo.marker,
+    logFile: path.join(demo.dirs.logs, 'code-server.log'),
+    port,
+  });
+}
+
 /** Stops the server, sweeps every marked process, removes the temp folder. Returns the survivors. */
 async function teardown(demo, server) {
   if (server) await server.stop(3000).catch(() => {});
@@ -125,23 +139,11 @@ async function main() {
   try {
     demo = await prepareDemo(opts);
     if (stopping) return;
-    const extraArgs = [];
-    const logFile = path.join(demo.dirs.logs, 'code-server.log');
-    server = await startCodeServer({
-      host: demo.host,
-      dirs: demo.dirs,
-      userDataDir: demo.userDataDir,
-      extensionsDir: demo.extensionsDir,
-      env: {},
-      marker: demo.marker,
-      logFile,
-      extraArgs,
-      port: opts.port,
-    });
+    server = await startDemoServer(demo, { port: opts.port });
     if (stopping) return;
     server.exited.then(({ code, signal }) => stop(`code-server exited (code ${code}, signal ${signal})`, 1));
     const url = `${server.url}?folder=${encodeURIComponent(demo.workspace)}`;
-    say(`code-server ${server.pid} is serving ${demo.host.label} with Agent Trees installed (log: ${logFile})`);
+    say(`code-server ${server.pid} is serving ${demo.host.label} with Agent Trees installed (log: ${server.logFile})`);
     say(`workspace: ${demo.workspace} (demo-agent: demo/agent.sh; demo-mcp: demo/fake-mcp-server.js)`);
     process.stdout.write(`\n  Open ${url}\n\n  Press Ctrl-C to stop; everything the demo started stops with it.\n\n`);
   } catch (e) {
@@ -150,6 +152,6 @@ async function main() {
   }
 }
 
-module.exports = { prepareDemo, teardown, packageExtension, DEMO_WORKSPACE };
+module.exports = { prepareDemo, startDemoServer, teardown, packageExtension, DEMO_WORKSPACE };
 
 if (require.main === module) main();

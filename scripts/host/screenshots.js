@@ -20,9 +20,9 @@ const os = require('os');
 const path = require('path');
 const { spawnSync } = require('child_process');
 const { ROOT } = require('./hosts');
-const { startCodeServer, tail } = require('./codeServer');
+const { tail } = require('./codeServer');
 const { openWorkbench } = require('./workbench');
-const { prepareDemo, teardown } = require('./demo');
+const { prepareDemo, startDemoServer, teardown } = require('./demo');
 
 const say = (msg) => process.stdout.write(`[screenshots] ${msg}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -200,6 +200,52 @@ async function shoot(page, outDir, name, saved) {
   saved.push(file);
 }
 
+/**
+ * Starts the demo host's code-server, opens its workbench on `folder` at the screenshots' size, and waits until
+ * the extension is active and the views have settled. Sets `session.server` and `session.browser` as each one
+ * starts, so the caller's cleanup ends whatever started even when this throws. Returns the page.
+ */
+async function openDemoWorkbench(session, folder) {
+  const { demo } = session;
+  session.server = await startDemoServer(demo);
+  session.browser = await openWorkbench({
+    server: session.server,
+    dirs: demo.dirs,
+    folder,
+    marker: demo.marker,
+    browserMarker: `${demo.marker}.browser`,
+    viewport: VIEWPORT,
+  });
+  const { page } = session.browser;
+  await page.locator('.monaco-workbench .part.activitybar').waitFor({ state: 'visible', timeout: 60000 });
+  if (!(await waitForExtensionHost(demo.userDataDir))) throw new Error('the extension was not activated within 60 s');
+  await sleep(2000); // let the views settle
+  return page;
+}
+
+/** After a failure: a picture of the workbench as it was (in the temp folder, `name`) and the end of code-server's log. */
+async function reportFailure(session, name, log) {
+  if (session.browser) {
+    const file = path.join(os.tmpdir(), name);
+    if (
+      await session.browser.page.screenshot({ path: file }).then(
+        () => true,
+        () => false,
+      )
+    )
+      log(`the workbench at the failure: ${file}`);
+  }
+  if (session.server) process.stdout.write(tail(session.server.logFile, 30) + '\n');
+}
+
+/** Closes the browser, stops the server and sweeps the run (see demo.js teardown). */
+async function closeSession(session) {
+  if (session.browser) await session.browser.close().catch(() => {});
+  session.browser = undefined;
+  if (session.demo) await teardown(session.demo, session.server);
+  session.demo = undefined;
+}
+
 async function main() {
   const argv = process.argv.slice(2);
   const opt = (name) => {
@@ -211,44 +257,16 @@ async function main() {
   const started = Date.now();
   checkPngquant();
 
-  let demo;
-  let server;
-  let browser;
+  const session = {};
   let failed = false;
-  const cleanup = async () => {
-    if (browser) await browser.close().catch(() => {});
-    browser = undefined;
-    if (demo) await teardown(demo, server);
-    demo = undefined;
-  };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-    process.on(sig, () => cleanup().finally(() => process.exit(130)));
+    process.on(sig, () => closeSession(session).finally(() => process.exit(130)));
   }
 
   const saved = [];
   try {
-    demo = await prepareDemo({ vsix: opt('--vsix') });
-    server = await startCodeServer({
-      host: demo.host,
-      dirs: demo.dirs,
-      userDataDir: demo.userDataDir,
-      extensionsDir: demo.extensionsDir,
-      env: {},
-      marker: demo.marker,
-      logFile: path.join(demo.dirs.logs, 'code-server.log'),
-    });
-    browser = await openWorkbench({
-      server,
-      dirs: demo.dirs,
-      folder: demo.workspace,
-      marker: demo.marker,
-      browserMarker: `${demo.marker}.browser`,
-      viewport: VIEWPORT,
-    });
-    const { page } = browser;
-    await page.locator('.monaco-workbench .part.activitybar').waitFor({ state: 'visible', timeout: 60000 });
-    if (!(await waitForExtensionHost(demo.userDataDir))) throw new Error('the extension was not activated within 60 s');
-    await sleep(2000); // let the views settle
+    session.demo = await prepareDemo({ vsix: opt('--vsix') });
+    const page = await openDemoWorkbench(session, session.demo.workspace);
 
     // The demo's agent definitions in the editor, for the pictures' sake.
     await openFile(page, '.vscode/settings.json');
@@ -343,19 +361,9 @@ async function main() {
   } catch (e) {
     failed = true;
     say(`failed: ${e.message}`);
-    if (browser) {
-      const file = path.join(os.tmpdir(), 'agent-trees-screenshots-failure.png');
-      if (
-        await browser.page.screenshot({ path: file }).then(
-          () => true,
-          () => false,
-        )
-      )
-        say(`the workbench at the failure: ${file}`);
-    }
-    if (server) process.stdout.write(tail(server.logFile, 30) + '\n');
+    await reportFailure(session, 'agent-trees-screenshots-failure.png', say);
   } finally {
-    await cleanup();
+    await closeSession(session);
   }
   say(`${failed ? 'failed' : `${saved.length} screenshots`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   process.exit(failed ? 1 : 0);
@@ -368,11 +376,13 @@ module.exports = {
   pick,
   viewRows,
   waitUntil,
-  waitForExtensionHost,
   clearNotifications,
   checkPngquant,
   compressPng,
   saveScreenshot,
+  openDemoWorkbench,
+  reportFailure,
+  closeSession,
 };
 
 if (require.main === module) main();
