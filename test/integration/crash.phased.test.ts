@@ -10,19 +10,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { inPhase, killHostAfterResult, log, processes, waitFor } from './harness';
-import {
-  allPids,
-  api,
-  FIXTURE,
-  fixturePids,
-  monitorReport,
-  pidFile,
-  readHandover,
-  REPO,
-  startedAtMs,
-  startMonitor,
-  writeHandover,
-} from './fixtures';
+import { allPids, api, checkEndedBeforeThisHost, FIXTURE, fixturePids, pidFile, REPO, watchAfterHostKill } from './fixtures';
 
 interface Fallback {
   ownerPid: number;
@@ -47,8 +35,7 @@ inPhase(1, 'crash: agents with helpers, then the extension host is SIGKILLed', (
       ...allPids(await fixturePids(files.stubborn)),
       ...allPids(await fixturePids(files.daemon)),
     ];
-    const handover = await writeHandover('crash', pids);
-    await startMonitor('crash', handover.recordFile, pids);
+    await watchAfterHostKill('crash', pids);
     log(`[crash] host ${process.pid} leaves ${pids.length} processes: ${pids.join(', ')}`);
     killHostAfterResult();
   });
@@ -81,22 +68,7 @@ inPhase(1, 'crash: agents with helpers, then the extension host is SIGKILLed', (
 inPhase(2, 'crash: what the killed host left', () => {
   it('its watchdog ended every helper and removed its record before any new window opened', async function () {
     this.timeout(60_000);
-    const handover = await readHandover('crash');
-    assert.ok(!processes.isAlive(handover.hostPid), 'the old host is dead');
-    const report = await monitorReport(path.join(path.dirname((await api()).recordsDir), 'crash-monitor.json'));
-    assert.deepStrictEqual(report.survivors, [], 'no survivor');
-    assert.ok(
-      report.done && report.hostGoneAt !== null && report.processesGoneAt !== null && report.recordGoneAt !== null,
-      JSON.stringify(report),
-    );
-    const thisHostStarted = startedAtMs();
-    log(
-      `[crash] after the SIGKILL of host ${handover.hostPid}: its ${handover.helpers.length} processes were gone in ` +
-        `${report.processesGoneAt! - report.hostGoneAt!} ms, its record in ${report.recordGoneAt! - report.hostGoneAt!} ms; ` +
-        `this window's host started ${thisHostStarted - report.recordGoneAt!} ms later`,
-    );
-    assert.ok(report.recordGoneAt! < thisHostStarted && report.processesGoneAt! < thisHostStarted, 'done before this window existed');
-    assert.deepStrictEqual(handover.alive(), []);
+    await checkEndedBeforeThisHost('crash', "the host's SIGKILL");
   });
 
   it('the activation sweep reaps the tree of an owner that had no watchdog', async function () {

@@ -6,7 +6,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/controller';
-import { EXTENSION_ID, processes, REPO, waitFor } from './harness';
+import { EXTENSION_ID, log, processes, REPO, waitFor } from './harness';
 
 export { REPO };
 export const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');
@@ -115,4 +115,36 @@ export async function monitorReport(out: string, timeoutMs = 60_000): Promise<Mo
 /** When this process started, in ms since boot (the monitor's clock). */
 export function startedAtMs(pid = process.pid): number {
   return Number(processes.readStat(pid)!.startTicks) * 10;
+}
+
+/**
+ * Before a host is killed (crash, server-kill): hands its helpers (`pids`, processes of its trees) over to the
+ * next phase and starts the monitor that timestamps their end and its record's. Then the test asks for the kill.
+ */
+export async function watchAfterHostKill(name: string, pids: number[]): Promise<void> {
+  const handover = await writeHandover(name, pids);
+  await startMonitor(name, handover.recordFile, pids);
+}
+
+/**
+ * The phase after the kill: the killed host's watchdog ended every helper and removed its record before this
+ * window's host even started (the monitor's report), and none of them runs now. `how`: the kill, for the log.
+ */
+export async function checkEndedBeforeThisHost(name: string, how: string): Promise<void> {
+  const handover = await readHandover(name);
+  assert.ok(!processes.isAlive(handover.hostPid), 'the old host is dead');
+  const report = await monitorReport(path.join(path.dirname((await api()).recordsDir), `${name}-monitor.json`));
+  assert.deepStrictEqual(report.survivors, [], 'no survivor');
+  assert.ok(
+    report.done && report.hostGoneAt !== null && report.processesGoneAt !== null && report.recordGoneAt !== null,
+    JSON.stringify(report),
+  );
+  const thisHostStarted = startedAtMs();
+  log(
+    `[${name}] after ${how}: host ${handover.hostPid}'s ${handover.helpers.length} processes were gone in ` +
+      `${report.processesGoneAt! - report.hostGoneAt!} ms, its record in ${report.recordGoneAt! - report.hostGoneAt!} ms; ` +
+      `this window's host started ${thisHostStarted - report.recordGoneAt!} ms later`,
+  );
+  assert.ok(report.recordGoneAt! < thisHostStarted && report.processesGoneAt! < thisHostStarted, 'done before this window existed');
+  assert.deepStrictEqual(handover.alive(), []);
 }

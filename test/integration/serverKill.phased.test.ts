@@ -2,21 +2,8 @@
 // code-server's whole process group, its extension host included: nothing of VS Code is left to run anything.
 // The host's watchdog (in a session of its own) ends the trees and removes the record; a monitor outside every
 // tree timestamps it. Phase 4 checks the report: all of it was gone before phase 4's host started.
-import * as assert from 'assert';
-import * as path from 'path';
-import { inPhase, killHostAfterResult, log, processes } from './harness';
-import {
-  allPids,
-  api,
-  FIXTURE,
-  fixturePids,
-  monitorReport,
-  pidFile,
-  readHandover,
-  startedAtMs,
-  startMonitor,
-  writeHandover,
-} from './fixtures';
+import { inPhase, killHostAfterResult, log } from './harness';
+import { allPids, api, checkEndedBeforeThisHost, FIXTURE, fixturePids, pidFile, watchAfterHostKill } from './fixtures';
 
 inPhase(3, "editor killed: agents with helpers, then code-server's whole process group is SIGKILLed", () => {
   it('launches agents that leave a setsid child and a SIGTERM-ignoring tree behind', async function () {
@@ -27,8 +14,7 @@ inPhase(3, "editor killed: agents with helpers, then code-server's whole process
     await trees.launch({ name: 'killed-setsid', command: FIXTURE, args: ['setsid', a], timeoutSeconds: 0 });
     await trees.launch({ name: 'killed-stubborn', command: FIXTURE, args: ['ignore-term', b], timeoutSeconds: 0 });
     const pids = [...allPids(await fixturePids(a)), ...allPids(await fixturePids(b))];
-    const handover = await writeHandover('server-kill', pids);
-    await startMonitor('server-kill', handover.recordFile, pids);
+    await watchAfterHostKill('server-kill', pids);
     log(`[server-kill] host ${process.pid} runs ${pids.length} processes: ${pids.join(', ')}; killing code-server's process group next`);
     killHostAfterResult('server');
   });
@@ -37,21 +23,6 @@ inPhase(3, "editor killed: agents with helpers, then code-server's whole process
 inPhase(4, 'editor killed: what the killed host left', () => {
   it('its watchdog ended every helper and removed its record before any new window opened', async function () {
     this.timeout(60_000);
-    const handover = await readHandover('server-kill');
-    assert.ok(!processes.isAlive(handover.hostPid), 'the old host is dead');
-    const report = await monitorReport(path.join(path.dirname((await api()).recordsDir), 'server-kill-monitor.json'));
-    assert.deepStrictEqual(report.survivors, [], 'no survivor');
-    assert.ok(
-      report.done && report.hostGoneAt !== null && report.processesGoneAt !== null && report.recordGoneAt !== null,
-      JSON.stringify(report),
-    );
-    const thisHostStarted = startedAtMs();
-    log(
-      `[server-kill] after code-server's group was SIGKILLed: host ${handover.hostPid}'s ${handover.helpers.length} processes were gone in ` +
-        `${report.processesGoneAt! - report.hostGoneAt!} ms, its record in ${report.recordGoneAt! - report.hostGoneAt!} ms; ` +
-        `this window's host started ${thisHostStarted - report.recordGoneAt!} ms later`,
-    );
-    assert.ok(report.recordGoneAt! < thisHostStarted && report.processesGoneAt! < thisHostStarted, 'done before this window existed');
-    assert.deepStrictEqual(handover.alive(), []);
+    await checkEndedBeforeThisHost('server-kill', "code-server's group was SIGKILLed");
   });
 });
