@@ -168,8 +168,11 @@ async function startCodeServer({
 }
 
 /**
- * Kills the processes of `host`'s code-server that carry `marker` and run outside its process group (the
- * extension host runs in a session of its own). Returns how many there were.
+ * Kills the processes of `host`'s code-server that carry `marker` and run outside its process group. Its
+ * extension host, file watcher, pty host and agent host are in code-server's group and session (`ps -o
+ * pid,pgid,sid` under a host test, VS Code 1.100.3 and 1.139.1), so the group kill ends them; what it misses are
+ * the shells of the window's terminals, which the pty host starts in sessions of their own (their command line
+ * names the install's shell-integration script). Returns how many there were.
  */
 async function killStrayServerProcesses(host, marker) {
   const strays = processes.processesWithEnv(MARKER_VAR, marker).filter((s) => processes.commandLine(s.pid).includes(host.dir));

@@ -184,9 +184,10 @@ async function crashAndReopen(p, session) {
 /**
  * Ends the session. After a crash or an error the server goes first (SIGKILL), so the workbench cannot start
  * another extension host meanwhile; otherwise the workbench closes first (so it does not reconnect) and the
- * server gets SIGTERM (so the extension host can deactivate). Then every code-server process of the phase left
- * outside its group (the extension host runs in a session of its own) is killed: two live hosts would share
- * the user data folder. What the extension started is left alone: the next phase must find it.
+ * server gets SIGTERM (so the extension host can deactivate). The extension host is in code-server's process
+ * group and session, so it goes with the group; then every code-server process of the phase left outside the
+ * group is killed: a terminal's shell, which the pty host starts in a session of its own, must not outlive the
+ * phase. What the extension started is left alone: the next phase must find it.
  */
 async function tearDown(p, session, outcome) {
   const started = Date.now();

@@ -269,8 +269,8 @@ export async function run(): Promise<void> {
     // runner has taken the server down: that host would activate the extension a second time.
     const server = hostKillScope() === 'server' ? codeServerMain() : undefined;
     const group = server !== undefined ? processes.readStat(server)?.pgid : undefined;
-    // The editor killed outright: code-server's whole process group at once (then this host, which is in it
-    // on 1.100.3 and in a session of its own on newer ones).
+    // The editor killed outright: code-server's whole process group at once, this host with it (it is in that
+    // group and session in 1.100.3 and 1.139.1 alike; the SIGKILL below is for a host that is not).
     if (group && group > 1 && group !== process.pid) process.kill(-group, 'SIGKILL');
     if (carriesHostMarker(process.ppid)) process.kill(process.ppid, 'SIGSTOP');
     process.kill(process.pid, 'SIGKILL');
