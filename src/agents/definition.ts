@@ -27,6 +27,11 @@ export function terminalModeOf(def: Pick<AgentDefinition, 'kind' | 'terminal'>):
   return def.terminal ?? (def.kind === 'mcp' ? 'pipe' : 'pty');
 }
 
+/** Seconds until the whole tree is killed: the definition's, else `defaultSeconds`; 0 = never. */
+export function timeoutSecondsOf(def: Pick<AgentDefinition, 'timeoutSeconds'>, defaultSeconds: number): number {
+  return def.timeoutSeconds ?? defaultSeconds;
+}
+
 /** Whether a terminal opens at launch: the definition's choice, else agents yes and MCP servers no. */
 export function showsTerminal(def: Pick<AgentDefinition, 'kind' | 'showTerminal'>): boolean {
   return def.showTerminal ?? def.kind !== 'mcp';

@@ -7,7 +7,7 @@
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
 import { checkSpawn, DEFAULT_TERM, KillReport, Logger, OwnedTree, PtyRoot, ptyProblem, silentLogger, TreeOwner } from '../proc';
-import { AgentDefinition, AgentKind, TerminalMode, terminalModeOf } from './definition';
+import { AgentDefinition, AgentKind, TerminalMode, terminalModeOf, timeoutSecondsOf } from './definition';
 
 export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'failed';
 
@@ -225,7 +225,7 @@ export class AgentRuns extends EventEmitter {
             rows: options.size?.rows,
           })
         : this.owner.spawn({ ...common, env: definition.env, stdio: 'pipe' });
-    const timeout = definition.timeoutSeconds ?? s.defaultTimeoutSeconds;
+    const timeout = timeoutSecondsOf(definition, s.defaultTimeoutSeconds);
     const run = new AgentRun(definition, tree, timeout, io, note);
     this.runs.set(run.id, run);
     const pty = run.pty;

@@ -3,10 +3,10 @@
  * status bar, sweeps and the commands. Everything that touches processes goes through the core (src/proc).
  */
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { AgentDefinition, expandVariables, validateDefinition } from '../agents/definition';
+import { AgentDefinition, timeoutSecondsOf, validateDefinition } from '../agents/definition';
+import { commandLineDefinition, findAgent, LaunchableAgent, launchableAgents, resolveDefinition } from '../agents/resolveDefinition';
 import { AgentRun, AgentRuns } from '../agents/runs';
 import {
   KillReport,
@@ -32,6 +32,7 @@ import { AgentTerminals, TerminalState } from './terminal';
 import { CloseAnswer, TerminalClosing, TerminalQuestion, WindowTerminals } from './terminalTrees';
 import { ProcessTreeProvider, Row } from './treeView';
 import { formatDuration } from './viewFormat';
+import { launchContext } from './workspace';
 
 /** What `vscode.extensions.getExtension('agent-trees.agent-trees').exports` holds. */
 export interface AgentTreesApi {
@@ -354,25 +355,23 @@ export class AgentTreesController implements vscode.Disposable {
   async launch(arg: AgentDefinition | string, options: { interactive: boolean }): Promise<AgentRun> {
     let definition: AgentDefinition;
     if (typeof arg === 'string') {
-      const found = this.settings.agents.find((a) => a.name === arg);
-      if (!found) {
-        const bad = this.settings.agentErrors.find((e) => e.entry.includes(`("${arg}")`));
-        if (bad) throw new Error(bad.message);
-        if (!this.settings.workspaceTrusted) {
-          throw new Error(vscode.l10n.t('No agent named "{0}" in the agentTrees.agents of your user settings; in Restricted Mode the workspace\'s definitions do not launch', arg));
-        }
-        throw new Error(vscode.l10n.t('No agent named "{0}" in agentTrees.agents', arg));
+      const lookup = findAgent(arg, this.settings);
+      if ('invalid' in lookup) throw new Error(lookup.invalid.message);
+      if ('missing' in lookup) {
+        throw new Error(
+          lookup.missing.restricted
+            ? vscode.l10n.t('No agent named "{0}" in the agentTrees.agents of your user settings; in Restricted Mode the workspace\'s definitions do not launch', arg)
+            : vscode.l10n.t('No agent named "{0}" in agentTrees.agents', arg),
+        );
       }
-      definition = found;
+      definition = lookup.found;
     } else {
       definition = validateDefinition(arg, vscode.l10n.t('agent definition'));
     }
-    const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    definition = expandVariables(definition, { workspaceFolder, userHome: os.homedir(), env: process.env });
-    const cwd = definition.cwd && workspaceFolder && !path.isAbsolute(definition.cwd) ? path.join(workspaceFolder, definition.cwd) : definition.cwd;
+    const resolved = resolveDefinition(definition, launchContext());
     await this.owner.prepare(); // the cgroup probe, if it is still running (never blocking the host)
     try {
-      return await this.terminals.launch({ ...definition, cwd }, { defaultCwd: workspaceFolder, interactive: options.interactive });
+      return await this.terminals.launch(resolved.definition, { defaultCwd: resolved.defaultCwd, interactive: options.interactive });
     } catch (e) {
       if (e instanceof SpawnError) throw new Error(vscode.l10n.t('Cannot launch {0}: {1}', definition.name, e.message), { cause: e });
       throw e;
@@ -380,9 +379,8 @@ export class AgentTreesController implements vscode.Disposable {
   }
 
   /** The configured definitions that may launch now, with the settings level each comes from. */
-  private launchableAgents(): { definition: AgentDefinition; from: 'user' | 'workspace' }[] {
-    const from = this.settings.agentsFrom === 'workspace' ? 'workspace' : 'user';
-    return this.settings.agents.map((definition) => ({ definition, from }));
+  private launchableAgents(): LaunchableAgent[] {
+    return launchableAgents(this.settings);
   }
 
   private async pickAndLaunch(): Promise<string | undefined> {
@@ -394,7 +392,9 @@ export class AgentTreesController implements vscode.Disposable {
       detail: [
         // A definition from the workspace runs a command a repository chose: say so.
         ...(from === 'workspace' ? [`$(folder) ${vscode.l10n.t('defined by this workspace')}`] : []),
-        a.timeoutSeconds === 0 ? vscode.l10n.t('no timeout') : vscode.l10n.t('timeout {0}', formatDuration((a.timeoutSeconds ?? this.settings.defaultTimeoutSeconds) * 1000)),
+        timeoutSecondsOf(a, this.settings.defaultTimeoutSeconds) === 0
+          ? vscode.l10n.t('no timeout')
+          : vscode.l10n.t('timeout {0}', formatDuration(timeoutSecondsOf(a, this.settings.defaultTimeoutSeconds) * 1000)),
       ].join(' · '),
       definition: a,
     }));
@@ -708,16 +708,6 @@ function shownPids(rows: Row[]): Record<string, number[]> {
   }
   return out;
 }
-
-/** A command line typed by the user, run by the platform's shell. */
-export function commandLineDefinition(line: string): AgentDefinition {
-  const name = line.split(/\s+/)[0].split(/[\\/]/).pop() || line;
-  return process.platform === 'win32'
-    ? { name, command: process.env.ComSpec ?? 'cmd.exe', args: ['/d', '/s', '/c', line] }
-    : { name, command: '/bin/sh', args: ['-c', line] };
-}
-
-
 
 /** The top row a row belongs to: itself, or the run, window tree or terminal a process row sits under. */
 function topTarget(row: Row): Row['target'] {

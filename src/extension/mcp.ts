@@ -13,12 +13,11 @@
  *   server stop.
  */
 import * as crypto from 'crypto';
-import * as os from 'os';
-import * as path from 'path';
 import * as vscode from 'vscode';
-import { AgentDefinition, expandVariables } from '../agents/definition';
+import { resolveDefinition } from '../agents/resolveDefinition';
 import { OwnerInfo, processCore, RecordFile, RecordStore, TreeRecord } from '../proc';
 import { Settings } from './settings';
+import { launchContext } from './workspace';
 
 // ---------------------------------------------------------------------------------------------- VS Code 1.101 API
 // The MCP provider API is stable since VS Code 1.101 but absent from @types/vscode 1.100, which engines.vscode
@@ -154,11 +153,11 @@ export class McpServers implements vscode.Disposable {
   private definitions(): McpStdioServerDefinition[] {
     if (!this.api) return [];
     const s = this.settings();
-    const workspaceFolder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const context = launchContext();
     return s.agents
       .filter((a) => a.kind === 'mcp')
       .map((raw) => {
-        const def: AgentDefinition = expandVariables(raw, { workspaceFolder, userHome: os.homedir(), env: process.env });
+        const { definition: def, defaultCwd } = resolveDefinition(raw, context);
         // Servers VS Code runs live as long as it wants them: only a timeout of their own applies.
         const w = this.wrapper({ label: def.name, timeoutSeconds: def.timeoutSeconds });
         const env: Record<string, string> = { ...w.env, ...(def.env ?? {}) };
@@ -170,8 +169,7 @@ export class McpServers implements vscode.Disposable {
           .digest('hex')
           .slice(0, 16);
         const server = new this.api!.definitionClass(def.name, w.command, args, env, version);
-        const cwd =
-          def.cwd && workspaceFolder && !path.isAbsolute(def.cwd) ? path.join(workspaceFolder, def.cwd) : (def.cwd ?? workspaceFolder);
+        const cwd = def.cwd ?? defaultCwd;
         if (cwd) server.cwd = vscode.Uri.file(cwd);
         return server;
       });
