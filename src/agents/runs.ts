@@ -58,15 +58,15 @@ export class AgentRun {
   endedAt: number | undefined;
   exitCode: number | null | undefined;
   exitSignal: NodeJS.Signals | null | undefined;
-  /** Processes the kills of this run ended (each kill's report counted once). */
-  ended = 0;
+  /** How many processes the kills of this run ended (each kill's report counted once). */
+  processesEnded = 0;
   /** Whether the tree still has live members (the root may have exited before its helpers). */
   live = true;
   /** Kills of this run that have not reported yet: how it ended is told only after they have. */
   pendingKills = 0;
   readonly output = new OutputBuffer();
   /** The pending deadline check (a Clock handle). */
-  timer: unknown;
+  deadlineTimer: unknown;
   /** Set once the ending has been told (the `finished` event). */
   told = false;
 
@@ -135,14 +135,14 @@ export class AgentRun {
   endingText(): string {
     switch (this.state) {
       case 'timed out':
-        return `timed out after ${this.timeoutSeconds} s: ended ${this.ended} processes`;
+        return `timed out after ${this.timeoutSeconds} s: ended ${this.processesEnded} processes`;
       case 'killed':
-        return `killed: ended ${this.ended} processes`;
+        return `killed: ended ${this.processesEnded} processes`;
       case 'failed':
         return 'failed to start';
       case 'exited': {
         const how = this.exitSignal ? `exited on ${this.exitSignal}` : `exited with code ${this.exitCode}`;
-        return this.ended > 0 ? `${how}; ended ${this.ended} processes it left running` : how;
+        return this.processesEnded > 0 ? `${how}; ended ${this.processesEnded} processes it left running` : how;
       }
       default:
         return 'running';
@@ -182,7 +182,7 @@ export class AgentRuns extends EventEmitter {
       if (!run) return;
       run.live = false;
       run.endedAt ??= this.clock.now();
-      this.clearTimer(run);
+      this.dropDeadline(run);
       this.emit('changed', run);
       this.emit('ended', run);
       this.settle(run);
@@ -288,7 +288,7 @@ export class AgentRuns extends EventEmitter {
     const run = this.runs.get(id);
     if (!run) return { treeId: id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
     if (run.live && (run.state === 'running' || run.state === 'exited')) run.state = why;
-    this.clearTimer(run);
+    this.dropDeadline(run);
     this.emit('changed', run);
     const report = await this.ownerKill(run, graceSeconds);
     if (report.survivors)
@@ -311,7 +311,7 @@ export class AgentRuns extends EventEmitter {
       report = await this.owner.kill(run.id, graceSeconds * 1000);
       if (!this.counted.has(report)) {
         this.counted.add(report);
-        run.ended += report.signalled;
+        run.processesEnded += report.signalled;
       }
       return report;
     } finally {
@@ -352,12 +352,12 @@ export class AgentRuns extends EventEmitter {
   }
 
   private setDeadline(run: AgentRun, deadline: number): void {
-    this.clearTimer(run);
+    this.stopDeadlineTimer(run);
     run.deadline = deadline;
     // setTimeout caps at ~24.8 days; longer deadlines re-arm.
     const arm = () => {
       const left = (run.deadline ?? 0) - this.clock.now();
-      run.timer = this.clock.schedule(
+      run.deadlineTimer = this.clock.schedule(
         () => (this.clock.now() >= (run.deadline ?? 0) ? void this.kill(run.id, 'timed out') : arm()),
         Math.min(Math.max(left, 0), 2 ** 31 - 1),
       );
@@ -366,13 +366,22 @@ export class AgentRuns extends EventEmitter {
     this.emit('changed', run);
   }
 
-  private clearTimer(run: AgentRun): void {
-    if (run.timer !== undefined) this.clock.cancel(run.timer);
-    run.timer = undefined;
+  /** Stops the pending deadline check (the deadline itself stays). */
+  private stopDeadlineTimer(run: AgentRun): void {
+    if (run.deadlineTimer !== undefined) this.clock.cancel(run.deadlineTimer);
+    run.deadlineTimer = undefined;
+  }
+
+  /**
+   * Nothing kills the run at a time any more: its deadline check stops and, once it is no longer running, its
+   * deadline goes too.
+   */
+  private dropDeadline(run: AgentRun): void {
+    this.stopDeadlineTimer(run);
     if (run.state !== 'running') run.deadline = undefined;
   }
 
   dispose(): void {
-    for (const run of this.runs.values()) this.clearTimer(run);
+    for (const run of this.runs.values()) this.stopDeadlineTimer(run);
   }
 }

@@ -206,7 +206,7 @@ export class McpServers implements vscode.Disposable {
             this.known.set(tree.id, { id: tree.id, name: tree.label, state: 'running', owner: record.owner, tree });
         }
       }
-      for (const server of this.known.values()) if (server.state === 'running' && !running.has(server.id)) this.ended(server, 'stopped');
+      for (const server of this.known.values()) if (server.state === 'running' && !running.has(server.id)) this.markEnded(server, 'stopped');
     }
     const ended = [...this.known.values()].filter((s) => s.state !== 'running').sort((a, b) => (b.endedAt ?? 0) - (a.endedAt ?? 0));
     for (const s of ended.slice(KEEP_ENDED)) this.known.delete(s.id);
@@ -221,10 +221,10 @@ export class McpServers implements vscode.Disposable {
   /** Kill from the view ended a server's tree: its wrapper exits next, and VS Code sees the server stop. */
   noteKilled(treeId: string): void {
     const server = this.known.get(treeId);
-    if (server) this.ended(server, 'killed');
+    if (server) this.markEnded(server, 'killed');
   }
 
-  private ended(server: McpServerState, state: 'stopped' | 'killed'): void {
+  private markEnded(server: McpServerState, state: 'stopped' | 'killed'): void {
     if (server.state !== 'running') return;
     server.state = state;
     server.endedAt = Date.now();

@@ -22,7 +22,7 @@ const TICK_MS = 1000 / CLOCK_TICKS;
 /** Error bound of a converted start time: one tick of start time, one tick of uptime, and read jitter. */
 export const START_PRECISION_MS = 2 * TICK_MS + 30;
 
-/** Parses the text of `/proc/<pid>/stat`. Exported for tests. */
+/** Parses the text of `/proc/<pid>/stat` (identity.ts reads one process with it too). */
 export function parseProcStat(text: string, bootTimeMs: number, pageSize: number): ProcessInfo | undefined {
   // comm may contain spaces and parentheses: it ends at the LAST ')'. The fields after it are walked in place
   // (no split): this runs for every process on every snapshot.

@@ -53,11 +53,7 @@ export interface TreeOwnerOptions {
   watchdog?: WatchdogOptions;
 }
 
-/**
- * What happens to the processes a root leaves behind is the front end's policy (the CLI's exit code waits
- * for it, agent runs count it): each listens for `rootExit` and calls `kill()`. Until then the tree stays
- * owned and watched, and is dropped once empty.
- */
+/** What `spawn` takes: what to run and how (SpawnTreeOptions), and when the tree is due to be killed. */
 export type OwnerSpawnOptions = SpawnTreeOptions & {
   /** When the owner will kill the tree (ms since the epoch), written to the record for other readers. */
   deadline?: number;
@@ -66,6 +62,10 @@ export type OwnerSpawnOptions = SpawnTreeOptions & {
 /**
  * Events: `spawned` (tree), `rootExit` (tree), `ended` (tree): the tree has no live member left and is no
  * longer recorded.
+ *
+ * What happens to the processes a root leaves behind is the front end's policy (the CLI's exit code waits for
+ * it, agent runs count it): each listens for `rootExit` and calls `kill()`. Until then the tree stays owned and
+ * watched, and is dropped once empty.
  */
 export class TreeOwner extends EventEmitter {
   readonly store: RecordStore;

@@ -218,7 +218,7 @@ describe('agent runs on a terminal (real processes)', () => {
     await waitFor('told', () => told.length > 0);
     assert.ok(report.signalled >= 2);
     assert.deepStrictEqual(told, [`killed: ended ${report.signalled} processes`]);
-    assert.strictEqual(run.ended, report.signalled);
+    assert.strictEqual(run.processesEnded, report.signalled);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
   });
 
