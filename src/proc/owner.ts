@@ -245,6 +245,14 @@ export class TreeOwner extends EventEmitter {
   }
 
   /**
+   * Kills a process that no tree of this owner holds (one in a terminal, or in another owner's tree) and its
+   * descendants, if it still is the process that started at `startKey`: that start is its only proof.
+   */
+  killForeignProcess(pid: number, startKey: number, graceMs: number): Promise<KillReport> {
+    return this.core.killer.killSubtree(pid, startKey, { graceMs, continuouslyOwned: false, cgroupVerified: false, log: this.log });
+  }
+
+  /**
    * Stops owning a tree without killing it (its members keep running, unowned): removes it from the record.
    */
   release(id: string): void {

@@ -72,8 +72,7 @@ export class TreeMembersSource {
   /** The members of `trees` and what `extras` asks, for the asker `channel` (see MemberTracker). */
   async query(trees: TreeQuery[], extras: ViewExtras = {}, channel = 'view'): Promise<TreesMembers> {
     const table = await freshProcessTable(this.core.table);
-    let tracker = this.trackers.get(channel);
-    if (!tracker) this.trackers.set(channel, (tracker = new MemberTracker(this.core, this.trackerOptions, channel)));
+    const tracker = this.trackerOf(channel);
     const request = this.mode === 'tracked' ? tracker.next(trees, extras, canTrack(table, trees, extras, this.core)) : undefined;
     const kind: Kind = request ? (request.full ? 'full' : 'tracked') : 'full-scan mode';
     const useWorker = this.workerScript !== undefined && (this.lastCount.get(kind) ?? 0) > this.threshold && fs.existsSync(this.workerScript);
@@ -83,10 +82,35 @@ export class TreeMembersSource {
     else result = request ? refreshMembers(table, request, this.core) : membersOfTrees(table, trees, this.core, extras);
     if (request) tracker.learn(result);
     this.lastCount.set(kind, result.processCount);
+    this.counted(result, useWorker);
+    return result;
+  }
+
+  /**
+   * The members of `trees` now, read on this thread, for a caller that cannot wait (the API's `list()`): the same
+   * rules, and a tracker of its own (`channel`), as `query`. Where the table refreshes asynchronously (Windows) it
+   * answers from the last listing.
+   */
+  queryNow(trees: TreeQuery[], channel: string): TreesMembers {
+    const table = this.core.table;
+    const tracker = this.trackerOf(channel);
+    const request = this.mode === 'tracked' ? tracker.next(trees, {}, canTrack(table, trees, {}, this.core)) : undefined;
+    const result = request ? refreshMembers(table, request, this.core) : membersOfTrees(table, trees, this.core);
+    if (request) tracker.learn(result);
+    this.counted(result, false);
+    return result;
+  }
+
+  private trackerOf(channel: string): MemberTracker {
+    let tracker = this.trackers.get(channel);
+    if (!tracker) this.trackers.set(channel, (tracker = new MemberTracker(this.core, this.trackerOptions, channel)));
+    return tracker;
+  }
+
+  private counted(result: TreesMembers, inWorker: boolean): void {
     this.refreshes++;
     if (result.fullScan) this.fullScans++;
-    if (useWorker) this.workerRefreshes++;
-    return result;
+    if (inWorker) this.workerRefreshes++;
   }
 
   /** The next tracked refresh of every asker reads every process (the user asked for a fresh look). */
