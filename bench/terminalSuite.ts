@@ -12,7 +12,7 @@ import * as path from 'path';
 import * as v8 from 'v8';
 import * as vm from 'vm';
 import * as vscode from 'vscode';
-import type { AgentTreesApi } from '../src/extension/controller';
+import type { AgentTreesApi } from '../src/extension/api';
 import type { CyclesFigure, HostResults, LatencyFigure, ThroughputFigure } from './terminal';
 
 const REPO = path.resolve(__dirname, '..', '..');

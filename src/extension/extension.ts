@@ -3,9 +3,10 @@
  * owned tree with plain Node calls within the ~5 s VS Code allows.
  */
 import * as vscode from 'vscode';
-import { AgentTreesApi, AgentTreesController } from './controller';
+import type { AgentTreesApi } from './api';
+import { AgentTreesController } from './controller';
 
-export type { AgentTreesApi } from './controller';
+export type { AgentTreesApi } from './api';
 
 let controller: AgentTreesController | undefined;
 

@@ -4,7 +4,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { AgentTreesApi } from '../../src/extension/controller';
+import type { AgentTreesApi } from '../../src/extension/api';
 import { EXTENSION_ID, waitFor } from './harness';
 import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile } from './fixtures';
 

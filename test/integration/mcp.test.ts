@@ -8,7 +8,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { AgentTreesApi, ApiRow } from '../../src/extension/controller';
+import type { AgentTreesApi, ApiRow } from '../../src/extension/api';
 import { EXTENSION_ID, log, processes, waitFor } from './harness';
 import { api, pidFile, REPO } from './fixtures';
 

@@ -5,7 +5,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import type { ApiRow } from '../../src/extension/controller';
+import type { ApiRow } from '../../src/extension/api';
 import { inPhase, processes, waitFor } from './harness';
 import { api } from './fixtures';
 import { Handover, handoverFile } from './terminalFixtures';

@@ -6,7 +6,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import type { AgentTreesApi, ApiRow } from '../../src/extension/controller';
+import type { AgentTreesApi, ApiRow } from '../../src/extension/api';
 import { processes, waitFor } from './harness';
 import { api, fixturePids, pidFile } from './fixtures';
 

@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { AgentTreesApi } from '../../src/extension/controller';
+import type { AgentTreesApi } from '../../src/extension/api';
 import { log, waitFor } from './harness';
 import { api } from './fixtures';
 

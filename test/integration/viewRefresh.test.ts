@@ -5,7 +5,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { AgentTreesApi } from '../../src/extension/controller';
+import type { AgentTreesApi } from '../../src/extension/api';
 import { processes, waitFor } from './harness';
 import { api, pidFile } from './fixtures';
 
