@@ -20,7 +20,7 @@ export interface Clock {
   cancel(handle: unknown): void;
 }
 
-export const systemClock: Clock = {
+const systemClock: Clock = {
   now: () => Date.now(),
   schedule: (fn, ms) => setTimeout(fn, ms).unref(),
   cancel: (handle) => clearTimeout(handle as NodeJS.Timeout),

@@ -36,7 +36,7 @@ const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
 };
 
 /** The longest timeout or grace period, in ms: what a ms count can hold exactly (some 285,000 years). */
-export const MAX_DURATION_MS = Number.MAX_SAFE_INTEGER;
+const MAX_DURATION_MS = Number.MAX_SAFE_INTEGER;
 
 function seconds(option: string, text: string, allowZero: boolean): number {
   if (!/^\d+(\.\d+)?$/.test(text)) throw new UsageError(`${option} takes a number of seconds, not "${text}"`);

@@ -27,7 +27,7 @@ export interface RelayTerminal {
  * first column. `stty -opost` on our stdin turns it off as cfmakeraw() does; leaving raw mode restores the
  * whole saved mode, this included.
  */
-export function rawOutput(): void {
+function rawOutput(): void {
   try {
     execFileSync('stty', ['-opost'], { stdio: ['inherit', 'ignore', 'ignore'], timeout: 2000 });
   } catch {
@@ -63,7 +63,7 @@ export function relayWanted(input: RelayTerminal['input'] = process.stdin, foreg
 }
 
 /** Whether this process's group is the foreground group of its controlling terminal. */
-export function inForeground(): boolean {
+function inForeground(): boolean {
   try {
     if (process.platform === 'linux') {
       const stat = fs.readFileSync('/proc/self/stat', 'latin1');

@@ -51,7 +51,7 @@ interface McpProviderApi {
 }
 
 /** The provider's id, as declared in package.json (`contributes.mcpServerDefinitionProviders`). */
-export const MCP_PROVIDER_ID = 'agentTrees.mcpServers';
+const MCP_PROVIDER_ID = 'agentTrees.mcpServers';
 
 /** The first VS Code whose extensions may provide MCP servers. */
 const MCP_PROVIDER_SINCE = [1, 101];

@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { AgentRun, AgentRuns } from '../agents/runs';
 import { formatDuration } from './viewFormat';
 
-export const STATUS_BAR_ID = 'agentTrees.deadline';
+const STATUS_BAR_ID = 'agentTrees.deadline';
 
 export class DeadlineStatusBar implements vscode.Disposable {
   readonly item: vscode.StatusBarItem;

@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import { CgroupMode, localSweepParts, Logger, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
 
-export const RECHECK_LIVE_OWNERS_MS = 6000;
+const RECHECK_LIVE_OWNERS_MS = 6000;
 
 export class Sweeper implements vscode.Disposable {
   private interval: NodeJS.Timeout | undefined;

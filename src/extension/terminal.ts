@@ -25,7 +25,7 @@ const toTerminal = (text: string) => text.replace(/\r?\n/g, '\r\n');
  * cursor), cursor shown, mouse reporting, focus events and bracketed paste off, normal cursor keys and keypad,
  * autowrap on, default colours.
  */
-export const RESTORE_MODES =
+const RESTORE_MODES =
   '\x1b[?1047l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b[?1l\x1b>\x1b[?7h\x1b[0m';
 
 /** How long a launch waits for its terminal to open (and report its size) before starting the agent anyway. */
@@ -33,7 +33,7 @@ const OPEN_WAIT_MS = 3000;
 
 const dim = (text: string) => `\x1b[2m[${text}]\x1b[0m`;
 
-export class AgentTerminal implements vscode.Pseudoterminal {
+class AgentTerminal implements vscode.Pseudoterminal {
   private readonly writeEmitter = new vscode.EventEmitter<string>();
   readonly onDidWrite = this.writeEmitter.event;
   private readonly closeEmitter = new vscode.EventEmitter<number | void>();

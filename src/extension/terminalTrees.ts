@@ -36,7 +36,7 @@ export type OnClose = 'ask' | 'end' | 'keep';
 export type CloseAnswer = 'end' | 'keep' | 'always';
 
 /** Where the records of `agent-trees run` in the window's terminals go (the CLI reads it for its default). */
-export const RECORDS_VARIABLE = 'AGENT_TREES_RECORDS';
+const RECORDS_VARIABLE = 'AGENT_TREES_RECORDS';
 
 export interface WindowTerminal {
   terminal: vscode.Terminal;

@@ -51,7 +51,7 @@ export function hostClock(): HostClock | undefined {
 }
 
 /** Reads the host clock from `procRoot`; undefined where there is none (not Linux, or /proc unreadable). */
-export function readHostClock(procRoot = '/proc'): HostClock | undefined {
+function readHostClock(procRoot = '/proc'): HostClock | undefined {
   if (!START_KEYS_ARE_BOOT_TICKS) return undefined;
   try {
     const bootId = fs.readFileSync(`${procRoot}/sys/kernel/random/boot_id`, 'latin1').trim();

@@ -97,7 +97,7 @@ export function ownerState(table: ProcessTable & PresenceProbe, owner: OwnerInfo
  * One process as the table sees it, telling "gone" (or a zombie) from "could not look": a table's `read`
  * answers undefined for both, and under EMFILE a live process must not pass for a dead one.
  */
-export function lookUp(table: ProcessTable & PresenceProbe, pid: number): ProcessInfo | 'gone' | 'unreadable' {
+function lookUp(table: ProcessTable & PresenceProbe, pid: number): ProcessInfo | 'gone' | 'unreadable' {
   try {
     if (table.probe) return table.probe(pid);
     return table.read(pid) ?? pidPresence(pid);

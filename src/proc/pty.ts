@@ -7,9 +7,8 @@
  * Ctrl-C, Ctrl-Z and Ctrl-D are the tty's business, as in any terminal.
  *
  * Nothing here signals a process: node-pty's kill() and destroy() (which SIGHUPs a pid that may have been
- * reused) are never called. Kills go through kill.ts; the master side closes by itself once the root exits.
+ * reused) are never called. Kills go through the killer (treeKiller.ts); the master side closes by itself once the root exits.
  */
-import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -59,7 +58,7 @@ export interface PtyAvailability {
 let cached: PtyAvailability | undefined;
 
 /** Loads `@lydell/node-pty` once (see `loadPtyWith`). */
-export function loadPty(): PtyAvailability {
+function loadPty(): PtyAvailability {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- a native module, loaded on first use, that may be missing
   return (cached ??= loadPtyWith(() => require('@lydell/node-pty')));
 }
@@ -87,8 +86,8 @@ export function ptyProblem(): string | undefined {
   return loadPty().problem;
 }
 
-export const DEFAULT_COLS = 80;
-export const DEFAULT_ROWS = 24;
+const DEFAULT_COLS = 80;
+const DEFAULT_ROWS = 24;
 
 /** A terminal size the kernel accepts (1..65535 each); anything else becomes the default. */
 export function clampSize(cols: number | undefined, rows: number | undefined): { cols: number; rows: number } {
@@ -106,7 +105,7 @@ interface MasterSocket {
 /**
  * The root of a tree on a pseudo-terminal, as the owner sees any root (pid, exitCode, signalCode, 'exit',
  * 'error'), plus the terminal's side: 'data' (output), write (input, raw), resize, pause/resume (flow control).
- * It has no kill: see kill.ts.
+ * It has no kill: see treeKiller.ts.
  *
  * Every byte the agent wrote arrives before 'exit'. On Linux a master whose slave side has closed may answer
  * EIO while output is still queued (node-pty issues #72, #85, #726: the tail of a fast writer's output is lost),
@@ -292,7 +291,7 @@ export function spawnPtyTree(options: PtySpawnOptions, core: Pick<Core, 'table' 
  * and group, which the kill guard rightly refuses to signal, so a kill in that window would miss the root.
  * Waits (synchronously, normally well under a millisecond) until the child leads its own session or is gone.
  */
-export function awaitOwnSession(pid: number, table: Pick<ProcessTable, 'read'> = processCore().table, timeoutMs = 2000): void {
+function awaitOwnSession(pid: number, table: Pick<ProcessTable, 'read'> = processCore().table, timeoutMs = 2000): void {
   const until = Date.now() + timeoutMs;
   const pause = new Int32Array(new SharedArrayBuffer(4));
   for (;;) {
@@ -304,9 +303,4 @@ export function awaitOwnSession(pid: number, table: Pick<ProcessTable, 'read'> =
       /* a thread that may not block: spin */
     }
   }
-}
-
-/** Whether a tree's root is on a pseudo-terminal. */
-export function isPtyRoot(root: TreeRoot | ChildProcess): root is PtyRoot {
-  return root instanceof PtyRoot;
 }

@@ -26,7 +26,7 @@ export interface OwnerRecords {
 }
 
 /** Whether a record's owner is `self`: the same process (pid and start tick, on this boot, in this namespace). */
-export function isOwnRecord(owner: OwnerInfo, self: OwnerInfo): boolean {
+function isOwnRecord(owner: OwnerInfo, self: OwnerInfo): boolean {
   return sameProcess(owner, self);
 }
 

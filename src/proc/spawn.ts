@@ -30,7 +30,7 @@ export interface SpawnTreeOptions {
 
 /**
  * What the owner needs from a tree's root: its pid and its exit. A `ChildProcess` (pipes) is one; so is a
- * pseudo-terminal's root (`PtyRoot`, pty.ts). Neither is ever asked to signal: kills go through kill.ts only.
+ * pseudo-terminal's root (`PtyRoot`, pty.ts). Neither is ever asked to signal: kills go through the killer (treeKiller.ts) only.
  */
 export interface TreeRoot {
   readonly pid?: number;
@@ -71,7 +71,7 @@ export class SpawnError extends Error {
   }
 }
 
-export function newTreeId(): string {
+function newTreeId(): string {
   return randomBytes(6).toString('hex');
 }
 
@@ -81,7 +81,7 @@ const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
  * Finds the executable the way the OS will (PATH, and PATHEXT on Windows), so a missing one is reported before
  * anything is spawned: through a cgroup launcher the OS error would come from inside the tree instead.
  */
-export function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: string): string {
+function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: string): string {
   if (!command) throw new SpawnError('no command given', 'EINVAL');
   const isWindows = process.platform === 'win32';
   const exts = isWindows ? (env.PATHEXT ?? '.EXE;.CMD;.BAT;.COM').split(';').filter(Boolean) : [''];

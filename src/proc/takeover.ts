@@ -43,7 +43,7 @@ export function windowKey(identity: string): string {
  * on Linux (CLOCK_BOOTTIME, as the kernel reports start times; wall-clock steps do not move it), seconds since
  * the epoch on macOS. Undefined where start keys are not comparable (Windows).
  */
-export function nowAsStartKey(): number | undefined {
+function nowAsStartKey(): number | undefined {
   if (START_KEYS_ARE_BOOT_TICKS) {
     try {
       return readUptimeTicks();

@@ -54,7 +54,7 @@ export function recordedTreeQuery(tree: TreeRecord, deps: Pick<Core, 'cgroupProb
 }
 
 /** Whether the extras ask about anything (a terminal's shell, another owner's record). */
-export function hasExtras(extras: ViewExtras): boolean {
+function hasExtras(extras: ViewExtras): boolean {
   return (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
 }
 

@@ -12,7 +12,7 @@ import { freshProcessTable, LinuxProcessTable } from './processTable';
 import { membersOfTrees, TreeQuery, TreesMembers, ViewExtras } from './treeMembers';
 
 /** Above this many processes a refresh costs enough (~5 ms and up) to move off the caller's thread. */
-export const WORKER_THRESHOLD = 400;
+const WORKER_THRESHOLD = 400;
 
 export type RefreshMode = 'tracked' | 'full-scan';
 

@@ -35,7 +35,7 @@ export const WATCHDOG_GRACE_MS = 500;
 export const OWNER_EXIT_WAIT_MS = 5000;
 
 /** The process name the watchdog shows in `ps` (`$0` of its shell). */
-export const WATCHDOG_NAME = 'agent-trees-watchdog';
+const WATCHDOG_NAME = 'agent-trees-watchdog';
 
 /** Waits for one line; `quit` ends it, anything else (the owner's end closed) starts the sweep. */
 const WATCHDOG_SCRIPT = 'read -r line; [ "$line" = quit ] && exit 0; exec "$@"';
