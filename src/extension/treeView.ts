@@ -7,7 +7,7 @@
  */
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
-import { MemberInfo, TreeMembersSource, TreeRecord } from '../proc';
+import { MemberInfo, recordedTreeQuery, TreeMembersSource, TreeRecord } from '../proc';
 import type { McpServerState } from './mcp';
 import { OwnerRecordsReader } from './ownerRecords';
 import { WindowTerminals } from './terminalTrees';
@@ -58,9 +58,8 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
     const queries = runs.filter((r) => r.live).flatMap((r) => owner.queryOf(r.id) ?? []);
     const records = this.records.get();
     const servers = this.mcpServers();
-    // The wrappers of VS Code's MCP servers own these: never continuously owned by this host.
-    for (const s of servers)
-      if (s.state === 'running') queries.push({ ...s.tree, continuouslyOwned: false, cgroupVerified: s.tree.cgroup !== null });
+    // The wrappers of VS Code's MCP servers own these: resolved as any other owner's recorded tree.
+    for (const s of servers) if (s.state === 'running') queries.push(recordedTreeQuery(s.tree, owner.core));
     let result;
     try {
       result = await this.source.query(queries, { terminals: this.terminals.query(), liveRecords: records.live });
