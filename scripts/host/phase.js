@@ -139,10 +139,17 @@ async function waitForPhaseEnd(p, session, files, log) {
     }
     if (!session.server.isRunning()) {
       // A suite that asked for code-server's whole group to be killed wrote its result first; the kill can land
-      // between the read above and this check, so read once more before calling the exit an error.
+      // between the read above and this check, so read once more before calling the exit an error. Its host,
+      // SIGKILLed with the group or right after it, may still be exiting (a large process on a loaded machine):
+      // wait for that, within the phase's time.
       const last = readResult(files.result);
-      if (last && last.state === 'done' && last.hostKillRequested && !processes.isAlive(last.pid))
-        return { result: last, hostKilled: true };
+      if (last && last.state === 'done' && last.hostKillRequested) {
+        if (!processes.isAlive(last.pid)) return { result: last, hostKilled: true };
+        if (Date.now() <= deadline && !p.active.interrupted) {
+          await sleep(50);
+          continue;
+        }
+      }
     }
     let error;
     if (result && result.state === 'running' && !processes.isAlive(result.pid))
