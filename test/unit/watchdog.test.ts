@@ -99,6 +99,8 @@ describe("the owner's watchdog", () => {
     assert.ok(watchdogPid > 0, 'the owner has a watchdog');
     if (ptyPid) register(ptyPid);
     const pids = await fixturePids(pidfile);
+    // Its shell ignores SIGHUP, then execs sleep: until then the owner's death (its pty master closing) ends it.
+    if (ptyPid) await waitFor('the pty child to ignore SIGHUP', () => path.basename(fs.readlinkSync(`/proc/${ptyPid}/exe`)) === 'sleep');
     owner.kill('SIGKILL');
     assert.deepStrictEqual(await waitAllDead(pids.all, 10_000), [], 'the SIGTERM-ignoring tree ended');
     await waitFor('the record to be removed', () => fs.readdirSync(records).length === 0);
