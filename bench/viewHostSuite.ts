@@ -12,7 +12,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { AgentTreesApi } from '../src/extension/controller';
+import type { AgentTreesApi } from '../src/extension/api';
 
 export type HostCondition = 'hidden' | 'visible-tracked' | 'visible-full-scan';
 

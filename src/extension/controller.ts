@@ -27,7 +27,6 @@ import { ProcessTreeProvider, Row } from './treeView';
 import { ViewRefresh } from './viewRefresh';
 
 /** The API's type where the tests and the benchmark have imported it from. */
-export type { AgentTreesApi } from './api';
 
 /** Grace at shutdown: short enough to fit in the ~5 s VS Code gives `deactivate()`. */
 const SHUTDOWN_GRACE_MS = 1500;
