@@ -306,7 +306,9 @@ export class TreeOwner extends EventEmitter {
    */
   private watchOnce(): void {
     const table = this.core.table;
-    const trees = [...this.trees.values()];
+    // A running tree waits for its root's exit to be reported, as in checkAll: a pseudo-terminal root reports it
+    // up to 200 ms after it died, and the tree must not end before.
+    const trees = [...this.trees.values()].filter((t) => t.state !== 'running');
     const queries = trees.flatMap((t) => this.queryOf(t.record.id) ?? []);
     if (this.core.platform === 'win32' || !canTrack(table, queries, {}, this.core)) return this.checkAll();
     const seen = refreshMembers(table, this.watchTracker.next(queries, {}, true), this.core);
