@@ -103,16 +103,18 @@ export function refreshMembers(table: ProcessTable, request: RefreshRequest, tre
   const asked = trees.length > 0 || (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
   if (!asked) return { takenAt: Date.now(), processCount: 0, fullScan: false, trees: [], terminals: [], windowRecords: [] };
   const walking = canTrack(table, trees, extras, deps);
+  // A snapshot of some processes only: what the rules need beyond it (a tagged process's ancestors) is read.
+  const readProcess = (pid: number) => table.read(pid);
   if (request.full && walking && !request.mostOfMachine && table.snapshotOfNewcomers && table.listsChildren?.()) {
     // Known members, leaders and every process that started since the last full scan: what a full resolution
     // finds is among these, and no walk is needed.
     const { read, walk } = seedsOf(request, deps);
     const snap = table.snapshotOfNewcomers([...read, ...walk], [], { everything: request.thorough, channel: request.channel });
-    return { ...membersIn(snap, trees, deps, extras), fullScan: true };
+    return { ...membersIn(snap, trees, deps, extras, readProcess), fullScan: true };
   }
   if (request.full || !walking) return { ...membersIn(table.snapshot(), trees, deps, extras), fullScan: true };
   const { read, walk } = seedsOf(request, deps);
-  return { ...membersIn(table.snapshotOf!(read, walk), trees, deps, extras), fullScan: false };
+  return { ...membersIn(table.snapshotOf!(read, walk), trees, deps, extras, readProcess), fullScan: false };
 }
 
 /** The processes a refresh starts from: cgroup listings, owners and leaders to read, and known members to walk from. */

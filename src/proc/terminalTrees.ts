@@ -106,6 +106,11 @@ export interface TerminalResolveOptions {
   protectedReason?: (p: ProcessInfo) => string | undefined;
   /** The guard (and cgroups) resolutions use; default: this process's (see core.ts). */
   deps?: MemberDeps;
+  /**
+   * Reads a process the snapshot does not hold. A snapshot of some processes only (the view's tracked refresh)
+   * lacks most ancestors: a tagged process is under the editor only if its ancestors up to the editor are read.
+   */
+  readProcess?: (pid: number) => ProcessInfo | undefined;
 }
 
 function terminalIdentity(shell: TerminalShell): TreeIdentity {
@@ -178,8 +183,8 @@ function resolveWithClosing(
   }));
   const claimed = new Set<number>();
   for (const m of memberships) for (const p of m.members) claimed.add(p.pid);
-  const underEditor = query.editorRoot !== undefined ? descendantsOf(snap, query.editorRoot) : new Set<number>();
-  const unclaimed = tagged.filter((p) => !claimed.has(p.pid) && !underEditor.has(p.pid) && p.pid !== query.editorRoot);
+  const underEditor = (p: ProcessInfo) => query.editorRoot !== undefined && hasAncestor(snap, p, query.editorRoot, options.readProcess);
+  const unclaimed = tagged.filter((p) => !claimed.has(p.pid) && p.pid !== query.editorRoot && !underEditor(p));
   if (unclaimed.length > 0) {
     const liveShells = query.shells.filter((s) => snap.processes.get(s.pid)?.startKey === s.startKey);
     for (const m of memberships) {
@@ -212,19 +217,16 @@ function windowTagged(snap: Snapshot, tags: string[]): ProcessInfo[] {
   return [...out.values()];
 }
 
-function descendantsOf(snap: Snapshot, pid: number): Set<number> {
-  const children = snap.children();
-  const out = new Set<number>();
-  const queue = [pid];
-  while (queue.length > 0) {
-    for (const c of children.get(queue.pop()!) ?? []) {
-      if (!out.has(c.pid)) {
-        out.add(c.pid);
-        queue.push(c.pid);
-      }
-    }
+/** Whether `ancestor` is up `p`'s parent chain: through the snapshot, and `read` where the snapshot lacks a parent. */
+function hasAncestor(snap: Snapshot, p: ProcessInfo, ancestor: number, read?: (pid: number) => ProcessInfo | undefined): boolean {
+  const visited = new Set<number>([p.pid]);
+  for (let q: ProcessInfo | undefined = p; q; ) {
+    if (q.ppid === ancestor) return true;
+    if (q.ppid <= 1 || visited.has(q.ppid)) return false;
+    visited.add(q.ppid);
+    q = snap.processes.get(q.ppid) ?? read?.(q.ppid);
   }
-  return out;
+  return false;
 }
 
 // ---------------------------------------------------------------------------------------------- owners

@@ -88,9 +88,15 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], deps: Tr
  * windowRecords), with command lines. Members come in pid order, whatever order the snapshot read them in: the
  * view compares refreshes to fire only what changed.
  */
-export function membersIn(snap: Snapshot, trees: TreeQuery[], deps: TreesDeps, extras: ViewExtras = {}): TreesMembers {
+export function membersIn(
+  snap: Snapshot,
+  trees: TreeQuery[],
+  deps: TreesDeps,
+  extras: ViewExtras = {},
+  readProcess?: (pid: number) => ProcessInfo | undefined,
+): TreesMembers {
   const withCommand = (members: ProcessInfo[]) => [...members].sort((a, b) => a.pid - b.pid).map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
-  const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals, { deps }) : [];
+  const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals, { deps, readProcess }) : [];
   const ofWindow = extras.liveRecords && extras.terminals
     ? windowRecords(extras.liveRecords, snap, extras.terminals.windowTags, terminals.flatMap((t) => t.members))
     : [];

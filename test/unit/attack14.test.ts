@@ -90,3 +90,65 @@ describe('attack probes of issue 14: the owner watch', function () {
     }
   });
 });
+
+describe('attack probes of issue 14: a terminal of the window', function () {
+  this.timeout(30_000);
+
+  // Probed: a window-tagged process of the editor's own (a language server of another window opened from one of
+  // our terminals: it inherits our tag) that started after a census was shown under the terminal: the tracked
+  // snapshot did not hold its ancestors up to the editor, so "under the editor" was not seen. Worse, its children
+  // with a scrubbed environment went into the terminal's `seen`, and a full resolution then took them as members:
+  // End Everything Under This Terminal (and a close) ended them.
+  it("does not show the editor's own tagged processes under a terminal, nor end them with it", async () => {
+    const tag = `attack14-window-${process.pid}`;
+    const dir = tmpDir();
+    const fifo = path.join(dir, 'go');
+    const pidfile = path.join(dir, 'pids');
+    spawnSync('mkfifo', [fifo]);
+    // The editor (E) runs another window's extension host (U, tagged: opened from our terminal), which starts a
+    // language server (T) later; T starts a helper with a scrubbed environment (C).
+    const editorScript = `
+      sh -c 'echo "host $$" >> "$1"; read x < "$2"
+        sh -c '"'"'echo "server $$" >> "$1"; env -i sh -c "echo helper \\$\\$ >> $1; exec sleep 60" & exec sleep 60'"'"' x "$1" &
+        wait' x "$0" "$1" &
+      echo "editor $$" >> "$0"; wait`;
+    const editor = spawn('sh', ['-c', editorScript, pidfile, fifo], { detached: true, stdio: 'ignore', env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag } });
+    register(editor.pid!);
+    const shellChild = spawn('sh', ['-c', 'exec sleep 60'], { detached: true, stdio: 'ignore', env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag } });
+    register(shellChild.pid!);
+    const all = () => [editor.pid!, shellChild.pid!, ...['host', 'server', 'helper'].flatMap((r) => roleOf(pidfile, r) ?? [])];
+    try {
+      const host = await waitFor('the other window host', () => roleOf(pidfile, 'host'));
+      register(host);
+      const shell = await waitFor('the shell', () => readShell(shellChild.pid!));
+      const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: editor.pid! } };
+      const { clock, refresh } = tracked();
+      const full = () => membersOfTrees(new LinuxProcessTable(), [], core, extras).terminals[0].members.map((m) => m.pid);
+      const observe = (r: TreesMembers) => {
+        // As the extension's WindowTerminals.observe does.
+        const t = r.terminals[0];
+        extras.terminals!.seen[shell.key] = t.members.filter((p) => p.pid !== shell.pid && !t.unclaimed.includes(p.pid)).map(processKey);
+        return t.members.map((m) => m.pid);
+      };
+      assert.deepStrictEqual(observe(refresh([], extras)), [shell.pid], 'the first (thorough) look: the shell alone');
+      fs.writeFileSync(fifo, 'go\n');
+      const server = await waitFor('the language server', () => roleOf(pidfile, 'server'));
+      const helper = await waitFor('its helper', () => roleOf(pidfile, 'helper'));
+      register(server);
+      register(helper);
+      await waitFor('the helper to run sleep', () => fs.readFileSync(`/proc/${helper}/cmdline`, 'latin1').startsWith('sleep'));
+      assert.deepStrictEqual(full(), [shell.pid], 'a full resolution: none of them is the terminal\'s');
+      for (let i = 0; i < 12; i++) {
+        clock.now += 1000;
+        const shown = observe(refresh([], extras));
+        assert.deepStrictEqual(shown, [shell.pid], `second ${i + 1}: the view shows only the shell (census every 10 s)`);
+      }
+      const report = await endTerminalTree(extras.terminals!, shell.key, 0);
+      assert.strictEqual(report.signalled, 0, `End Everything Under This Terminal ended ${report.signalled} of the editor's processes`);
+      assert.deepStrictEqual(aliveOf([server, helper]), [server, helper]);
+    } finally {
+      for (const pid of aliveOf(all())) process.kill(pid, 'SIGKILL');
+      assert.deepStrictEqual(await waitAllDead(all()), []);
+    }
+  });
+});
