@@ -149,7 +149,7 @@ function seedsOf(request: RefreshRequest, deps: TreesDeps): { read: Set<number>;
 
 export interface MemberTrackerOptions {
   fullScanIntervalMs?: number;
-  /** The clock (tests move it). */
+  /** The clock in ms (tests move it); monotonic by default. */
   now?: () => number;
 }
 
@@ -176,7 +176,8 @@ export class MemberTracker {
     private readonly channel = 'view',
   ) {
     this.intervalMs = options.fullScanIntervalMs ?? FULL_SCAN_INTERVAL_MS;
-    this.now = options.now ?? Date.now;
+    // Monotonic: a wall-clock step must not move the next full scan.
+    this.now = options.now ?? (() => performance.now());
   }
 
   /**
@@ -194,7 +195,9 @@ export class MemberTracker {
       if (pids) known[key] = pids;
     }
     const unknown = walked.some((key) => !this.known.has(key));
-    const due = this.scanWanted || unknown || this.now() - this.lastFullScanAt >= this.intervalMs - FULL_SCAN_EARLY_MS;
+    const since = this.now() - this.lastFullScanAt;
+    // A clock that went back (an injected one) makes the scan due, never puts it off by the size of the step.
+    const due = this.scanWanted || unknown || since < 0 || since >= this.intervalMs - FULL_SCAN_EARLY_MS;
     const toWalk = walked.length * 3 + Object.values(known).reduce((n, pids) => n + pids.length, 0);
     const cheaper = this.machine !== undefined && toWalk > this.machine * WALK_SHARE_OF_MACHINE;
     const full = walked.length > 0 && (!tracking || due || cheaper);

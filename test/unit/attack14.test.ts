@@ -22,10 +22,9 @@ import {
   ViewExtras,
   WINDOW_TAG_VARIABLE,
 } from '../../src/proc';
-import { aliveOf, register, sleep, tmpDir, waitAllDead, waitFor } from './helpers';
+import { aliveOf, register, tmpDir, waitAllDead, waitFor } from './helpers';
 
 const core = processCore();
-const isRoot = process.getuid?.() === 0;
 
 /** The view's refresh as it runs it (tracker + refreshMembers), on a clock the test moves. */
 function tracked(table = new LinuxProcessTable()) {
@@ -149,6 +148,55 @@ describe('attack probes of issue 14: a terminal of the window', function () {
     } finally {
       for (const pid of aliveOf(all())) process.kill(pid, 'SIGKILL');
       assert.deepStrictEqual(await waitAllDead(all()), []);
+    }
+  });
+});
+
+/** A root that, on a line on its stdin, leaves a `setsid -f` daemon behind (re-parented away from the tree). */
+function spawnEscaper(owner: TreeOwner) {
+  const pidfile = path.join(tmpDir(), 'pids');
+  const script = 'read go; setsid -f sh -c \'echo "daemon $$" >> "$0"; exec sleep 60\' "$0"; exec sleep 60';
+  const tree = owner.spawn({ command: 'sh', args: ['-c', script, pidfile], stdio: ['pipe', 'ignore', 'ignore'], cgroups: 'off' });
+  register(tree.child.pid!);
+  return {
+    tree,
+    async escape(): Promise<number> {
+      tree.child.stdin!.write('go\n');
+      const daemon = await waitFor('the daemon', () => roleOf(pidfile, 'daemon'));
+      register(daemon);
+      const t = new LinuxProcessTable();
+      await waitFor('the daemon to leave the parent chain', () => {
+        const d = t.read(daemon);
+        return d && d.ppid !== tree.record.rootPid && t.read(d.ppid)?.sid !== tree.record.sid;
+      });
+      return daemon;
+    },
+  };
+}
+
+describe('attack probes of issue 14: clock steps', function () {
+  this.timeout(30_000);
+
+  // Probed: the interval between full scans was measured on the wall clock; a step back (NTP, a suspended VM, a
+  // user setting the date) put the next full scan off by the size of the step: an escaped daemon stayed hidden
+  // from the view for an hour after a 1 h step.
+  it('a wall-clock step back does not put off the full scan: an escaped daemon is shown within 10 s', async () => {
+    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const escaper = spawnEscaper(owner);
+    const id = escaper.tree.record.id;
+    const { clock, refresh } = tracked();
+    try {
+      assert.strictEqual(refresh([queryOf(owner, id)]).fullScan, true);
+      clock.now -= 3_600_000;
+      const daemon = await escaper.escape();
+      let shownAt: number | undefined;
+      for (let s = 1; s <= 12 && shownAt === undefined; s++) {
+        clock.now += 1000;
+        if (pidsOf(refresh([queryOf(owner, id)]), id).includes(daemon)) shownAt = s;
+      }
+      assert.ok(shownAt !== undefined && shownAt <= 10, `the daemon was not shown within 12 refreshes after the step back`);
+    } finally {
+      await owner.dispose(0);
     }
   });
 });
