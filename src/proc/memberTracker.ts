@@ -13,10 +13,11 @@
  * or when asked), and from then on it is a known member. A full scan lists every process but reads only those
  * that started since the previous one (a census, see `snapshotOfNewcomers`): a process that was no member then
  * cannot have become one since (group, session and tags are set at birth; a descendant of a member is born after
- * it). It reads every process the first time, when asked, and when a tree or terminal comes that it knows no
- * members of. A tree that is a large part of the machine is refreshed by a full scan every time (listing /proc
- * then costs less than the walk). Where the kernel has no children lists (CONFIG_PROC_CHILDREN), or the platform
- * cannot read processes one by one, every refresh reads every process.
+ * it). It reads every process the first time, when asked, when a tree or terminal comes that it knows no
+ * members of, and every THOROUGH_SCAN_EVERY-th time (pid allocation can come round unseen). A tree that is a
+ * large part of the machine is refreshed by a full scan every time (listing /proc then costs less than the walk).
+ * Where the kernel has no children lists (CONFIG_PROC_CHILDREN), or the platform cannot read processes one by
+ * one, every refresh reads every process.
  *
  * Nothing here reads a process unless a refresh is asked for: no timers. Kills and sweeps never use it; they
  * resolve on a full scan every time, so their reach does not depend on what a refresh saw.
@@ -31,6 +32,13 @@ export type TrackerDeps = Pick<Core, 'cgroupProber'>;
 
 /** How often a full scan looks for members that left the parent chain, while the view refreshes. */
 export const FULL_SCAN_INTERVAL_MS = 10_000;
+/**
+ * Every this many full scans, one reads every process. A census trusts what it read of a pid until ns_last_pid and
+ * the fork count say allocation may have come round to it, but forks that fail after their pid was allocated (in a
+ * pid namespace whose init exited, in a full pids cgroup) move allocation on and count nowhere: a member left at
+ * a pid seen before stays hidden from the view for at most this many scans, not for ever.
+ */
+export const THOROUGH_SCAN_EVERY = 6;
 /**
  * A full scan that is due this soon runs with the refresh at hand: at 1 Hz the 10th refresh after a scan may
  * come a few ms before the 10 s are up, and waiting for the 11th would make the interval 11 s.
@@ -165,6 +173,8 @@ export class MemberTracker {
   /** What the last request walked to: each is known after its answer, with no member if it had none. */
   private asked: string[] = [];
   private lastFullScanAt = -Infinity;
+  /** Full scans since the last that read every process. */
+  private scansSinceThorough = 0;
   private scanWanted = false;
   private machine: number | undefined;
   private readonly intervalMs: number;
@@ -183,8 +193,8 @@ export class MemberTracker {
   /**
    * The next refresh. A full scan when one is due (or asked for) and something must be walked to (a cgroup of
    * its own holds every member of a tree), when walking costs more than listing /proc, or when `tracking` is
-   * false (the table cannot walk children). It reads every process when asked, or when an item comes whose
-   * members it does not know (they may be older than the last full scan).
+   * false (the table cannot walk children). It reads every process when asked, when an item comes whose members
+   * it does not know (they may be older than the last full scan), and every THOROUGH_SCAN_EVERY full scans.
    */
   next(trees: TreeQuery[], extras: ViewExtras = {}, tracking = true): RefreshRequest {
     const walked = walkedItems(trees, extras, this.deps);
@@ -201,10 +211,11 @@ export class MemberTracker {
     const toWalk = walked.length * 3 + Object.values(known).reduce((n, pids) => n + pids.length, 0);
     const cheaper = this.machine !== undefined && toWalk > this.machine * WALK_SHARE_OF_MACHINE;
     const full = walked.length > 0 && (!tracking || due || cheaper);
-    const thorough = full && (this.scanWanted || unknown);
+    const thorough = full && (this.scanWanted || unknown || this.scansSinceThorough >= THOROUGH_SCAN_EVERY - 1);
     if (full) {
       this.lastFullScanAt = this.now();
       this.scanWanted = false;
+      this.scansSinceThorough = thorough ? 0 : this.scansSinceThorough + 1;
     }
     const mostOfMachine = full && !thorough && this.machine !== undefined && toWalk > this.machine / 2;
     return { trees, extras, known, full, thorough, mostOfMachine, channel: this.channel };

@@ -220,7 +220,7 @@ function windowTagged(snap: Snapshot, tags: string[]): ProcessInfo[] {
 /** Whether `ancestor` is up `p`'s parent chain: through the snapshot, and `read` where the snapshot lacks a parent. */
 function hasAncestor(snap: Snapshot, p: ProcessInfo, ancestor: number, read?: (pid: number) => ProcessInfo | undefined): boolean {
   const visited = new Set<number>([p.pid]);
-  for (let q: ProcessInfo | undefined = p; q; ) {
+  for (let q: ProcessInfo | undefined = p; q;) {
     if (q.ppid === ancestor) return true;
     if (q.ppid <= 1 || visited.has(q.ppid)) return false;
     visited.add(q.ppid);

@@ -59,7 +59,11 @@ describe('attack probes of issue 14: the owner watch', function () {
     const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 10 });
     // A tree whose root exits at once leaving a daemon: it keeps the watch running every 10 ms.
     const pidfile = path.join(tmpDir(), 'pids');
-    const keeper = owner.spawn({ command: 'sh', args: ['-c', 'setsid -f sh -c \'echo "daemon $$" > "$0"; exec sleep 60\' "$0"', pidfile], stdio: 'ignore' });
+    const keeper = owner.spawn({
+      command: 'sh',
+      args: ['-c', 'setsid -f sh -c \'echo "daemon $$" > "$0"; exec sleep 60\' "$0"', pidfile],
+      stdio: 'ignore',
+    });
     register(keeper.child.pid!);
     const events: string[] = [];
     owner.on('ended', (t) => events.push(`ended ${t.record.id}`));
@@ -111,9 +115,17 @@ describe('attack probes of issue 14: a terminal of the window', function () {
         sh -c '"'"'echo "server $$" >> "$1"; env -i sh -c "echo helper \\$\\$ >> $1; exec sleep 60" & exec sleep 60'"'"' x "$1" &
         wait' x "$0" "$1" &
       echo "editor $$" >> "$0"; wait`;
-    const editor = spawn('sh', ['-c', editorScript, pidfile, fifo], { detached: true, stdio: 'ignore', env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag } });
+    const editor = spawn('sh', ['-c', editorScript, pidfile, fifo], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag },
+    });
     register(editor.pid!);
-    const shellChild = spawn('sh', ['-c', 'exec sleep 60'], { detached: true, stdio: 'ignore', env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag } });
+    const shellChild = spawn('sh', ['-c', 'exec sleep 60'], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag },
+    });
     register(shellChild.pid!);
     const all = () => [editor.pid!, shellChild.pid!, ...['host', 'server', 'helper'].flatMap((r) => roleOf(pidfile, r) ?? [])];
     try {
@@ -136,7 +148,7 @@ describe('attack probes of issue 14: a terminal of the window', function () {
       register(server);
       register(helper);
       await waitFor('the helper to run sleep', () => fs.readFileSync(`/proc/${helper}/cmdline`, 'latin1').startsWith('sleep'));
-      assert.deepStrictEqual(full(), [shell.pid], 'a full resolution: none of them is the terminal\'s');
+      assert.deepStrictEqual(full(), [shell.pid], "a full resolution: none of them is the terminal's");
       for (let i = 0; i < 12; i++) {
         clock.now += 1000;
         const shown = observe(refresh([], extras));
@@ -197,6 +209,69 @@ describe('attack probes of issue 14: clock steps', function () {
       assert.ok(shownAt !== undefined && shownAt <= 10, `the daemon was not shown within 12 refreshes after the step back`);
     } finally {
       await owner.dispose(0);
+    }
+  });
+});
+
+describe('attack probes of issue 14: pid allocation that goes round behind the census', function () {
+  this.timeout(240_000);
+
+  // Probed: the census keeps a pid's start key from its last read unless ns_last_pid and the fork count say that
+  // allocation may have come round to it. Forks that fail after their pid was allocated (here: in a pid namespace
+  // whose init exited, open to any user with user namespaces; also a full pids cgroup) move allocation on without
+  // counting as forks. A member used them to leave a daemon at a pid the census had seen, and to move allocation
+  // back past where the census had left it: every later census took the daemon for the old holder and never read
+  // it, so the view never showed it (kills, on a full scan, still reached it).
+  it('a daemon left at a pid the census saw before, with allocation moved round by failing forks, is shown within a minute', async function () {
+    const pidMax = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
+    if (pidMax > 100_000 || process.arch !== 'x64' || spawnSync('perl', ['-e', '1']).status !== 0) this.skip(); // ~pid_max failing forks
+    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const pidfile = path.join(tmpDir(), 'pids');
+    const script = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'pidWrap.pl');
+    const tree = owner.spawn({
+      command: 'sh',
+      args: ['-c', 'perl "$0" "$1"; exec sleep 60', script, pidfile],
+      stdio: ['pipe', 'ignore', 'ignore'],
+      cgroups: 'off',
+    });
+    register(tree.child.pid!);
+    const id = tree.record.id;
+    // An unrelated process the first census sees; its pid goes to the daemon.
+    const old = spawn('sleep', ['60'], { stdio: 'ignore' });
+    register(old.pid!);
+    const { clock, refresh } = tracked();
+    let daemon: number | undefined;
+    try {
+      await waitFor('the attacker', () => /^(ready|failed)/m.test(readLines(pidfile)));
+      if (/^failed/m.test(readLines(pidfile))) this.skip(); // no user namespaces here
+      assert.strictEqual(refresh([queryOf(owner, id)]).fullScan, true, 'the first census reads every process');
+      const lastPidAtCensus = Number(fs.readFileSync('/proc/sys/kernel/ns_last_pid', 'utf8'));
+      const target = old.pid!;
+      if (target < 400 || target >= lastPidAtCensus) this.skip(); // no room below
+      old.kill('SIGKILL');
+      await waitFor('the old holder to be reaped', () => !fs.existsSync(`/proc/${target}`));
+      tree.child.stdin!.write(`${target} ${lastPidAtCensus + 20}\n`);
+      await waitFor('the daemon', () => /^(daemon|failed)/m.test(readLines(pidfile)), 150_000).catch((e: Error) =>
+        assert.fail(`${e.message}: ${readLines(pidfile)}`),
+      );
+      if (/^failed/m.test(readLines(pidfile))) this.skip(); // the machine kept taking that pid
+      daemon = roleOf(pidfile, 'daemon')!;
+      register(daemon);
+      assert.strictEqual(daemon, target);
+      assert.ok(
+        owner.members(id).some((p) => p.pid === daemon),
+        'a member for a full resolution (its tag)',
+      );
+      let shownAt: number | undefined;
+      for (let s = 1; s <= 65 && shownAt === undefined; s++) {
+        clock.now += 1000;
+        if (pidsOf(refresh([queryOf(owner, id)]), id).includes(daemon)) shownAt = s;
+      }
+      assert.ok(shownAt !== undefined && shownAt <= 61, `the daemon was shown after ${shownAt ?? 'more than 65'} s of refreshes`);
+    } finally {
+      old.kill('SIGKILL');
+      await owner.dispose(0);
+      if (daemon) assert.deepStrictEqual(await waitAllDead([daemon]), [], 'the kill reached it');
     }
   });
 });
