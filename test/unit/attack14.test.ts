@@ -331,3 +331,50 @@ describe('attack probes of issue 14: a member that leaves the cgroup (root)', fu
     }
   });
 });
+
+describe('attack probes of issue 14: a known member whose pid goes to an unrelated process', function () {
+  this.timeout(30_000);
+
+  // Probed (held): the walk starts from the pids of the members it knew, so it reads whoever holds such a pid now.
+  // An unrelated process of another session given that pid (ns_last_pid, root) is read but is no member by the
+  // core's rules, so it is not shown; a kill from the old row, or from a row naming the new holder, signals nothing.
+  it('is read by the walk but never shown, and a kill from its row ends nothing', async function () {
+    if (process.getuid?.() !== 0) this.skip(); // moving ns_last_pid needs root
+    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const tree = owner.spawn({ command: 'sh', args: ['-c', 'while :; do sleep 60 & wait; done'], stdio: 'ignore' });
+    register(tree.child.pid!);
+    const id = tree.record.id;
+    const { clock, refresh } = tracked();
+    const started: ReturnType<typeof spawn>[] = [];
+    try {
+      await waitFor('two members', () => owner.members(id).length === 2);
+      refresh([queryOf(owner, id)]);
+      clock.now += 1000;
+      const before = refresh([queryOf(owner, id)]).trees[0].members;
+      const member = before.find((m) => m.pid !== tree.record.rootPid)!;
+      process.kill(member.pid, 'SIGKILL');
+      await waitFor('the member to be reaped', () => !fs.existsSync(`/proc/${member.pid}`));
+      let stranger: ReturnType<typeof spawn> | undefined;
+      for (let attempt = 0; attempt < 20 && stranger?.pid !== member.pid; attempt++) {
+        fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(member.pid - 1));
+        stranger = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+        started.push(stranger);
+        if (stranger.pid) register(stranger.pid);
+      }
+      if (stranger?.pid !== member.pid) this.skip(); // the machine kept taking that pid
+      const now = new LinuxProcessTable().read(member.pid)!;
+      clock.now += 1000;
+      const r = refresh([queryOf(owner, id)]);
+      assert.strictEqual(r.fullScan, false, 'a walk from the known members');
+      assert.ok(!pidsOf(r, id).includes(member.pid), 'the new holder of the pid is not shown');
+      for (const key of [member.startKey, now.startKey]) {
+        const report = await owner.killProcess(member.pid, key, 0);
+        assert.strictEqual(report.signalled, 0);
+      }
+      assert.deepStrictEqual(aliveOf([member.pid]), [member.pid], 'the unrelated process still runs');
+    } finally {
+      for (const c of started) c.kill('SIGKILL');
+      await owner.dispose(0);
+    }
+  });
+});
