@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import { AgentDefinition } from '../agents/definition';
 import { AgentRuns } from '../agents/runs';
-import { KillReport, killRecordedTree, SweepResult, TreeMembersSource, TreeOwner } from '../proc';
+import { KillReport, SweepResult, TreeMembersSource, TreeOwner } from '../proc';
 import { Launcher } from './launcher';
 import { McpServers, McpWrapper } from './mcp';
 import { Picks, terminalName } from './picks';
@@ -79,7 +79,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     } else if (target.windowTree) {
       const { record, ownerPid } = target.windowTree;
       log.info(`tree ${record.id} (${target.name}) of agent-trees run ${ownerPid}: killed from the view`);
-      report = await killRecordedTree(record, graceMs(), log, owner.core);
+      report = await owner.killRecordedTree(record, graceMs(), log);
       mcp.noteKilled(record.id);
     } else {
       report = await windowTerminals.endEverything(target.shellKey!);

@@ -186,7 +186,7 @@ export class AgentTreesController implements vscode.Disposable {
     this.sweeper.schedule(this.settings.sweepIntervalMinutes);
     log.info(`Agent Trees activated in extension host ${process.pid}; records in ${recordsDir}`);
     // Checked once: without children lists the view reads every process on each refresh (see memberTracker.ts).
-    if (process.platform === 'linux' && !this.owner.core.table.listsChildren?.()) {
+    if (process.platform === 'linux' && this.source.readsEveryProcess()) {
       log.warn(
         'this kernel lists no children (/proc/<pid>/task/<tid>/children, CONFIG_PROC_CHILDREN): the view reads every process on each refresh',
       );

@@ -15,7 +15,7 @@
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import { resolveDefinition } from '../agents/resolveDefinition';
-import { OwnerInfo, processCore, RecordFile, RecordStore, TreeRecord } from '../proc';
+import { OwnerInfo, ownerIsChildOf, RecordFile, RecordStore, TreeRecord } from '../proc';
 import { Settings } from './settings';
 import { launchContext } from './workspace';
 
@@ -196,10 +196,9 @@ export class McpServers implements vscode.Disposable {
     const live = this.liveRecords();
     if (live !== this.seenRecords) {
       this.seenRecords = live;
-      const table = processCore().table;
       const running = new Set<string>();
       for (const { record } of live) {
-        if (table.read(record.owner.pid)?.ppid !== process.pid) continue;
+        if (!ownerIsChildOf(record.owner, process.pid)) continue;
         for (const tree of record.trees) {
           running.add(tree.id);
           if (!this.known.has(tree.id))

@@ -12,13 +12,12 @@ import * as crypto from 'crypto';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import {
-  deferredLeftovers,
+  deferredLeftoversNow,
   endLeftovers,
   endTerminalTree,
   KillReport,
   liveOwnership,
   MemberInfo,
-  processCore,
   processKey,
   readShell,
   RecordFile,
@@ -256,12 +255,11 @@ export class WindowTerminals implements vscode.Disposable {
   /** Names the tagged processes another open terminal could also have started: they stay, for the last of those. */
   private logDeferred(what: string, shellKey: string): void {
     try {
-      const snap = processCore().table.snapshot();
-      const deferred = deferredLeftovers(snap, this.query(), shellKey);
+      const deferred = deferredLeftoversNow(this.query(), shellKey);
       if (deferred.length === 0) return;
       this.deps.log.info(
         `${what}: ${deferred.length} process(es) of the window that another open terminal could also have started stay ` +
-          `(counted to the last such terminal that closes): ${deferred.map((p) => `${p.pid} ${snap.commandLine(p.pid)}`).join('; ')}`,
+          `(counted to the last such terminal that closes): ${deferred.map((p) => `${p.pid} ${p.command}`).join('; ')}`,
       );
     } catch (e) {
       this.deps.log.error(`${what}: cannot read what it leaves to other terminals: ${(e as Error).message}`);

@@ -253,6 +253,14 @@ export class TreeOwner extends EventEmitter {
   }
 
   /**
+   * Kills a tree another owner records (a window's `agent-trees run`, an orphan): as that owner would, but without
+   * its continuous ownership (see `killRecordedTree`).
+   */
+  killRecordedTree(tree: TreeRecord, graceMs: number, log: Logger = this.log): Promise<KillReport> {
+    return killRecordedTree(tree, graceMs, log, this.core);
+  }
+
+  /**
    * Stops owning a tree without killing it (its members keep running, unowned): removes it from the record.
    */
   release(id: string): void {
@@ -369,6 +377,14 @@ function rootRuns(tree: OwnedTree): boolean {
  * Whether a recorded cgroup may be used: it is a directory of ours for that tree, not made afresh. Needs only
  * where our cgroups live, so it never starts the cgroup probe.
  */
+/**
+ * Kills a tree another owner records (alive or not): as that owner's kill would, but without its continuous
+ * ownership, so the group counts only while provably the recorded one and the cgroup only once checked ours.
+ */
+export function killRecordedTree(tree: TreeRecord, graceMs: number, log?: Logger, core: Core = processCore()): Promise<KillReport> {
+  return core.killer.kill(tree, { graceMs, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, core), log });
+}
+
 export function cgroupVerified(record: TreeRecord, core: Pick<Core, 'cgroupProber'>): boolean {
   return record.cgroup !== null && isOurCgroup(core.cgroupProber.location(), record.cgroup, record.id, record.trackedAt);
 }

@@ -6,11 +6,8 @@
 import { HostClock, hostClock } from './bootClock';
 import { OwnerState, ownerState, PresenceProbe, recordOrigin, recordTimeProblem, sameProcess } from './identity';
 import { Core, processCore } from './core';
-import { KillReport } from './killTarget';
-import { Logger } from './log';
-import { cgroupVerified } from './owner';
 import { ProcessTable } from './processTable';
-import { OwnerInfo, OwnerRecord, RecordFile, RecordProblem, RecordStore, TreeRecord } from './records';
+import { OwnerInfo, OwnerRecord, RecordFile, RecordProblem, RecordStore } from './records';
 
 export interface OwnerRecords {
   /** Our own record (pid and start tick are ours). */
@@ -98,9 +95,10 @@ export function judgeRecord(
 }
 
 /**
- * Kills a tree another owner records (alive or not): as that owner's kill would, but without its continuous
- * ownership, so the group counts only while provably the recorded one and the cgroup only once checked ours.
+ * Whether a record's owner is, right now, that very process (pid and start time) and a child of `parentPid`: the
+ * MCP wrappers VS Code starts from the extension host, say.
  */
-export function killRecordedTree(tree: TreeRecord, graceMs: number, log?: Logger, core: Core = processCore()): Promise<KillReport> {
-  return core.killer.kill(tree, { graceMs, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, core), log });
+export function ownerIsChildOf(owner: OwnerInfo, parentPid: number, core: Core = processCore()): boolean {
+  if (ownerState(core.table, owner) !== 'alive') return false;
+  return core.table.read(owner.pid)?.ppid === parentPid;
 }

@@ -10,9 +10,9 @@ import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity';
 import { KillReport } from './killTarget';
 import { Logger } from './log';
 import { resolveMembers } from './members';
-import { cgroupVerified } from './owner';
+import { cgroupVerified, killRecordedTree } from './owner';
 import { freshProcessTable, ProcessInfo, ProcessTable } from './processTable';
-import { judgeRecord, killRecordedTree } from './recordOwners';
+import { judgeRecord } from './recordOwners';
 import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface ListedMember extends Pick<ProcessInfo, 'pid' | 'ppid' | 'pgid' | 'state' | 'rssBytes' | 'cpuMs'> {

@@ -311,6 +311,16 @@ export function deferredLeftovers(
   return resolveWithClosing(snap, query, options, shellKey).find((m) => m.shellKey === shellKey)?.deferred ?? [];
 }
 
+/** `deferredLeftovers` on a fresh look at the machine, with each one's command line (for the log of a close). */
+export function deferredLeftoversNow(
+  query: TerminalQuery,
+  shellKey: string,
+  table: ProcessTable = processCore().table,
+): { pid: number; command: string }[] {
+  const snap = table.snapshot();
+  return deferredLeftovers(snap, query, shellKey).map((p) => ({ pid: p.pid, command: snap.commandLine(p.pid) }));
+}
+
 export interface SettleOptions {
   /** Longest wait for the shell to exit and the rest to settle. */
   timeoutMs?: number;

@@ -113,6 +113,11 @@ export class TreeMembersSource {
     if (inWorker) this.workerRefreshes++;
   }
 
+  /** Whether each refresh must read every process: this kernel lists no children (CONFIG_PROC_CHILDREN), say. */
+  readsEveryProcess(): boolean {
+    return this.core.table.snapshotOf === undefined || !(this.core.table.listsChildren?.() ?? false);
+  }
+
   /** The next tracked refresh of every asker reads every process (the user asked for a fresh look). */
   scanSoon(): void {
     for (const t of this.trackers.values()) t.scanSoon();
