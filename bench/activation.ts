@@ -3,11 +3,10 @@
  * a few fresh hosts, each reporting what loading the bundle and activate() took. Skipped, with the reason,
  * where the host is not installed.
  */
-import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { log, REPO } from './lib';
+import { hostMissing, log, REPO, runInHost } from './lib';
 
 export interface ActivationRuns {
   /** activate() alone, ms, one per host start. */
@@ -19,17 +18,17 @@ export interface ActivationRuns {
 
 export function measureActivation(runs = 3): ActivationRuns {
   const result: ActivationRuns = { activateMs: [], loadMs: [] };
-  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server'))) {
-    result.error = 'the real host is not installed (bash scripts/host/install.sh)';
+  const missing = hostMissing();
+  if (missing) {
+    result.error = missing;
     return result;
   }
   const suite = path.join(REPO, 'out', 'bench', 'activationSuite.js');
   for (let i = 0; i < runs; i++) {
     const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-act-')), 'timings.json');
-    const r = spawnSync(process.execPath, [path.join(REPO, 'scripts', 'host', 'runTests.js'), '--host', 'oldest', '--extensionTestsPath', suite, '--env', `AGENT_TREES_ACTIVATION_OUT=${out}`, '--timeout', '120'],
-      { cwd: REPO, encoding: 'utf8', timeout: 180_000 });
+    const r = runInHost({ suite, env: { AGENT_TREES_ACTIVATION_OUT: out }, timeoutS: 120 });
     if (r.status !== 0 || !fs.existsSync(out)) {
-      result.error = `host run ${i + 1} failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-5).join(' | ')}`;
+      result.error = `host run ${i + 1} failed (exit ${r.status}): ${r.tail(5)}`;
       return result;
     }
     const t = JSON.parse(fs.readFileSync(out, 'utf8')) as { loadMs?: number; activateMs: number };

@@ -9,7 +9,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { ChildProcess, execFileSync, spawn, spawnSync } from 'child_process';
 import type * as Processes from '../test/support/processes';
 
 export const REPO = path.resolve(__dirname, '..', '..');
@@ -366,4 +366,37 @@ export async function spawnDetachedTree(n: number, lifeS = MEMBER_LIFETIME_S): P
   const members = treeMembers(child.pid!);
   if (members.length !== n) throw new Error(`tree of ${n}: found ${members.length} members`);
   return { child, members };
+}
+
+export interface HostRunOptions {
+  /** The suite module (`--extensionTestsPath`); omit for the integration suite itself. */
+  suite?: string;
+  /** `--host`: the benchmarks measure in the host the issues measured in, the oldest. */
+  host?: string;
+  /** Environment for the suite (`--env NAME=VALUE`). */
+  env?: Record<string, string | number>;
+  /** Further runner arguments (`--phases 5`, `--user-data-dir DIR`). */
+  args?: string[];
+  /** The runner's own timeout (`--timeout`), s; this process waits two minutes more. */
+  timeoutS: number;
+}
+
+/** Whether the real host is installed; the reason to skip when not. */
+export function hostMissing(): string | undefined {
+  return fs.existsSync(path.join(REPO, '.tools', 'code-server')) ? undefined : 'the real host is not installed (bash scripts/host/install.sh)';
+}
+
+/**
+ * Runs a suite in a fresh real VS Code host (scripts/host/runTests.js) and waits for it. Returns the exit status
+ * and the runner's last lines, for the error a benchmark reports when its results file did not come.
+ */
+export function runInHost(o: HostRunOptions): { status: number | null; tail: (lines: number) => string } {
+  const env = Object.entries(o.env ?? {}).flatMap(([k, v]) => ['--env', `${k}=${v}`]);
+  const suite = o.suite ? ['--extensionTestsPath', o.suite] : [];
+  const r = spawnSync(
+    process.execPath,
+    [path.join(REPO, 'scripts', 'host', 'runTests.js'), '--host', o.host ?? 'oldest', ...suite, ...(o.args ?? []), ...env, '--timeout', String(o.timeoutS)],
+    { cwd: REPO, encoding: 'utf8', timeout: (o.timeoutS + 120) * 1000 },
+  );
+  return { status: r.status, tail: (lines) => (r.stdout || '').split('\n').slice(-lines).join(' | ') };
 }

@@ -11,13 +11,12 @@
  * pipe path as it was (no flow control) and VS Code's own terminal running the same program, for reference;
  * and the extension host's heap over 500 launch/kill cycles.
  */
-import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { OutputBuffer } from '../src/agents/runs';
 import { STATUS_OK, STATUS_QUERY, TerminalFlow, TreeOwner } from '../src/proc';
-import { log, msSince, nowNs, register, REPO, rotated, round, summarize, Summary, tmpDir } from './lib';
+import { hostMissing, log, msSince, nowNs, register, REPO, rotated, round, runInHost, summarize, Summary, tmpDir } from './lib';
 
 export const WRITER = path.join(REPO, 'bench', 'fixtures', 'ttywriter.py');
 export const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
@@ -218,39 +217,24 @@ export async function runTerminal(opts: { owner: TreeOwner; quick: boolean }): P
     log(`terminal: keystroke ${c}: ${summarize(lat.get(c)!).median.toFixed(3)} ms median`);
   }
   const results: TerminalResults = { bytes: FLOOD_BYTES, node: { throughput, latency } };
-  const host = process.env.AGENT_TREES_TERMINAL_BENCH_NO_HOST ? { error: 'skipped' } : runInHost(opts.quick);
+  const host = process.env.AGENT_TREES_TERMINAL_BENCH_NO_HOST ? { error: 'skipped' } : measureInHost(opts.quick);
   if ('error' in host && !('throughput' in host)) results.hostError = host.error;
   else results.host = host as HostResults;
   return results;
 }
 
 /** The real-host half (terminalSuite.ts) in a fresh code-server session; skipped, with the reason, without one. */
-function runInHost(quick: boolean): HostResults | { error: string } {
-  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server')))
-    return { error: 'the real host is not installed (bash scripts/host/install.sh)' };
+function measureInHost(quick: boolean): HostResults | { error: string } {
+  const missing = hostMissing();
+  if (missing) return { error: missing };
   if (!fs.existsSync(path.join(REPO, 'dist', 'extension.js'))) return { error: 'dist/extension.js is missing (node esbuild.js)' };
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-term-')), 'terminal.json');
   const suite = path.join(REPO, 'out', 'bench', 'terminalSuite.js');
   const t0 = nowNs();
-  const r = spawnSync(
-    process.execPath,
-    [
-      path.join(REPO, 'scripts', 'host', 'runTests.js'),
-      '--host',
-      'oldest',
-      '--extensionTestsPath',
-      suite,
-      '--env',
-      `${TERMINAL_BENCH_OUT_ENV}=${out}`,
-      '--env',
-      `AGENT_TREES_TERMINAL_BENCH_QUICK=${quick ? 1 : 0}`,
-      '--timeout',
-      '1500',
-    ],
-    { cwd: REPO, encoding: 'utf8', timeout: 1_600_000 },
-  );
+  const r = runInHost({ suite, env: { [TERMINAL_BENCH_OUT_ENV]: out, AGENT_TREES_TERMINAL_BENCH_QUICK: quick ? 1 : 0 }, timeoutS: 1500 });
+
   log(`terminal: real host session ${(msSince(t0) / 1000).toFixed(0)} s`);
-  if (!fs.existsSync(out)) return { error: `host run failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-8).join(' | ')}` };
+  if (!fs.existsSync(out)) return { error: `host run failed (exit ${r.status}): ${r.tail(8)}` };
   const results = JSON.parse(fs.readFileSync(out, 'utf8')) as HostResults;
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
   for (const t of results.throughput)

@@ -3,11 +3,10 @@
  * bench/viewHostSuite.ts in a fresh host per tier, on a machine brought to ≥ 1000 processes by sleepers started
  * here, and reads back what it measured. Skipped, with the reason, where the host is not installed.
  */
-import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ChildProcess } from 'child_process';
-import { log, processCount, REPO, spawnDetachedTree, tmpDir, treeCommand } from './lib';
+import { log, processCount, REPO, runInHost, spawnDetachedTree, tmpDir, treeCommand } from './lib';
 import type { HostViewResult } from './viewHostSuite';
 
 export interface ViewHostResults {
@@ -57,34 +56,22 @@ export async function measureViewInHost(opts: {
       fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(settings));
       const out = path.join(dir, 'result.json');
       log(`view (real host, ${tier} tier): ${processCount()} processes before the host starts; about ${Math.round(budgetS / 60)} min`);
-      const r = spawnSync(
-        process.execPath,
-        [
-          path.join(REPO, 'scripts', 'host', 'runTests.js'),
-          // The host the issue measured in (VS Code 1.100.3), as the activation benchmark uses.
-          '--host',
-          'oldest',
-          '--extensionTestsPath',
-          suite,
-          '--user-data-dir',
-          userData,
-          '--env',
-          `AGENT_TREES_VIEW_BENCH_OUT=${out}`,
-          '--env',
-          `AGENT_TREES_VIEW_BENCH_TREE=${tree.command}`,
-          '--env',
-          `AGENT_TREES_VIEW_BENCH_WINDOW_S=${opts.windowS}`,
-          '--env',
-          `AGENT_TREES_VIEW_BENCH_ROUNDS=${opts.rounds}`,
-          '--env',
-          `AGENT_TREES_VIEW_BENCH_ESCAPES=${opts.escapes}`,
-          '--timeout',
-          String(budgetS),
-        ],
-        { cwd: REPO, encoding: 'utf8', timeout: (budgetS + 120) * 1000 },
-      );
+      // The host the issue measured in (VS Code 1.100.3), as the activation benchmark uses.
+      const r = runInHost({
+        suite,
+        args: ['--user-data-dir', userData],
+        env: {
+          AGENT_TREES_VIEW_BENCH_OUT: out,
+          AGENT_TREES_VIEW_BENCH_TREE: tree.command,
+          AGENT_TREES_VIEW_BENCH_WINDOW_S: opts.windowS,
+          AGENT_TREES_VIEW_BENCH_ROUNDS: opts.rounds,
+          AGENT_TREES_VIEW_BENCH_ESCAPES: opts.escapes,
+        },
+        timeoutS: budgetS,
+      });
+
       if (!fs.existsSync(out)) {
-        results.error = `host run (${tier} tier) failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-6).join(' | ')}`;
+        results.error = `host run (${tier} tier) failed (exit ${r.status}): ${r.tail(6)}`;
         continue;
       }
       const run = JSON.parse(fs.readFileSync(out, 'utf8')) as HostViewResult;

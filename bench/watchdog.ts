@@ -8,10 +8,10 @@
  *   2. death to clean: `agent-trees run` SIGKILLed with a tree running (one that dies on SIGTERM, one that
  *      ignores it), ms until every member is dead and until its record is removed, observed from here every 5 ms.
  */
-import { spawn, spawnSync } from 'child_process';
+import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { isAlive, log, readStat, register, REPO, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
+import { hostMissing, isAlive, log, readStat, register, REPO, runInHost, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
 
 export type WatchdogMode = 'none' | 'sh-pipe' | 'node-pipe' | 'node-poll' | 'shepherds';
 
@@ -200,28 +200,17 @@ export async function runWatchdogDeath(runs: number): Promise<DeathRow[]> {
  * suite (~10 min here); skipped, with the reason, where the host is not installed.
  */
 export function runReloadLoop(reloads: number, crashes: number): NonNullable<WatchdogResults['reload']> {
-  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server')))
-    return { runs: [], error: 'the real host is not installed (bash scripts/host/install.sh)' };
+  const missing = hostMissing();
+  if (missing) return { runs: [], error: missing };
   const out = path.join(tmpDir(), 'reload-timings.json');
-  const r = spawnSync(
-    process.execPath,
-    [
-      path.join(REPO, 'scripts', 'host', 'runTests.js'),
-      '--host',
-      RELOAD_HOST,
-      '--phases',
-      '5',
-      '--env',
-      `AGENT_TREES_RELOAD_TIMINGS=${out}`,
-      '--env',
-      `AGENT_TREES_RELOADS=${reloads}`,
-      '--env',
-      `AGENT_TREES_RENDERER_CRASHES=${crashes}`,
-    ],
-    { cwd: REPO, encoding: 'utf8', timeout: 1_800_000 },
-  );
-  if (!fs.existsSync(out))
-    return { runs: [], error: `the integration run failed (exit ${r.status}): ${(r.stdout || '').split('\n').slice(-6).join(' | ')}` };
+  const r = runInHost({
+    host: RELOAD_HOST,
+    args: ['--phases', '5'],
+    env: { AGENT_TREES_RELOAD_TIMINGS: out, AGENT_TREES_RELOADS: reloads, AGENT_TREES_RENDERER_CRASHES: crashes },
+    timeoutS: 1680,
+  });
+
+  if (!fs.existsSync(out)) return { runs: [], error: `the integration run failed (exit ${r.status}): ${r.tail(6)}` };
   const runs = JSON.parse(fs.readFileSync(out, 'utf8'));
   log(`watchdog: reload loop: ${runs.length} runs${r.status !== 0 ? ` (the integration run itself failed, exit ${r.status})` : ''}`);
   return { runs, error: r.status !== 0 ? `the integration run exited ${r.status}` : undefined };
