@@ -148,11 +148,15 @@ function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env
   const id = options.id ?? newTreeId();
   if (!ID_PATTERN.test(id)) throw new SpawnError(`tree id "${id}": use letters, digits, '.', '_' and '-' only`, 'EINVAL');
   const cwd = options.cwd ?? process.cwd();
+  // An empty cwd is one whose variables expanded to nothing (`${env:UNSET}`): say so, not "  does not exist".
+  if (cwd === '') throw new SpawnError('working folder is empty (did its variables expand to nothing?)', 'ENOTDIR');
+  let stat: fs.Stats | undefined;
   try {
-    if (!fs.statSync(cwd).isDirectory()) throw new Error();
+    stat = fs.statSync(cwd);
   } catch {
     throw new SpawnError(`working folder ${cwd} does not exist`, 'ENOTDIR');
   }
+  if (!stat.isDirectory()) throw new SpawnError(`working folder ${cwd} is not a folder`, 'ENOTDIR');
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const [k, v] of Object.entries(options.env ?? {})) {
     if (v === undefined) delete env[k];
