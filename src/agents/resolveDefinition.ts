@@ -74,7 +74,7 @@ export function resolveDefinition(def: AgentDefinition, context: LaunchContext):
 
 /**
  * A command line the user typed, run by the platform's shell (`/bin/sh -c`; on Windows `%ComSpec%`, else cmd.exe,
- * with `/d /s /c`). Its name is the first word's file name.
+ * with `/d /s /c`). Its name is the first word's file name (a quoted first word is one word).
  */
 export function commandLineDefinition(
   line: string,
@@ -82,7 +82,10 @@ export function commandLineDefinition(
   env: NodeJS.ProcessEnv = process.env,
 ): AgentDefinition {
   const text = line.trim();
-  const name = text.split(/\s+/)[0].split(/[\\/]/).pop() || text;
+  // A quoted first word is one word ("C:\Program Files\x.exe", '/opt/my tool/x'); cmd.exe quotes only with ".
+  const quoted = (platform === 'win32' ? /^"([^"]+)"/ : /^(?:"([^"]+)"|'([^']+)')/).exec(text);
+  const first = quoted ? (quoted[1] ?? quoted[2]) : text.split(/\s+/)[0];
+  const name = first.split(/[\\/]/).pop() || text;
   return platform === 'win32'
     ? { name, command: env.ComSpec ?? 'cmd.exe', args: ['/d', '/s', '/c', text] }
     : { name, command: '/bin/sh', args: ['-c', text] };

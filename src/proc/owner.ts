@@ -374,10 +374,6 @@ function rootRuns(tree: OwnedTree): boolean {
 }
 
 /**
- * Whether a recorded cgroup may be used: it is a directory of ours for that tree, not made afresh. Needs only
- * where our cgroups live, so it never starts the cgroup probe.
- */
-/**
  * Kills a tree another owner records (alive or not): as that owner's kill would, but without its continuous
  * ownership, so the group counts only while provably the recorded one and the cgroup only once checked ours.
  */
@@ -385,6 +381,10 @@ export function killRecordedTree(tree: TreeRecord, graceMs: number, log?: Logger
   return core.killer.kill(tree, { graceMs, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, core), log });
 }
 
+/**
+ * Whether a recorded cgroup may be used: it is a directory of ours for that tree, not made afresh. Needs only
+ * where our cgroups live, so it never starts the cgroup probe.
+ */
 export function cgroupVerified(record: TreeRecord, core: Pick<Core, 'cgroupProber'>): boolean {
   return record.cgroup !== null && isOurCgroup(core.cgroupProber.location(), record.cgroup, record.id, record.trackedAt);
 }

@@ -159,10 +159,22 @@ describe('attack probes, issue 9 (the controller split)', () => {
       assert.strictEqual(execFileSync(def.command, def.args!, { encoding: 'utf8' }), 'a b|c\\d|e f|$HOME|$(x)|');
     });
 
+    // Probed: a quoted path as the first word was named by a piece of it ("Program", "my").
+    it('typed command lines: a quoted first word is one word, named by its file name', () => {
+      const names: [string, NodeJS.Platform, string][] = [
+        [`'/opt/my tool/bin/agent' --x`, 'linux', 'agent'],
+        [`"/opt/my tool/bin/agent" --x`, 'darwin', 'agent'],
+        [`"C:\\Program Files\\Agent\\agent.exe" run`, 'win32', 'agent.exe'],
+        [`'C:\\x y\\a.exe' run`, 'win32', 'x'], // cmd.exe does not quote with '
+        [`"unterminated --x`, 'linux', '"unterminated'],
+      ];
+      for (const [line, platform, name] of names) assert.strictEqual(commandLineDefinition(line, platform, {}).name, name, line);
+    });
+
     it('typed command lines (Windows): the line for cmd /d /s /c, %ComSpec% when set', () => {
       const line = '"C:\\Program Files\\tool.exe" --say "a b"';
       assert.deepStrictEqual(commandLineDefinition(line, 'win32', { ComSpec: 'C:\\Windows\\system32\\cmd.exe' }), {
-        name: 'Program',
+        name: 'tool.exe',
         command: 'C:\\Windows\\system32\\cmd.exe',
         args: ['/d', '/s', '/c', line],
       });
