@@ -119,19 +119,40 @@ function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: string)
   throw new SpawnError(`${command}: command not found on PATH`, 'ENOENT');
 }
 
+/**
+ * `cmd.exe /d /s /c LINE` on Windows (a typed command line, see resolveDefinition): the arguments as Node's own
+ * `shell: true` passes them, verbatim with the line in one pair of quotes, which `/s` strips. Quoted the usual
+ * way instead, the line's own quotes would reach cmd.exe as \" (which it does not know), and `agent "a b"` would
+ * get `"a` and `b"`. Undefined for anything else.
+ */
+export function cmdLine(
+  file: string,
+  args: readonly string[],
+  platform: NodeJS.Platform = process.platform,
+): { args: string[] } | undefined {
+  if (platform !== 'win32' || !/(^|[\\/])cmd(\.exe)?$/i.test(file)) return undefined;
+  if (args.length !== 4 || args[0].toLowerCase() !== '/d' || args[1].toLowerCase() !== '/s' || args[2].toLowerCase() !== '/c')
+    return undefined;
+  return { args: ['/d', '/s', '/c', `"${args[3]}"`] };
+}
+
 /** Spawns `command` as the root of a new owned tree and returns its record. Throws SpawnError before spawning. */
 export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 'cgroupTier'> = processCore()): SpawnedTree<ChildProcess> {
   return spawnTreeWith(
     options,
-    (launch) => ({
-      root: spawn(launch.file, launch.args, {
-        cwd: launch.cwd,
-        env: launch.env,
-        stdio: options.stdio ?? 'pipe',
-        detached: true, // POSIX: setsid(); Windows: a new process group
-        windowsHide: true,
-      }),
-    }),
+    (launch) => {
+      const cmd = cmdLine(launch.file, launch.args);
+      return {
+        root: spawn(launch.file, cmd?.args ?? launch.args, {
+          cwd: launch.cwd,
+          env: launch.env,
+          stdio: options.stdio ?? 'pipe',
+          detached: true, // POSIX: setsid(); Windows: a new process group
+          windowsHide: true,
+          windowsVerbatimArguments: cmd !== undefined,
+        }),
+      };
+    },
     core,
   );
 }
