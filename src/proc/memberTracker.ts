@@ -49,6 +49,12 @@ const FULL_SCAN_EARLY_MS = 500;
  * the processes to walk from are more than this share of the machine, a full scan is the cheaper refresh.
  */
 const WALK_SHARE_OF_MACHINE = 1 / 12;
+/**
+ * Below this many processes to walk from, the walk is taken whatever the machine's size: it costs well under a
+ * millisecond, and on a small machine (a fresh CI box of ~100 processes) a handful of members would otherwise be
+ * "a twelfth of the machine" and each refresh would list /proc, the choice flipping as processes come and go.
+ */
+const MIN_WALK_FOR_LISTING = 64;
 
 /** One refresh, as plain data (it crosses to the snapshot worker). */
 export interface RefreshRequest {
@@ -209,7 +215,7 @@ export class MemberTracker {
     // A clock that went back (an injected one) makes the scan due, never puts it off by the size of the step.
     const due = this.scanWanted || unknown || since < 0 || since >= this.intervalMs - FULL_SCAN_EARLY_MS;
     const toWalk = walked.length * 3 + Object.values(known).reduce((n, pids) => n + pids.length, 0);
-    const cheaper = this.machine !== undefined && toWalk > this.machine * WALK_SHARE_OF_MACHINE;
+    const cheaper = this.machine !== undefined && toWalk > Math.max(MIN_WALK_FOR_LISTING, this.machine * WALK_SHARE_OF_MACHINE);
     const full = walked.length > 0 && (!tracking || due || cheaper);
     const thorough = full && (this.scanWanted || unknown || this.scansSinceThorough >= THOROUGH_SCAN_EVERY - 1);
     if (full) {
