@@ -540,7 +540,8 @@ export class RecordStore {
    * file), linked in one step: its latest record, or nothing once it has removed its record, even when it did so
    * while the claim was held. A live owner (`ownerAlive`) with no such link has removed its record (or is of an
    * older version, which keeps none and writes its record again at its next change): nothing goes back. Any
-   * other owner without one (gone, or not to be judged from here) gets the claimed copy back.
+   * other owner without one (gone, or not to be judged from here) gets the claimed copy back, as does any owner
+   * whose `.current` name holds anything but a record of its own (a FIFO, a symlink, another file linked there).
    * Returns 'restored'; 'withdrawn' when the live owner has removed its record since (the claimed copy is
    * dropped); 'superseded' when the owner has written a newer record since (dropped too); 'kept' when another
    * process's record now has that name (the claim stays, for a later sweep to judge again).
@@ -560,8 +561,12 @@ export class RecordStore {
         return (e as NodeJS.ErrnoException).code ?? 'error';
       }
     };
-    let linked = linkBack(this.currentOf(record.owner));
-    if (linked === 'ENOENT') {
+    // Only the owner's own record is its word: anything else under its `.current` name (a FIFO, a symlink, a
+    // folder, another file linked there) is not linked back, and the claimed copy goes back instead.
+    const word = this.currentOf(record.owner);
+    let linked = this.isRecordOf(word, record.owner, isSameOwner) ? linkBack(word) : 'untrusted';
+    if (linked === 'untrusted') linked = linkBack(claimFile);
+    else if (linked === 'ENOENT') {
       if (ownerAlive) {
         rmQuiet(claimFile);
         return 'withdrawn';
@@ -584,6 +589,16 @@ export class RecordStore {
       return 'superseded';
     }
     return 'kept';
+  }
+
+  /** Whether `file` is, or was a moment ago, a readable record of ours whose owner is `owner`. Absent: true (the link then says ENOENT). */
+  private isRecordOf(file: string, owner: OwnerInfo, isSameOwner: (a: OwnerInfo, b: OwnerInfo) => boolean): boolean {
+    try {
+      const text = readTrusted(file, this.uid);
+      return text === undefined || isSameOwner(parseRecord(text).owner, owner);
+    } catch {
+      return false;
+    }
   }
 
   /**

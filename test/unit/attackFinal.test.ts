@@ -1,0 +1,66 @@
+/**
+ * Final attack probes of the changes since 8f77d2e (watchdog, takeover, the `.current` link and `.bad-` set-aside,
+ * pseudo-terminal trees and the relay, terminal trees, cmd.exe lines), each on real files and processes: what a
+ * probe broke is pinned here, so it stays fixed.
+ */
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { execFileSync } from 'child_process';
+import { RecordStore, sameProcess } from '../../src/proc';
+import { tmpDir } from './helpers';
+import { identity, treeRecord } from './recordHelpers';
+
+const tree = (id: string) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100 });
+const claimant = () => identity(process.pid, 77);
+
+describe('final attack probes', () => {
+  describe("a live owner's claim given back when its .current name holds something else", () => {
+    // What sits under the owner's `.current` name is linked back under its record name by a give-back. Probed:
+    // a FIFO, a symlink or another owner's record there replaced the live owner's claimed record (the claim
+    // was dropped), so after the owner's crash its trees had no record any sweep could read.
+    const plants: { name: string; plant: (store: RecordStore, at: string) => void }[] = [
+      { name: 'a FIFO', plant: (_s, at) => execFileSync('mkfifo', ['-m', '600', at]) },
+      { name: 'a symbolic link to a record of ours', plant: (s, at) => fs.symlinkSync(s.fileOf(99), at) },
+      { name: 'a symbolic link to nothing', plant: (_s, at) => fs.symlinkSync('/nonexistent/x', at) },
+      { name: 'a folder', plant: (_s, at) => fs.mkdirSync(at) },
+      {
+        name: "a hard link to another owner's record",
+        plant: (s, at) => fs.linkSync(s.fileOf(99), at),
+      },
+      {
+        name: 'a hard link to a file that is no record',
+        plant: (_s, at) => {
+          const junk = path.join(tmpDir(), 'junk');
+          fs.writeFileSync(junk, 'not json', { mode: 0o600 });
+          fs.linkSync(junk, at);
+        },
+      },
+    ];
+    for (const p of plants) {
+      it(`${p.name}: the claimed record goes back, never replaced by it`, () => {
+        const store = new RecordStore(tmpDir());
+        store.write(identity(99, 5), [tree('other-owners')]);
+        const owner = identity(41, 100);
+        store.write(owner, [tree('mine')]);
+        const claim = store.claim(41, claimant())!;
+        const claimed = store.readClaim(claim);
+        fs.rmSync(store.currentOf(owner));
+        p.plant(store, store.currentOf(owner));
+        const back = store.restoreClaim(claim, claimed, sameProcess, true);
+        let now;
+        try {
+          now = store.read(41);
+        } catch (e) {
+          now = (e as Error).message;
+        }
+        const kept = fs.existsSync(claim) ? store.readClaim(claim).trees.map((t) => t.id) : [];
+        assert.ok(
+          (typeof now === 'object' && now?.trees.map((t) => t.id).join() === 'mine') || kept.join() === 'mine',
+          `the live owner's trees are still recorded somewhere readable (give-back: ${back}; under its name: ${JSON.stringify(now)}; claim: ${kept})`,
+        );
+        assert.strictEqual(store.read(99)!.trees[0].id, 'other-owners', "the other owner's record is untouched");
+      });
+    }
+  });
+});
