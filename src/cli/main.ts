@@ -11,6 +11,7 @@ import * as os from 'os';
 import {
   awaitOwnerExit,
   KillReport,
+  guardedPidOf,
   killTreeById,
   listOwnedTrees,
   localSweepParts,
@@ -315,8 +316,19 @@ async function kill(args: ParsedArgs & { command: 'kill' }, records: string): Pr
     return 1;
   }
   const report = result.report;
-  process.stdout.write(`tree ${report.treeId}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived (${report.survivorPids.join(', ')})` : '') + '\n');
-  return report.survivors > 0 ? 1 : 0;
+  // Run from inside the tree, this command never signals itself, its ancestors or its own group. Sparing itself
+  // and its ancestors is what it was asked for; other members of its group it leaves running, and says so.
+  const guarded = report.refused.map(guardedPidOf);
+  const spared = (why: string) => [...new Set(guarded.filter((g) => g?.why === why).map((g) => g!.pid))];
+  const [ancestors, inGroup] = [spared('self-or-ancestor'), spared('own-group')];
+  process.stdout.write(
+    `tree ${report.treeId}: ended ${report.signalled} processes` +
+      (report.survivors ? `, ${report.survivors} survived (${report.survivorPids.join(', ')})` : '') +
+      (ancestors.length ? `; spared this command and its ancestors (${ancestors.join(', ')})` : '') +
+      (inGroup.length ? `; ${inGroup.length} left running: in this command's own process group (${inGroup.join(', ')})` : '') +
+      '\n',
+  );
+  return report.survivors > 0 || inGroup.length > 0 ? 1 : 0;
 }
 
 main(process.argv.slice(2)).then(

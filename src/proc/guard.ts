@@ -18,6 +18,18 @@ export function currentSelf(): GuardSelf {
   return { pid: process.pid, ppid: process.ppid, uid: typeof process.getuid === 'function' ? process.getuid() : undefined };
 }
 
+const SELF_OR_ANCESTOR = 'is this process or its ancestor';
+const IN_OWN_GROUP = 'is in our own process group';
+
+/**
+ * What a kill report's refusal says the guard spared, when it spared a process (a kill run from inside the tree
+ * it kills): this process or an ancestor, or another member of our own process group. Else undefined.
+ */
+export function guardedPidOf(refusal: string): { pid: number; why: 'self-or-ancestor' | 'own-group' } | undefined {
+  const m = new RegExp(`^pid (\\d+) (${SELF_OR_ANCESTOR}|${IN_OWN_GROUP})$`).exec(refusal);
+  return m ? { pid: Number(m[1]), why: m[2] === SELF_OR_ANCESTOR ? 'self-or-ancestor' : 'own-group' } : undefined;
+}
+
 export class SignalGuard {
   readonly self: GuardSelf;
   private readonly protectedPids = new Set<number>([0, 1]);
@@ -47,8 +59,8 @@ export class SignalGuard {
    * for descendants (our own other children are not a tree's).
    */
   protectedReason(p: Pick<ProcessInfo, 'pid' | 'pgid'>): string | undefined {
-    if (this.protectedPids.has(p.pid)) return p.pid <= 1 ? `pid ${p.pid}` : `pid ${p.pid} is this process or its ancestor`;
-    if (this.ownGroup !== undefined && p.pgid === this.ownGroup) return `pid ${p.pid} is in our own process group`;
+    if (this.protectedPids.has(p.pid)) return p.pid <= 1 ? `pid ${p.pid}` : `pid ${p.pid} ${SELF_OR_ANCESTOR}`;
+    if (this.ownGroup !== undefined && p.pgid === this.ownGroup) return `pid ${p.pid} ${IN_OWN_GROUP}`;
     return undefined;
   }
 

@@ -8,8 +8,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync } from 'child_process';
 import { RecordStore, sameProcess } from '../../src/proc';
-import { tmpDir } from './helpers';
-import { identity, treeRecord } from './recordHelpers';
+import { CLI, tmpDir } from './helpers';
+import { identity, runBounded, treeRecord } from './recordHelpers';
 
 const tree = (id: string) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100 });
 const claimant = () => identity(process.pid, 77);
@@ -62,5 +62,35 @@ describe('final attack probes', () => {
         assert.strictEqual(store.read(99)!.trees[0].id, 'other-owners', "the other owner's record is untouched");
       });
     }
+  });
+
+  describe('the killer inside the tree it kills', () => {
+    // Probed: `agent-trees kill $AGENT_TREES_TREE_ID` run by the tree's own shell spares itself and its
+    // ancestors (guardEdges.test.ts), and also every other member of its own process group (the guard never
+    // signals our group): a background job of that shell ran on, yet it printed "ended 0 processes" and exited 0.
+    it('says which members of its own group it left running and exits 1, signalling none of them', async () => {
+      const records = tmpDir();
+      const marker = path.join(tmpDir(), 'after');
+      const ran = await runBounded(process.execPath, [
+        CLI,
+        'run',
+        '--records',
+        records,
+        '--no-cgroup',
+        '--timeout',
+        '30',
+        '--',
+        'sh',
+        '-c',
+        `sleep 60 & "${process.execPath}" "${CLI}" kill "$AGENT_TREES_TREE_ID" --records "${records}" --grace 1; echo "kill exit $?"; kill $!; touch "${marker}"`,
+      ]);
+      assert.strictEqual(ran.timedOut, false);
+      assert.match(ran.stdout, /^kill exit 1$/m, ran.stdout + ran.stderr);
+      assert.match(
+        ran.stdout,
+        /ended 0 processes; spared this command and its ancestors \(\d+, \d+\); 1 left running: in this command's own process group \(\d+\)/,
+      );
+      assert.ok(fs.existsSync(marker), 'the shell that ran it was not signalled');
+    });
   });
 });
