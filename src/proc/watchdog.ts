@@ -212,11 +212,12 @@ export async function awaitOwnerExit(
   timeoutMs = OWNER_EXIT_WAIT_MS,
   table: ProcessTable = processCore().table,
 ): Promise<OwnerExit> {
-  const deadline = Date.now() + timeoutMs;
+  // Monotonic: a wall-clock step forward must not cut the owner's exit short (nothing would be swept).
+  const deadline = performance.now() + timeoutMs;
   let delay = 5;
   for (;;) {
     const state = ownerExitState(owner, table);
-    if (state === 'dead' || Date.now() >= deadline) return state;
+    if (state === 'dead' || performance.now() >= deadline) return state;
     await sleep(delay);
     delay = Math.min(delay * 2, 100);
   }

@@ -6,10 +6,10 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { execFileSync } from 'child_process';
+import { execFileSync, spawn } from 'child_process';
 import { RecordStore, sameProcess } from '../../src/proc';
-import { CLI, tmpDir } from './helpers';
-import { identity, runBounded, treeRecord } from './recordHelpers';
+import { CLI, register, table, tmpDir, waitFor } from './helpers';
+import { hasTool, identity, runBounded, treeRecord } from './recordHelpers';
 
 const tree = (id: string) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100 });
 const claimant = () => identity(process.pid, 77);
@@ -91,6 +91,27 @@ describe('final attack probes', () => {
         /ended 0 processes; spared this command and its ancestors \(\d+, \d+\); 1 left running: in this command's own process group \(\d+\)/,
       );
       assert.ok(fs.existsSync(marker), 'the shell that ran it was not signalled');
+    });
+  });
+
+  describe("the watchdog's wait for its owner to finish exiting, across a wall-clock step", () => {
+    // Probed: the wait for the owner (whose end of the pipe closes a moment before it is gone) ran on the wall
+    // clock; with the clock running fast (faketime x1000, as a step forward would), it gave up at once and said
+    // "owner still running: nothing swept", so the dead owner's trees ran on until some later sweep.
+    it('waits on a monotonic clock: an owner that ends within the wait is proven gone', async function () {
+      if (!hasTool('faketime')) this.skip();
+      const owner = spawn('sleep', ['1.5'], { stdio: 'ignore' });
+      register(owner.pid!);
+      const startKey = (await waitFor('the owner', () => table.read(owner.pid!))).startKey;
+      const ran = await runBounded(
+        'faketime',
+        ['-f', '+0 x1000', process.execPath, CLI, 'sweep', '--owner', `${owner.pid}:${startKey}`, '--records', tmpDir()],
+        20_000,
+        { env: { ...process.env, FAKETIME_DONT_FAKE_MONOTONIC: '1' } },
+      );
+      assert.strictEqual(ran.timedOut, false);
+      assert.doesNotMatch(ran.stderr, /still running: nothing swept/, ran.stderr);
+      assert.strictEqual(ran.code, 0, ran.stderr);
     });
   });
 });
