@@ -19,11 +19,19 @@ describe('final attack probes', () => {
     // What sits under the owner's `.current` name is linked back under its record name by a give-back. Probed:
     // a FIFO, a symlink or another owner's record there replaced the live owner's claimed record (the claim
     // was dropped), so after the owner's crash its trees had no record any sweep could read.
-    const plants: { name: string; plant: (store: RecordStore, at: string) => void }[] = [
+    const plants: { name: string; plant: (store: RecordStore, at: string, claim: string) => void }[] = [
       { name: 'a FIFO', plant: (_s, at) => execFileSync('mkfifo', ['-m', '600', at]) },
       { name: 'a symbolic link to a record of ours', plant: (s, at) => fs.symlinkSync(s.fileOf(99), at) },
       { name: 'a symbolic link to nothing', plant: (_s, at) => fs.symlinkSync('/nonexistent/x', at) },
       { name: 'a folder', plant: (_s, at) => fs.mkdirSync(at) },
+      {
+        name: "another user's record of that owner",
+        plant: (_s, at, claim) => {
+          if (process.getuid?.() !== 0) return fs.symlinkSync('/nonexistent/x', at);
+          fs.copyFileSync(claim, at);
+          fs.chownSync(at, 12345, 12345);
+        },
+      },
       {
         name: "a hard link to another owner's record",
         plant: (s, at) => fs.linkSync(s.fileOf(99), at),
@@ -46,7 +54,7 @@ describe('final attack probes', () => {
         const claim = store.claim(41, claimant())!;
         const claimed = store.readClaim(claim);
         fs.rmSync(store.currentOf(owner));
-        p.plant(store, store.currentOf(owner));
+        p.plant(store, store.currentOf(owner), claim);
         const back = store.restoreClaim(claim, claimed, sameProcess, true);
         let now;
         try {
@@ -113,5 +121,55 @@ describe('final attack probes', () => {
       assert.doesNotMatch(ran.stderr, /still running: nothing swept/, ran.stderr);
       assert.strictEqual(ran.code, 0, ran.stderr);
     });
+  });
+
+  describe('the owner writing while a sweeper gives its claimed record back, in two processes', () => {
+    // The owner rewrites and removes its record in a tight loop while this process claims and gives it back
+    // (the owner judged alive): whatever the interleaving, what stands at the end is the owner's last word.
+    for (const last of ['a record', 'no record'] as const) {
+      it(`ends with ${last}, as the owner last said`, async () => {
+        const dir = tmpDir();
+        const store = new RecordStore(dir);
+        const owner = identity(43, 100);
+        const records = path.join(__dirname, '..', '..', 'src', 'proc', 'records.js');
+        const script = `
+          const { RecordStore } = require(${JSON.stringify(records)});
+          const [dir, owner, tree] = JSON.parse(process.argv[1]);
+          const s = new RecordStore(dir);
+          for (let i = 0; i < 400; i++) s.write(owner, i % 3 === 2 ? [] : [{ ...tree, id: 't' + i, envTag: 'AGENT_TREES_TREE_ID=t' + i }]);
+          s.write(owner, ${last === 'a record' ? "[{ ...tree, id: 'final', envTag: 'AGENT_TREES_TREE_ID=final' }]" : '[]'});`;
+        const child = spawn(process.execPath, ['-e', script, JSON.stringify([dir, owner, tree('x')])], { stdio: 'inherit' });
+        register(child.pid!);
+        const exited = new Promise((resolve) => child.on('exit', resolve));
+        let done = false;
+        void exited.then(() => (done = true));
+        const outcomes = new Map<string, number>();
+        while (!done) {
+          const claim = store.claim(43, claimant());
+          if (claim) {
+            let claimed;
+            try {
+              claimed = store.readClaim(claim);
+            } catch (e) {
+              assert.fail(`a claim of the owner's record could not be read: ${(e as Error).message}`);
+            }
+            const back = store.restoreClaim(claim, claimed, sameProcess, true);
+            outcomes.set(back, (outcomes.get(back) ?? 0) + 1);
+          }
+          await new Promise((r) => setImmediate(r));
+        }
+        // A give-back that met the owner's record and then found it removed keeps its claim ('kept'), for the next
+        // sweep to judge again: that next give-back settles it.
+        for (const c of store.claims(undefined)) store.restoreClaim(c.file, store.readClaim(c.file), sameProcess, true);
+        const leftClaims = store.claims(undefined).map((c) => path.basename(c.file));
+        const now = store.read(43)?.trees.map((t) => t.id) ?? [];
+        assert.deepStrictEqual(
+          { now, leftClaims },
+          { now: last === 'a record' ? ['final'] : [], leftClaims: [] },
+          `give-backs: ${JSON.stringify([...outcomes])}`,
+        );
+        assert.deepStrictEqual(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')), [], 'no temp file left');
+      });
+    }
   });
 });
