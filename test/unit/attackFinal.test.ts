@@ -172,4 +172,26 @@ describe('final attack probes', () => {
       });
     }
   });
+
+  describe("a watchdog sweep for an owner whose pid a new owner now holds", () => {
+    it("proves the old owner gone and leaves the new owner's record (and its .current link) alone", async () => {
+      const dir = tmpDir();
+      const store = new RecordStore(dir);
+      const newOwner = spawn('sleep', ['30'], { stdio: 'ignore' });
+      register(newOwner.pid!);
+      const startKey = (await waitFor('the new owner', () => table.read(newOwner.pid!))).startKey;
+      const live = identity(newOwner.pid!, startKey);
+      store.write(live, [tree('new-owners')]);
+      const before = fs.readdirSync(dir).sort();
+      try {
+        const ran = await runBounded(process.execPath, [CLI, 'sweep', '--owner', `${newOwner.pid}:${startKey - 1}`, '--records', dir, '--json']);
+        assert.strictEqual(ran.code, 0, ran.stderr);
+        assert.deepStrictEqual(JSON.parse(ran.stdout).trees, [], 'nothing swept');
+        assert.deepStrictEqual(fs.readdirSync(dir).sort(), before, 'the folder is as it was');
+        assert.strictEqual(store.read(newOwner.pid!)!.trees[0].id, 'new-owners');
+      } finally {
+        newOwner.kill('SIGKILL');
+      }
+    });
+  });
 });
