@@ -168,12 +168,16 @@ describe('final attack probes', () => {
           { now: last === 'a record' ? ['final'] : [], leftClaims: [] },
           `give-backs: ${JSON.stringify([...outcomes])}`,
         );
-        assert.deepStrictEqual(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')), [], 'no temp file left');
+        assert.deepStrictEqual(
+          fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')),
+          [],
+          'no temp file left',
+        );
       });
     }
   });
 
-  describe("a watchdog sweep for an owner whose pid a new owner now holds", () => {
+  describe('a watchdog sweep for an owner whose pid a new owner now holds', () => {
     it("proves the old owner gone and leaves the new owner's record (and its .current link) alone", async () => {
       const dir = tmpDir();
       const store = new RecordStore(dir);
@@ -184,7 +188,15 @@ describe('final attack probes', () => {
       store.write(live, [tree('new-owners')]);
       const before = fs.readdirSync(dir).sort();
       try {
-        const ran = await runBounded(process.execPath, [CLI, 'sweep', '--owner', `${newOwner.pid}:${startKey - 1}`, '--records', dir, '--json']);
+        const ran = await runBounded(process.execPath, [
+          CLI,
+          'sweep',
+          '--owner',
+          `${newOwner.pid}:${startKey - 1}`,
+          '--records',
+          dir,
+          '--json',
+        ]);
         assert.strictEqual(ran.code, 0, ran.stderr);
         assert.deepStrictEqual(JSON.parse(ran.stdout).trees, [], 'nothing swept');
         assert.deepStrictEqual(fs.readdirSync(dir).sort(), before, 'the folder is as it was');
