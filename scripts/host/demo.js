@@ -58,11 +58,10 @@ async function installVsix({ host, dirs, userDataDir, extensionsDir, vsix, marke
 }
 
 /**
- * Prepares a demo host (the newest): temp folders, packaged and installed extension, workspace. Shared with
- * screenshots.js. Returns { host, dirs, marker, userDataDir, extensionsDir, workspace }.
+ * Prepares a demo host (`host`, default the newest): temp folders, packaged and installed extension, workspace.
+ * Shared with screenshots.js and agentClis.js. Returns { host, dirs, marker, userDataDir, extensionsDir, workspace }.
  */
-async function prepareDemo({ vsix } = {}) {
-  const host = hosts.newestHost();
+async function prepareDemo({ vsix, host = hosts.newestHost() } = {}) {
   hosts.checkInstalled(host);
   await marker.sweepStale(say);
   const vsixPath = vsix ? path.resolve(vsix) : packageExtension();
