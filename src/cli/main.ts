@@ -165,17 +165,22 @@ async function run(args: ParsedArgs & { command: 'run' }, records: string): Prom
   return new Promise<number>((resolve) => {
     let finishing = false;
     const cancels: (() => void)[] = [];
-    const finish = async (code: number, why: string, keep = false) => {
+    /** `ended`: how CMD ended when something else ended it, said after the agent's last output. */
+    const finish = async (code: number, why: string, keep = false, ended?: string) => {
       if (finishing) return;
       finishing = true;
       for (const cancel of cancels) cancel();
+      // The agent's output may stop mid-line: ours starts on a line of its own.
+      const sayEnded = () => ended && process.stderr.write(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
       if (keep) {
         relay?.restore();
+        sayEnded();
         owner.release(id);
       } else {
         const report: KillReport = await owner.kill(id, args.graceMs);
         // After the agent's last output and before ours (raw mode prints no carriage returns).
         if (relay) await relay.drainAndRestore();
+        sayEnded();
         if (why) log.warn(`${why}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived` : ''));
         else if (report.signalled > 0 || report.survivors > 0) {
           log.info(`ended ${report.signalled} processes ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''));
@@ -186,7 +191,9 @@ async function run(args: ParsedArgs & { command: 'run' }, records: string): Prom
     };
     tree.child.on('exit', (code, signal) => {
       const exitCode = code ?? 128 + (signal ? os.constants.signals[signal] ?? 0 : 0);
-      void finish(exitCode, '', args.keepDescendants);
+      // A signal this command did not send (Kill Agent Tree in the view, `agent-trees kill`, kill(1)): say so on
+      // a line of its own, as a shell says "Terminated"; otherwise the prompt lands on the agent's last line.
+      void finish(exitCode, '', args.keepDescendants, signal ? `${args.cmd[0]} was ended by ${signal}` : undefined);
     });
     tree.child.on('error', (e) => {
       process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);

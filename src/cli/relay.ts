@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
-import { clampSize, PtyRoot } from '../proc';
+import { clampSize, PtyRoot, RESTORE_TERMINAL_MODES } from '../proc';
 
 /** The caller's terminal: a tty input that can be put in raw mode, and where output goes. */
 export interface RelayTerminal {
@@ -156,7 +156,13 @@ export class TtyRelay {
     if (this.restored) return;
     this.restored = true;
     for (const off of this.subscriptions.splice(0)) off();
-    const { input } = this.terminal;
+    const { input, output } = this.terminal;
+    try {
+      // What a killed full-screen agent left on (kitty's keyboard protocol makes the shell unusable in VS Code 1.139).
+      output.write(RESTORE_TERMINAL_MODES);
+    } catch {
+      /* the terminal is gone (hangup) */
+    }
     try {
       input.setRawMode?.(this.wasRaw);
     } catch {

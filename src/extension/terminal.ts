@@ -16,17 +16,9 @@
 import * as vscode from 'vscode';
 import { AgentDefinition, showsTerminal } from '../agents/definition';
 import { AgentRun, AgentRuns, LaunchOptions } from '../agents/runs';
-import { FlowStats, TerminalFlow } from '../proc';
+import { FlowStats, RESTORE_TERMINAL_MODES as RESTORE_MODES, TerminalFlow } from '../proc';
 
 const toTerminal = (text: string) => text.replace(/\r?\n/g, '\r\n');
-
-/**
- * Modes a full-screen program may leave on when it is killed: back to the normal screen (without moving the
- * cursor), cursor shown, mouse reporting, focus events and bracketed paste off, normal cursor keys and keypad,
- * autowrap on, default colours.
- */
-const RESTORE_MODES =
-  '\x1b[?1047l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b[?1l\x1b>\x1b[?7h\x1b[0m';
 
 /** How long a launch waits for its terminal to open (and report its size) before starting the agent anyway. */
 const OPEN_WAIT_MS = 3000;

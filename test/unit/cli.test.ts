@@ -52,6 +52,24 @@ describe('agent-trees run', () => {
     });
   }
 
+  it('says so when CMD was ended by a signal it did not send (a kill from the view), on a line of its own', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pid');
+    const run = startCli(['run', '--records', records, '--grace', '1', '--', 'sh', '-c', `echo $$ > ${pidfile}; printf 'mid-line'; exec sleep 60`]);
+    const pid = Number(await waitFor('the pid of CMD', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+    register(pid);
+    process.kill(pid, 'SIGTERM');
+    const r = await run.done;
+    assert.strictEqual(r.code, 143);
+    assert.strictEqual(r.stdout, 'mid-line');
+    assert.match(r.stderr, /^agent-trees: sh was ended by SIGTERM$/m);
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+    // Its own timeout is not such a signal: only the timeout's line.
+    const t = await runCli(['run', '--records', records, '--timeout', '0.5', '--', 'sleep', '60']);
+    assert.strictEqual(t.code, 124);
+    assert.doesNotMatch(t.stderr, /was ended by/);
+  });
+
   it('kills the tree when its own parent dies', async () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');

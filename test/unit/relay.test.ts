@@ -5,6 +5,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { aliveOf, CLI, fixturePids, FIXTURE, register, tmpDir, waitAllDead, waitFor } from './helpers';
 import { runCli } from './cliHelpers';
+import { RESTORE_TERMINAL_MODES } from '../../src/proc';
 import { events, OuterTerminal, probeEvent, PROBE, PYTHON, reportFile } from './ptyHelpers';
 
 /** A shell line in the outer terminal: `run` on the probe, then its exit code and the terminal's mode. */
@@ -13,6 +14,7 @@ function inTerminal(runArgs: string, size = { cols: 100, rows: 30 }, cli = CLI):
   return new OuterTerminal('/bin/sh', ['-c', line], size);
 }
 
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const modeAfter = (t: OuterTerminal) => t.output.slice(t.output.lastIndexOf('exit='));
 
 describe('agent-trees run in a terminal', function () {
@@ -87,13 +89,35 @@ describe('agent-trees run in a terminal', function () {
       assert.match(modeAfter(t), / icanon .* echo /);
       assert.match(
         t.output,
-        /(^|\r\n)agent-trees: warning: (timed out after 1 s|terminated): ended \d+ processes\r\n/,
+        // At the start of a line, or right after the modes the relay restored (the agent left the cursor there).
+        new RegExp(`(^|\r\n|${escapeRegExp(RESTORE_TERMINAL_MODES)})agent-trees: warning: (timed out after 1 s|terminated): ended \\d+ processes\r\n`),
         'printed after the terminal was restored',
       );
       assert.deepStrictEqual(await waitAllDead(pids.all), []);
       assert.deepStrictEqual(fs.readdirSync(records), []);
     });
   }
+
+  it('an agent killed from outside (the view) leaves no keyboard protocol or hidden cursor on, and run says how it ended', async () => {
+    const records = tmpDir();
+    const dir = tmpDir();
+    const pidfile = path.join(dir, 'pid');
+    // A full-screen agent's set-up (kitty's keyboard protocol, cursor hidden), then killed before it can undo it.
+    const agent = path.join(dir, 'agent.sh');
+    fs.writeFileSync(agent, `printf '\\033[>1u\\033[?25lagent up'; echo $$ > ${pidfile}; exec sleep 60\n`);
+    const t = inTerminal(`--grace 0.3 --records "${records}" -- sh ${agent}`);
+    const pid = Number(await waitFor('the agent', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+    register(pid);
+    await t.waitOutput(/agent up/, "the agent's set-up");
+    process.kill(pid, 'SIGKILL');
+    await t.waitOutput(/done/, 'the shell line to finish');
+    const after = t.output.slice(t.output.indexOf('agent up'));
+    assert.ok(after.includes(RESTORE_TERMINAL_MODES), `modes restored after the agent's output: ${JSON.stringify(after.slice(0, 200))}`);
+    assert.ok(RESTORE_TERMINAL_MODES.includes('\x1b[<99u') && RESTORE_TERMINAL_MODES.includes('\x1b[?25h'));
+    assert.match(after, /\r\nagent-trees: sh was ended by SIGKILL\r\n/);
+    assert.match(modeAfter(t), /exit=137/);
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
 
   it('as a background job (run ... &) leaves the terminal alone and passes it on, as before', async () => {
     const records = tmpDir();
