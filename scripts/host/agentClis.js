@@ -273,7 +273,7 @@ async function tryShellTerminal(page, bin, how, { clis, home }) {
         await expandView(page);
         const rows = await viewRowsWithLevels(page);
         if (how === 'run') return rows.find((x) => x.text.includes('agent-trees run') && x.text.includes(bin));
-        const t = rows.findIndex((x) => /shell \d+/.test(x.text));
+        const t = rows.findLastIndex((x) => /shell \d+/.test(x.text));
         return t >= 0 && rows.slice(t + 1).find((x) => x.level > rows[t].level && x.text.includes(bin));
       },
       20000,
@@ -287,7 +287,8 @@ async function tryShellTerminal(page, bin, how, { clis, home }) {
     if (how === 'run') {
       await clickInlineAction(page, rowsLocator.filter({ hasText: 'agent-trees run' }).filter({ hasText: bin }).first(), 'Kill Agent Tree');
     } else {
-      await clickInlineAction(page, rowsLocator.filter({ hasText: /shell \d+/ }).first(), 'End Everything Under This Terminal');
+      // The newest terminal's row (the last): an earlier one may still be listed.
+      await clickInlineAction(page, rowsLocator.filter({ hasText: /shell \d+/ }).last(), 'End Everything Under This Terminal');
     }
     const toast = page.locator('.notifications-toasts .notification-toast', { hasText: ': ended' });
     r.notification = await toast
