@@ -3,7 +3,7 @@
  * the second, so a start key is whole seconds: a pid reused within the same second cannot be told apart.
  */
 import { execFileSync } from 'child_process';
-import { childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processInfo';
+import { listedSnapshot, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processInfo';
 
 export const MAC_PS_ARGS = ['-axww', '-o', 'pid=,ppid=,pgid=,sess=,state=,uid=,rss=,time=,lstart=,command='];
 
@@ -65,16 +65,8 @@ export class MacProcessTable implements ProcessTable {
   snapshot(): Snapshot {
     const takenAt = Date.now();
     const processes = parseMacPs(this.exec('/bin/ps', MAC_PS_ARGS));
-    let childMap: Map<number, ProcessInfo[]> | undefined;
-    return {
-      takenAt,
-      processes,
-      startPrecision: this.startPrecision,
-      commandLine: (pid) => processes.get(pid)?.command ?? '',
-      // macOS shows another process's environment only through `ps -E`, and only partly: no tag tier there.
-      tagged: () => new Map(),
-      children: () => (childMap ??= childrenOf(processes)),
-    };
+    // macOS shows another process's environment only through `ps -E`, and only partly: no tag tier there.
+    return listedSnapshot(processes, this.startPrecision, takenAt);
   }
 
   read(pid: number): ProcessInfo | undefined {

@@ -115,3 +115,19 @@ export function childrenOf(processes: Map<number, ProcessInfo>): Map<number, Pro
   }
   return map;
 }
+
+/**
+ * A snapshot of a listing that already holds every command line and reads no environments (macOS, Windows):
+ * no tag tier, since neither platform shows another process's initial environment in full.
+ */
+export function listedSnapshot(processes: Map<number, ProcessInfo>, startPrecision: StartPrecision, takenAt: number): Snapshot {
+  let childMap: Map<number, ProcessInfo[]> | undefined;
+  return {
+    takenAt,
+    processes,
+    startPrecision,
+    commandLine: (pid) => processes.get(pid)?.command ?? '',
+    tagged: () => new Map(),
+    children: () => (childMap ??= childrenOf(processes)),
+  };
+}

@@ -3,7 +3,7 @@
  * memory. It has no start times, so a pid proves nothing on its own here (see `StartPrecision`); and no groups
  * or sessions: each pid is its own.
  */
-import { childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processInfo';
+import { listedSnapshot, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processInfo';
 
 export interface PsListEntry {
   pid: number;
@@ -48,16 +48,7 @@ export class WindowsProcessTable implements ProcessTable {
   }
 
   snapshot(): Snapshot {
-    const processes = new Map(this.last);
-    let childMap: Map<number, ProcessInfo[]> | undefined;
-    return {
-      takenAt: Date.now(),
-      processes,
-      startPrecision: this.startPrecision,
-      commandLine: (pid) => processes.get(pid)?.command ?? '',
-      tagged: () => new Map(),
-      children: () => (childMap ??= childrenOf(processes)),
-    };
+    return listedSnapshot(new Map(this.last), this.startPrecision, Date.now());
   }
 
   read(pid: number): ProcessInfo | undefined {
