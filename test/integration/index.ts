@@ -213,20 +213,12 @@ export async function run(): Promise<void> {
   const harnessFailed = carried.harnessFailed + here.harnessFailed;
   const failures = [...carried.failures, ...here.failures];
   const failed = productFailed + harnessFailed;
+  /** What the result file says of this phase so far, whether it goes on in the next host or ends here. */
+  const counts = { passed, failed: productFailed, pending, harnessPassed, harnessFailed, failures };
 
   const next = failed === 0 ? continueRequest() : undefined;
   if (next && resultFile) {
-    writeAtomically(resultFile, {
-      state: 'continuing',
-      ...base,
-      passed,
-      failed: productFailed,
-      pending,
-      harnessPassed,
-      harnessFailed,
-      failures,
-      how: next,
-    });
+    writeAtomically(resultFile, { state: 'continuing', ...base, ...counts, how: next });
     untee();
     if (next === 'reload') {
       log(`[suite] counts written; reloading the window to continue in the next host (this one, ${process.pid}, shuts down)`);
@@ -242,12 +234,7 @@ export async function run(): Promise<void> {
     writeAtomically(resultFile, {
       state: 'done',
       ...base,
-      passed,
-      failed: productFailed,
-      pending,
-      harnessPassed,
-      harnessFailed,
-      failures,
+      ...counts,
       hostKillRequested: isHostKillRequested(),
       reloadRequested: isReloadRequested() && failed === 0,
       endedAt: new Date().toISOString(),
