@@ -9,28 +9,13 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import { log, processes, waitFor } from './harness';
-import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile, REPO } from './fixtures';
+import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile } from './fixtures';
+import { events, ProbeEvent, PROBE, PYTHON } from '../support/ttyProbe';
 
-const PROBE = path.join(REPO, 'test', 'fixtures', 'ttyprobe.py');
-const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const config = () => vscode.workspace.getConfiguration('agentTrees');
-
-interface ProbeEvent {
-  event: string;
-  [k: string]: unknown;
-}
 
 function reportFile(): string {
   return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-tty-')), 'report');
-}
-
-function events(file: string): ProbeEvent[] {
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as ProbeEvent);
 }
 
 async function event(file: string, match: (e: ProbeEvent) => boolean, what: string, timeoutMs = 10_000): Promise<ProbeEvent> {

@@ -5,27 +5,14 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
+import { events, ProbeEvent } from '../support/ttyProbe';
 import { REPO, register, tmpDir, waitFor } from './helpers';
 
-export const PROBE = path.join(REPO, 'test', 'fixtures', 'ttyprobe.py');
-export const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
-
-export interface ProbeEvent {
-  event: string;
-  [k: string]: unknown;
-}
+export { events, PROBE, PYTHON } from '../support/ttyProbe';
+export type { ProbeEvent } from '../support/ttyProbe';
 
 export function reportFile(): string {
   return path.join(tmpDir('agent-trees-tty-'), 'report');
-}
-
-export function events(file: string): ProbeEvent[] {
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as ProbeEvent);
 }
 
 export function probeEvent(file: string, match: (e: ProbeEvent) => boolean, what: string, timeoutMs = 10_000): Promise<ProbeEvent> {
