@@ -36,6 +36,17 @@ export async function api(): Promise<AgentTreesApi> {
   return vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!.activate();
 }
 
+/**
+ * Gives the calling suite a 1 s kill grace (its fixtures ignore SIGTERM: each kill waits out the grace) and puts the
+ * default back when the suite ends. Call it inside `describe`, where its hooks are to run among the suite's own.
+ */
+export function shortKillGrace(): void {
+  const setGrace = (seconds: number | undefined) =>
+    vscode.workspace.getConfiguration('agentTrees').update('killGraceSeconds', seconds, vscode.ConfigurationTarget.Global);
+  before(() => setGrace(1));
+  after(() => setGrace(undefined));
+}
+
 /** What a phase leaves for the next one to check: this host, its record file, and its processes. */
 export interface HostHandover {
   hostPid: number;

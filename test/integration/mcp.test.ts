@@ -10,7 +10,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi, ApiRow } from '../../src/extension/api';
 import { EXTENSION_ID, log, processes, waitFor } from './harness';
-import { api, pidFile, REPO } from './fixtures';
+import { api, pidFile, REPO, shortKillGrace } from './fixtures';
 
 const MCP_FIXTURE = path.join(REPO, 'test', 'fixtures', 'mcp-server.js');
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -139,11 +139,8 @@ describe('MCP: the wrapper command', function () {
   let trees: AgentTreesApi;
   before(async () => {
     trees = await api();
-    await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
   });
-  after(async () => {
-    await config().update('killGraceSeconds', undefined, vscode.ConfigurationTarget.Global);
-  });
+  shortKillGrace();
 
   it(`provides the MCP servers of agentTrees.agents only where VS Code can take them (${vscode.version}: ${providerApi ? 'yes' : 'no'})`, () => {
     assert.strictEqual(trees.mcp().providing, providerApi);

@@ -9,10 +9,8 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import { log, processes, waitFor } from './harness';
-import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile } from './fixtures';
+import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile, shortKillGrace } from './fixtures';
 import { events, ProbeEvent, PROBE, PYTHON } from '../support/ttyProbe';
-
-const config = () => vscode.workspace.getConfiguration('agentTrees');
 
 function reportFile(): string {
   return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-tty-')), 'report');
@@ -42,12 +40,8 @@ describe('Agent Trees: agents on a terminal of their own', function () {
 
   before(async () => {
     trees = await api();
-    await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
   });
-
-  after(async () => {
-    await config().update('killGraceSeconds', undefined, vscode.ConfigurationTarget.Global);
-  });
+  shortKillGrace();
 
   it("sees a tty on 0, 1 and 2, leads the foreground group, gets the real size and VS Code's TERM", async () => {
     const file = reportFile();

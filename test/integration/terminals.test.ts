@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as vscode from 'vscode';
 import type { AgentTreesApi, ApiRow } from '../../src/extension/api';
 import { processes, waitFor } from './harness';
-import { api, fixturePids, pidFile } from './fixtures';
+import { api, fixturePids, pidFile, shortKillGrace } from './fixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
 
@@ -103,8 +103,8 @@ describe("Agent Trees: the window's terminals", function () {
 
   before(async () => {
     trees = await api();
-    await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
   });
+  shortKillGrace();
 
   beforeEach(() => {
     started = new Started();
@@ -115,7 +115,6 @@ describe("Agent Trees: the window's terminals", function () {
   });
 
   after(async () => {
-    await config().update('killGraceSeconds', undefined, vscode.ConfigurationTarget.Global);
     await config().update('terminals.onClose', undefined, vscode.ConfigurationTarget.Global);
   });
 
