@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
-import { ProcessIdentity, TreeMembersSource, TreeOwner, WATCHDOG_GRACE_MS, WindowLease, windowKey } from '../proc';
+import { ProcessIdentity, processCount, TreeMembersSource, TreeOwner, WATCHDOG_GRACE_MS, WindowLease, windowKey } from '../proc';
 import { AgentTreesApi, createApi } from './api';
 import { registerCommands } from './commands';
 import { ContextKeys } from './contextKeys';
@@ -221,7 +221,7 @@ export class AgentTreesController implements vscode.Disposable {
     this.runs.dispose();
     const reports = await this.owner.dispose(SHUTDOWN_GRACE_MS);
     const ended = reports.reduce((n, r) => n + r.signalled, 0);
-    if (ended > 0) this.log.info(`shutdown: ended ${ended} processes of ${reports.length} tree(s)`);
+    if (ended > 0) this.log.info(`shutdown: ended ${processCount(ended)} of ${reports.length} tree(s)`);
   }
 
   /** This host's window is gone and a newer host of it runs: its trees end here, as at deactivation. */
@@ -231,7 +231,7 @@ export class AgentTreesController implements vscode.Disposable {
     // The window is gone, as for a dead owner's watchdog: the same short grace.
     const graceS = Math.min(this.settings.killGraceSeconds * 1000, WATCHDOG_GRACE_MS) / 1000;
     const reports = await Promise.all(trees.map((t) => this.runs.kill(t.record.id, 'killed', graceS)));
-    this.log.info(`handed over: ended ${reports.reduce((n, r) => n + r.signalled, 0)} processes`);
+    this.log.info(`handed over: ended ${processCount(reports.reduce((n, r) => n + r.signalled, 0))}`);
   }
 
   dispose(): void {

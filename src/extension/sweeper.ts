@@ -37,7 +37,11 @@ export class Sweeper implements vscode.Disposable {
         this.log.info(`sweep (${reason}): ${result.trees.length} orphaned tree(s), ${result.killed} process(es) ended, ` +
           `${result.liveOwners} live owner(s) skipped${result.problems.length ? `, ${result.problems.length} bad record file(s)` : ''}`);
         if (result.killed > 0 && !this.disposed) {
-          void vscode.window.showInformationMessage(vscode.l10n.t('Agent Trees ended {0} orphaned processes left by a previous window', result.killed));
+          void vscode.window.showInformationMessage(
+            result.killed === 1
+              ? vscode.l10n.t('Agent Trees ended 1 orphaned process left by a previous window')
+              : vscode.l10n.t('Agent Trees ended {0} orphaned processes left by a previous window', result.killed),
+          );
         }
         for (const p of result.problems) {
           void vscode.window.showWarningMessage(vscode.l10n.t('Agent Trees: record {0} could not be read ({1})', p.file, p.problem));

@@ -138,7 +138,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
           deadline: r.deadline,
           exitCode: r.exitCode,
           exitSignal: r.exitSignal,
-          endingText: r.endingText(),
+          endingText: r.endingText(vscode.l10n),
           command: [r.definition.command, ...(r.definition.args ?? [])],
           rootPid: r.tree.record.rootPid,
           pgid: r.tree.record.pgid,

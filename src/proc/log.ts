@@ -7,6 +7,11 @@ export interface Logger {
   error(message: string): void;
 }
 
+/** "1 process", "2 processes": for the log and the command line, which are not translated. */
+export function processCount(n: number): string {
+  return n === 1 ? '1 process' : `${n} processes`;
+}
+
 export const silentLogger: Logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 /** A logger that writes `[level] message` lines to stderr, for the command line. */

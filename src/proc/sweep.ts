@@ -23,7 +23,7 @@ import { Core, processCore } from './core';
 import { isRecordedRoot, ownerState, PresenceProbe, sameProcess } from './identity';
 import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
 import { KillOptions, KillReport } from './killTarget';
-import { Logger, silentLogger } from './log';
+import { Logger, processCount, silentLogger } from './log';
 import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './processTable';
@@ -251,7 +251,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     for (const file of store.removeStaleTempFiles(gone, clock)) log.info(`removed ${file}, left by a writer that is gone`);
   }
   if (result.killed > 0)
-    log.info(`sweep: ended ${result.killed} orphaned processes in ${result.trees.filter((t) => t.killed > 0).length} tree(s)`);
+    log.info(`sweep: ended ${processCount(result.killed)} of orphaned trees (${result.trees.filter((t) => t.killed > 0).length} tree(s))`);
   return result;
 }
 
@@ -300,7 +300,7 @@ async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, 
     log,
   });
   log.info(
-    `tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${report.signalled} processes` +
+    `tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${processCount(report.signalled)}` +
       (report.survivors ? `, ${report.survivors} survived` : ''),
   );
   return {

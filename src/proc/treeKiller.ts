@@ -7,7 +7,7 @@ import { EventEmitter } from 'events';
 import { CgroupControl } from './cgroup';
 import { SignalGuard } from './guard';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
-import { Logger, silentLogger } from './log';
+import { Logger, processCount, silentLogger } from './log';
 import { Membership, TreeIdentity } from './members';
 import { interruptGroup, PosixTreeKill } from './posixKill';
 import { ProcessTable, Snapshot } from './processTable';
@@ -129,7 +129,7 @@ function describe(target: KillTarget): string {
 
 function logReport(log: Logger, what: string, report: KillReport, ms: number): void {
   log.info(
-    `${what}: ended ${report.signalled} processes in ${ms} ms` +
+    `${what}: ended ${processCount(report.signalled)} in ${ms} ms` +
       (report.escalated ? ' (SIGKILL needed)' : '') +
       (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
   );

@@ -213,7 +213,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     }
     assert.strictEqual(vscode.window.terminals.filter((t) => t.name === 'Agent: tty-again').length, 1);
     assert.strictEqual(trees.terminalCount(), before + 1);
-    assert.strictEqual(trees.terminalState(ids[3])!.ending, 'killed: ended 1 processes');
+    assert.strictEqual(trees.terminalState(ids[3])!.ending, 'killed: ended 1 process');
   });
 
   it('does not pile up terminals: a forgotten run takes its terminal along', async function () {
