@@ -140,7 +140,7 @@ function readWhole(path: string): Buffer | undefined {
  * A command line read before its process was this old (ms) is read again when next asked for: an exec keeps the
  * pid and the start time, and launchers exec right after they start (the cgroup launcher's `sh -c`, `env`, `nice`).
  */
-const COMMAND_SETTLES_MS = 2000;
+export const COMMAND_SETTLES_MS = 2000;
 
 interface CacheEntry {
   startKey: number;

@@ -11,6 +11,7 @@ import { spawn } from 'child_process';
 import {
   CensusOptions,
   canTrack,
+  COMMAND_SETTLES_MS,
   LinuxProcessTable,
   MemberInfo,
   membersOfTrees,
@@ -282,6 +283,7 @@ describe('member tracking: what a refresh reads', function () {
     let crowd: ReturnType<typeof spawn> | undefined;
     try {
       await waitFor('five members', () => owner.members(id).length === 5);
+      await sleep(COMMAND_SETTLES_MS); // a younger process's command line is read again at each refresh (it may exec)
       refresh([queryOf(owner, id)]); // full scan; command lines and environments read once
       clock.now += 1000;
       refresh([queryOf(owner, id)]);
