@@ -319,7 +319,7 @@ async function main() {
     await pick(page, 'demo-agent');
     // The MCP server ignores SIGTERM: the kill takes the grace period (5 s), then SIGKILL.
     await page
-      .locator('.notifications-toasts .notification-toast', { hasText: 'demo-agent: ended' })
+      .locator('.notifications-toasts .notification-toast', { hasText: 'demo-agent: killed: ended' })
       .waitFor({ state: 'visible', timeout: 30000 });
     await waitUntil(
       'the view to show demo-agent killed',

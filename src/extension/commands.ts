@@ -5,7 +5,7 @@
  */
 import * as vscode from 'vscode';
 import { AgentDefinition } from '../agents/definition';
-import { AgentRuns } from '../agents/runs';
+import { AgentRun, AgentRuns } from '../agents/runs';
 import { KillReport, SweepResult, TreeMembersSource, TreeOwner } from '../proc';
 import { Launcher } from './launcher';
 import { McpServers, McpWrapper } from './mcp';
@@ -47,8 +47,8 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const register = (id: string, fn: (...args: any[]) => unknown) => disposables.push(vscode.commands.registerCommand(id, fn));
   /** Tells the user what a kill ended, refreshes the view, and returns the counts. */
-  const killed = (name: string, report: KillReport): KillResult => {
-    announceKill(name, report);
+  const killed = (name: string, report: KillReport, run?: AgentRun): KillResult => {
+    announceKill(name, report, run);
     void provider.refresh();
     return { signalled: report.signalled, survivors: report.survivors };
   };
@@ -84,7 +84,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     } else {
       report = await windowTerminals.endEverything(target.shellKey!);
     }
-    return killed(target.name, report);
+    return killed(target.name, report, target.run);
   });
   register('agentTrees.endTerminal', async (arg?: string | Row) => {
     const shellKey = typeof arg === 'string' ? arg : arg?.target.kind === 'terminal' ? arg.target.shellKey : undefined;
@@ -148,17 +148,23 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     if (!run) return;
     const action = await picks.deadlineAction(run);
     if (!action) return;
-    if ('kill' in action) announceKill(run.name, await runs.kill(run.id, 'killed'));
+    if ('kill' in action) announceKill(run.name, await runs.kill(run.id, 'killed'), run);
     else runs.extend(run.id, action.extendSeconds);
   });
   return disposables;
 }
 
-function announceKill(name: string, report: KillReport): void {
+/** The notification of a kill: for a run, the line its terminal and the log end with. */
+function announceKill(name: string, report: KillReport, run?: AgentRun): void {
+  const ended = run
+    ? run.endingText(vscode.l10n)
+    : report.signalled === 1
+      ? vscode.l10n.t('ended 1 process')
+      : vscode.l10n.t('ended {0} processes', report.signalled);
   const message =
     report.survivors > 0
-      ? vscode.l10n.t('{0}: ended {1} processes; {2} could not be ended (see the log)', name, report.signalled, report.survivors)
-      : vscode.l10n.t('{0}: ended {1} processes', name, report.signalled);
+      ? vscode.l10n.t('{0}: {1}; {2} could not be ended (see the log)', name, ended, report.survivors)
+      : vscode.l10n.t('{0}: {1}', name, ended);
   if (report.survivors > 0) void vscode.window.showWarningMessage(message);
   else void vscode.window.showInformationMessage(message);
 }
