@@ -4,9 +4,23 @@
  * `sweepIntervalMinutes`. A failing sweep is logged and the next one still runs.
  */
 import * as vscode from 'vscode';
-import { CgroupMode, localSweepParts, Logger, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
+import { CgroupMode, localSweepParts, Logger, processCount, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
 
 const RECHECK_LIVE_OWNERS_MS = 6000;
+
+/** What a sweep found, in a user's words: the trees of stopped owners and what was ended, what was left alone. */
+function sweepSummary(result: SweepResult): string {
+  const n = result.trees.length;
+  const found =
+    n === 0
+      ? 'no agent tree left by a stopped window or agent-trees run'
+      : `${n === 1 ? '1 agent tree' : `${n} agent trees`} left by a stopped window or agent-trees run ` +
+        `(${result.trees.map((t) => t.label).join(', ')}): ended ${processCount(result.killed)}`;
+  const cgroups = result.cgroupsRemoved.length ? `; removed ${result.cgroupsRemoved.length} empty cgroup(s) of such trees` : '';
+  const live = result.liveOwners ? `; left alone the trees of ${result.liveOwners} window(s) or run(s) still running` : '';
+  const bad = result.problems.length ? `; ${result.problems.length} record file(s) could not be read` : '';
+  return found + cgroups + live + bad;
+}
 
 export class Sweeper implements vscode.Disposable {
   private interval: NodeJS.Timeout | undefined;
@@ -34,8 +48,7 @@ export class Sweeper implements vscode.Disposable {
           cgroups: this.cgroups(),
           log: this.log,
         });
-        this.log.info(`sweep (${reason}): ${result.trees.length} orphaned tree(s), ${result.killed} process(es) ended, ` +
-          `${result.liveOwners} live owner(s) skipped${result.problems.length ? `, ${result.problems.length} bad record file(s)` : ''}`);
+        this.log.info(`sweep (${reason}): ${sweepSummary(result)}`);
         if (result.killed > 0 && !this.disposed) {
           void vscode.window.showInformationMessage(
             result.killed === 1

@@ -23,7 +23,7 @@ import { Core, processCore } from './core';
 import { isRecordedRoot, ownerState, PresenceProbe, sameProcess } from './identity';
 import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
 import { KillOptions, KillReport } from './killTarget';
-import { Logger, processCount, silentLogger } from './log';
+import { localTime, Logger, processCount, silentLogger } from './log';
 import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './processTable';
@@ -163,7 +163,7 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
     if (v.act === 'sweep' || v.act === 'clean-up') {
       activeClaims.add(file);
       claimed.push({ file, record, cleanUpOnly: v.act === 'clean-up' });
-      log.info(`${v.why}: sweeping its ${record.trees.length} tree(s)${v.act === 'clean-up' ? ' (record only)' : ''}`);
+      log.info(foundMessage(record, v));
       return;
     }
     leave(store.fileOf(record.owner.pid), v, record);
@@ -244,16 +244,39 @@ export async function sweepOrphans(store: RecordStore, options: SweepOptions): P
   if (!options.onlyOwner) {
     const location = options.cgroups === 'off' ? undefined : (options.cgroupParts ?? processCore()).cgroupProber.location();
     if (location) {
-      result.cgroupsRemoved = removeUnnamedEmptyCgroups(location, namedCgroups);
-      for (const dir of result.cgroupsRemoved) log.info(`removed empty cgroup ${dir} left by a killed owner`);
+      result.cgroupsRemoved = removeUnnamedEmptyCgroups(location, namedCgroups, Date.now(), log);
     }
     const gone = (writer: OwnerInfo) => ['dead', 'replaced', 'earlier-boot'].includes(ownerState(table, writer, clock));
-    for (const file of store.removeStaleTempFiles(gone, clock)) log.info(`removed ${file}, left by a writer that is gone`);
+    for (const file of store.removeStaleTempFiles(gone, clock)) log.info(`removed ${file}: a record left half-written by a process that is gone`);
   }
-  if (result.killed > 0)
-    log.info(`sweep: ended ${processCount(result.killed)} of orphaned trees (${result.trees.filter((t) => t.killed > 0).length} tree(s))`);
+  if (result.killed > 0) {
+    const trees = result.trees.filter((t) => t.killed > 0).length;
+    log.info(`sweep: ended ${processCount(result.killed)} that ${trees === 1 ? '1 agent tree' : `${trees} agent trees`} of stopped owners left running`);
+  }
   return result;
 }
+
+/** "agent tree "demo-agent"", "2 agent trees (demo-agent, demo-mcp)". */
+function treesNamed(trees: TreeRecord[]): string {
+  if (trees.length === 1) return `agent tree "${trees[0].label}"`;
+  return `${trees.length} agent trees${trees.length ? ` (${trees.map((t) => t.label).join(', ')})` : ''}`;
+}
+
+/** What a sweep found in a record it is about to act on, and where it came from, in a user's words. */
+function foundMessage(record: OwnerRecord, v: Verdict & { act: 'sweep' | 'clean-up' }): string {
+  const owner = `process ${record.owner.pid} (started ${localTime(record.owner.startTime)})`;
+  if (v.act === 'clean-up') {
+    return `found ${treesNamed(record.trees)} recorded by ${owner} before this machine last started: nothing of it can run now; removing the record`;
+  }
+  const replaced = v.state === 'replaced' ? ' (its pid now belongs to another process)' : '';
+  return (
+    `found ${treesNamed(record.trees)} started by ${owner}, which was stopped${replaced} before it could end ` +
+    `${record.trees.length === 1 ? 'it' : 'them'} (an editor window closed or crashed, or agent-trees run killed): ending what is left`
+  );
+}
+
+/** How a tree of a stopped owner is named in the sweep's messages. */
+const treeOfStopped = (record: OwnerRecord, tree: TreeRecord) => `"${tree.label}" (tree ${tree.id}) of stopped process ${record.owner.pid}`;
 
 function base(record: OwnerRecord, tree: TreeRecord) {
   return { ownerPid: record.owner.pid, treeId: tree.id, label: tree.label, rootPid: tree.rootPid };
@@ -273,13 +296,13 @@ function protectedRoot(tree: TreeRecord, snap: Snapshot, guard: SweepGuard): str
 async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, options: SweepOptions, log: Logger): Promise<SweptTree> {
   if (!provesIdentity(snap.startPrecision)) {
     const note = `not swept: this platform's process table has no start times, so no process of another owner's tree can be proven`;
-    log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
+    log.warn(`${treeOfStopped(record, tree)}: ${note}`);
     return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
   }
   const rootRefusal = protectedRoot(tree, snap, options.guard);
   if (rootRefusal) {
     const note = `not swept: its recorded root is alive and protected (${rootRefusal}); nothing of it is signalled`;
-    log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
+    log.warn(`${treeOfStopped(record, tree)}: ${note}`);
     return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
   }
   const parts = options.cgroupParts ?? processCore();
@@ -291,6 +314,7 @@ async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, 
   if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
   if (membership.members.length === 0) {
     if (verified && tree.cgroup) parts.cgroups.remove(tree.cgroup);
+    log.info(`${treeOfStopped(record, tree)}: nothing of it runs any more`);
     return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
   }
   const report = await options.killer.kill(tree, {
@@ -300,8 +324,8 @@ async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, 
     log,
   });
   log.info(
-    `tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${processCount(report.signalled)}` +
-      (report.survivors ? `, ${report.survivors} survived` : ''),
+    `${treeOfStopped(record, tree)}: ended ${processCount(report.signalled)} it left running` +
+      (report.survivors ? `; ${report.survivors} could not be ended` : ''),
   );
   return {
     ...base(record, tree),
