@@ -1,7 +1,7 @@
 // The Process Trees view as the workbench renders it, read from the page's DOM (workbenchPage.ts), and shown or
 // hidden as a user does: a click on the Agent Trees icon, or on the Explorer's. Nothing here goes through the
 // extension's API: what these return is what is on the screen.
-import { click, evaluate } from './workbenchPage';
+import { click, evaluate, PageElement } from './workbenchPage';
 
 /** A row of the view on the screen. */
 export interface RenderedRow {
@@ -19,15 +19,6 @@ const VIEW_NAME = 'Process Trees';
 const AGENT_TREES_ICON = '.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]';
 const EXPLORER_ICON = '.part.activitybar .action-item a.action-label[aria-label^="Explorer"]';
 
-/** The little of the DOM the page function uses (the suite compiles without the DOM's types). */
-interface PageElement {
-  getAttribute(name: string): string | null;
-  querySelector(selector: string): PageElement | null;
-  querySelectorAll(selector: string): ArrayLike<PageElement>;
-  closest(selector: string): PageElement | null;
-  getClientRects(): ArrayLike<unknown>;
-  readonly textContent: string | null;
-}
 declare const document: PageElement;
 
 /** Runs in the page: the view's tree (by its aria-label), its rendered rows in order, and the pane's welcome text. */

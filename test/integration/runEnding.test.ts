@@ -8,14 +8,8 @@ import type { AgentTreesApi } from '../../src/extension/api';
 import { api } from './fixtures';
 import { waitFor } from './harness';
 import { until } from './renderedView';
-import { evaluate, hasPage } from './workbenchPage';
+import { evaluate, hasPage, PageElement } from './workbenchPage';
 
-/** The little of the DOM the page function uses (the suite compiles without the DOM's types). */
-interface PageElement {
-  querySelectorAll(selector: string): ArrayLike<PageElement>;
-  getClientRects(): ArrayLike<unknown>;
-  readonly textContent: string | null;
-}
 declare const document: PageElement;
 
 /** Runs in the page: the messages of the notification toasts on the screen. */

@@ -6,6 +6,19 @@ import * as http from 'http';
 
 export const PAGE_VAR = 'AGENT_TREES_TEST_PAGE';
 
+/**
+ * The little of the DOM that page functions here use. The suite compiles without the DOM's types: a file with page
+ * functions declares `declare const document: PageElement;` for them.
+ */
+export interface PageElement {
+  getAttribute(name: string): string | null;
+  querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): ArrayLike<PageElement>;
+  closest(selector: string): PageElement | null;
+  getClientRects(): ArrayLike<unknown>;
+  readonly textContent: string | null;
+}
+
 /** Whether the runner serves the workbench's page to this suite. */
 export function hasPage(): boolean {
   return !!process.env[PAGE_VAR];

@@ -2,10 +2,9 @@
 // workbench's page through the runner (workbenchPage.ts): a function runs in the page with its argument, and what
 // fails there fails here, saying what.
 import * as assert from 'assert';
-import { click, evaluate, hasPage } from '../workbenchPage';
+import { click, evaluate, hasPage, PageElement } from '../workbenchPage';
 
-/** The little of the DOM the page functions use (the suite compiles without the DOM's types). */
-declare const document: { querySelector(selector: string): unknown; title: string };
+declare const document: PageElement & { readonly title: string };
 
 describe('harness: the workbench page, from the suite', function () {
   before(function () {
