@@ -16,6 +16,13 @@ const OPERATIONS = {
   evaluate: (page, { fn, arg }) => page.evaluate(new Function('arg', `return (${fn})(arg);`), arg),
   /** Clicks the first element `selector` matches, with the mouse, once it is visible. */
   click: (page, { selector, timeoutMs = 10000 }) => page.locator(selector).first().click({ timeout: timeoutMs }),
+  /** Turns the mouse wheel by `deltaY` pixels over the middle of the first element `selector` matches (a scroll). */
+  wheel: async (page, { selector, deltaY }) => {
+    const box = await page.locator(selector).first().boundingBox({ timeout: 10000 });
+    if (!box) throw new Error(`${selector} is not on the screen`);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.wheel(0, deltaY);
+  },
   /** Presses a key (or a chord such as "Control+P") on the keyboard. */
   press: (page, { key }) => page.keyboard.press(key),
   /** Saves a picture of the page to `file` (for a failing test's report). */

@@ -1,10 +1,12 @@
-// The Process Trees view as the workbench renders it, read from the page's DOM (workbenchPage.ts), and shown or
-// hidden as a user does: a click on the Agent Trees icon, or on the Explorer's. Nothing here goes through the
-// extension's API: what these return is what is on the screen.
-import { click, evaluate, PageElement } from './workbenchPage';
+// The Process Trees view as the workbench renders it, read from the page's DOM (workbenchPage.ts), shown or hidden
+// as a user does (a click on the Agent Trees icon, or on the Explorer's) and scrolled with the mouse wheel. Nothing
+// here goes through the extension's API: what these return is what is on the screen.
+import { click, evaluate, PageElement, wheel } from './workbenchPage';
 
 /** A row of the view on the screen. */
 export interface RenderedRow {
+  /** Its place in the view's whole list (the list renders only the rows in sight). */
+  index: number;
   /** 1 for a top row, 2 for a process beneath it, ... */
   level: number;
   label: string;
@@ -16,6 +18,7 @@ export type RenderedView = { shown: false; everRendered: boolean } | { shown: tr
 
 /** The view's name, which its tree carries as its aria-label (package.nls.json). */
 const VIEW_NAME = 'Process Trees';
+const TREE = `.monaco-list[role="tree"][aria-label="${VIEW_NAME}"]`;
 const AGENT_TREES_ICON = '.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]';
 const EXPLORER_ICON = '.part.activitybar .action-item a.action-label[aria-label^="Explorer"]';
 
@@ -37,7 +40,6 @@ function readView(name: string): RenderedView {
           description: text(r.querySelector('.label-description')),
         }))
         .sort((a, b) => a.index - b.index)
-        .map(({ level, label, description }) => ({ level, label, description }))
     : [];
   const welcome = Array.from(pane.querySelectorAll('.welcome-view-content'))
     .filter((w) => w.getClientRects().length > 0)
@@ -51,10 +53,29 @@ export function renderedView(): Promise<RenderedView> {
   return evaluate(readView, VIEW_NAME);
 }
 
-/** The rows on the screen now; none while the view is not shown. */
+/**
+ * Every row of the view, as a user sees them scrolling through it with the mouse wheel from the top to the end
+ * (the list renders only the rows in sight); none while the view is not shown. Leaves it scrolled to the top.
+ */
 export async function renderedRows(): Promise<RenderedRow[]> {
-  const view = await renderedView();
-  return view.shown ? view.rows : [];
+  const first = await renderedView();
+  if (!first.shown || first.rows.length === 0) return [];
+  const seen = new Map<number, RenderedRow>();
+  const scroll = async (deltaY: number) => {
+    await wheel(TREE, deltaY);
+    await new Promise((r) => setTimeout(r, 100)); // the list renders the rows in sight on the next frame
+  };
+  await scroll(-1e6);
+  for (let i = 0; i < 100; i++) {
+    const view = await renderedView();
+    if (!view.shown) break;
+    const before = seen.size;
+    for (const row of view.rows) seen.set(row.index, row);
+    if (i > 0 && seen.size === before) break;
+    await scroll(400);
+  }
+  await scroll(-1e6);
+  return [...seen.values()].sort((a, b) => a.index - b.index);
 }
 
 /** Shows the view as a user does, by a click on the Agent Trees icon of the activity bar (unless it is shown). */

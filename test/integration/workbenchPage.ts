@@ -63,6 +63,11 @@ export function click(selector: string, timeoutMs = 10_000): Promise<void> {
   return request<void>({ op: 'click', selector, timeoutMs });
 }
 
+/** Turns the mouse wheel by `deltaY` pixels (down when positive) over the first element `selector` matches. */
+export function wheel(selector: string, deltaY: number): Promise<void> {
+  return request<void>({ op: 'wheel', selector, deltaY });
+}
+
 /** Presses a key, or a chord such as "Control+P". */
 export function press(key: string): Promise<void> {
   return request<void>({ op: 'press', key });
