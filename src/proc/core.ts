@@ -7,10 +7,11 @@
 import { CgroupControl, CgroupMode, CgroupProbeResult, CgroupProber, linuxCgroups } from './cgroup';
 import { currentSelf, SignalGuard } from './guard';
 import { MemberDeps } from './members';
-import { createProcessTable, ProcessTable } from './processTable';
-import { processSignaller, Signaller } from './signaller';
+import { createProcessTable } from './platform/createProcessTable';
+import { ProcessTable } from './platform/processTable';
+import { processSignaller, Signaller } from './platform/signaller';
 import { TreeKiller } from './treeKiller';
-import { execAsync, ExecAsync } from './windowsKill';
+import { execAsync, ExecAsync } from './platform/execAsync';
 
 export interface Core extends MemberDeps {
   readonly platform: NodeJS.Platform;

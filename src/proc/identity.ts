@@ -10,8 +10,9 @@
  * macOS and Windows have no boot clock here and keep the epoch rules with their slack.
  */
 import * as fs from 'fs';
-import { HostClock, hostClock, START_KEYS_ARE_BOOT_TICKS } from './bootClock';
-import { parseProcStat, ProcessInfo, ProcessTable, START_PRECISION_MS, provesIdentity, StartPrecision } from './processTable';
+import { HostClock, hostClock, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock';
+import { ProcessInfo, ProcessTable, provesIdentity, StartPrecision } from './platform/processTable';
+import { parseProcStat, START_PRECISION_MS } from './platform/procParsers';
 import type { OwnerInfo, OwnerRecord, TreeRecord } from './records';
 
 /** Clock slack when comparing epoch start times taken at different moments (platforms without a boot clock). */

@@ -2,13 +2,19 @@
  * The process-tree core: spawning, finding, killing, recording and sweeping owned trees.
  * Pure Node: nothing here imports `vscode`, so the CLI, the extension and plain mocha all use it as it is.
  */
-export * from './processTable';
-export * from './bootClock';
+export * from './platform/processTable';
+export * from './platform/createProcessTable';
+export * from './platform/linuxProcessTable';
+export * from './platform/macProcessTable';
+export * from './platform/windowsProcessTable';
+export * from './platform/procParsers';
+export * from './platform/execAsync';
+export * from './platform/bootClock';
 export * from './identity';
 export * from './records';
 export * from './members';
 export * from './killTarget';
-export * from './signaller';
+export * from './platform/signaller';
 export * from './guard';
 export * from './posixKill';
 export * from './windowsKill';
@@ -20,7 +26,7 @@ export * from './ptyFlow';
 export * from './owner';
 export * from './sweep';
 export * from './recordedTrees';
-export * from './log';
+export * from './platform/log';
 export { CgroupControl, CgroupLocation, CgroupMode, CgroupProbeDeps, CgroupProbeResult, CgroupProber, CgroupTier, cgroup2Mount, probeCgroupTier } from './cgroup';
 export * from './treeMembers';
 export * from './treeMembersSource';

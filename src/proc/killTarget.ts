@@ -3,9 +3,9 @@
  * Windows kill (windowsKill.ts) and the registry that runs one kill per target (treeKiller.ts).
  */
 import type { SignalGuard } from './guard';
-import { Logger } from './log';
+import { Logger } from './platform/log';
 import { Membership, TreeIdentity } from './members';
-import { Snapshot } from './processTable';
+import { Snapshot } from './platform/processTable';
 
 /**
  * What a kill acts on: a whole owned tree; one process (proven by its start key) and its descendants; or a

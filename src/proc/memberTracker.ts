@@ -23,7 +23,7 @@
  * resolve on a full scan every time, so their reach does not depend on what a refresh saw.
  */
 import type { Core } from './core';
-import { ProcessTable } from './processTable';
+import { ProcessTable } from './platform/processTable';
 import { parseProcessKey } from './terminalTrees';
 import { membersIn, recordedTreeQuery, TreeQuery, TreesDeps, TreesMembers, ViewExtras } from './treeMembers';
 

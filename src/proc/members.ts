@@ -6,7 +6,7 @@
 import { CgroupControl } from './cgroup';
 import { isRecordedRoot, startedNoLaterThanTrackingBy } from './identity';
 import { SignalGuard } from './guard';
-import { ProcessInfo, provesIdentity, Snapshot } from './processTable';
+import { ProcessInfo, provesIdentity, Snapshot } from './platform/processTable';
 import { TreeRecord } from './records';
 
 export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'>;

@@ -4,15 +4,16 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { hostClock } from './bootClock';
+import { hostClock } from './platform/bootClock';
 import { CgroupMode, isOurCgroup } from './cgroup';
 import { Core, processCore } from './core';
 import { selfIdentity } from './identity';
 import { emptyReport, KillReport } from './killTarget';
-import { Logger, silentLogger } from './log';
+import { Logger, silentLogger } from './platform/log';
 import { canTrack, MemberTracker, refreshMembers } from './memberTracker';
 import { resolveMembers } from './members';
-import { freshProcessTable, ProcessInfo, Snapshot } from './processTable';
+import { freshProcessTable } from './platform/createProcessTable';
+import { ProcessInfo, Snapshot } from './platform/processTable';
 import { OwnerInfo, RecordStore, setAsidePreviousRecord, TreeRecord, UntrustedFileError } from './records';
 import { PtyRoot, PtySpawnOptions, spawnPtyTree } from './pty';
 import { SpawnedTree, SpawnError, spawnTree, SpawnTreeOptions, TreeRoot } from './spawn';

@@ -11,8 +11,8 @@ import { SignalGuard } from './guard';
 import { startedNoLaterThanTrackingBy } from './identity';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 import { Membership, resolveMembers, subtreeMembers, TreeIdentity } from './members';
-import { ProcessInfo, ProcessTable } from './processTable';
-import { Signaller } from './signaller';
+import { ProcessInfo, ProcessTable } from './platform/processTable';
+import { Signaller } from './platform/signaller';
 
 /** What a kill reads and signals through; tests pass synthetic ones. */
 export interface KillDeps {

@@ -13,7 +13,7 @@ import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as os from 'os';
 import { StringDecoder } from 'string_decoder';
-import { ProcessTable } from './processTable';
+import { ProcessTable } from './platform/processTable';
 import { Core, processCore } from './core';
 import { SpawnedTree, SpawnError, spawnTreeWith, SpawnTreeOptions, TreeRoot } from './spawn';
 

@@ -3,10 +3,10 @@
  * owner's, or a gone owner's (an orphan's). The sweep, `ps`, `kill` and the view all ask here (`judgeRecord`),
  * so all apply the same self check (pid and start tick) and the same liveness, origin and trust rules.
  */
-import { HostClock, hostClock } from './bootClock';
+import { HostClock, hostClock } from './platform/bootClock';
 import { OwnerState, ownerState, PresenceProbe, recordOrigin, recordTimeProblem, sameProcess } from './identity';
 import { Core, processCore } from './core';
-import { ProcessTable } from './processTable';
+import { ProcessTable } from './platform/processTable';
 import { OwnerInfo, OwnerRecord, RecordFile, RecordProblem, RecordStore } from './records';
 
 export interface OwnerRecords {

@@ -3,15 +3,16 @@
  * and what `agent-trees kill TREE_ID` ends. A front end that does not own the trees uses these and nothing
  * below. What may be done with a record is the sweep's own verdict (`judgeRecord`), so the rules are one.
  */
-import { hostClock } from './bootClock';
+import { hostClock } from './platform/bootClock';
 import { CgroupMode } from './cgroup';
 import { Core } from './core';
 import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity';
 import { KillReport } from './killTarget';
-import { Logger } from './log';
+import { Logger } from './platform/log';
 import { resolveMembers } from './members';
 import { cgroupVerified, killRecordedTree } from './owner';
-import { freshProcessTable, ProcessInfo, ProcessTable } from './processTable';
+import { freshProcessTable } from './platform/createProcessTable';
+import { ProcessInfo, ProcessTable } from './platform/processTable';
 import { judgeRecord } from './recordOwners';
 import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 

@@ -23,9 +23,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { createHash, randomBytes } from 'crypto';
-import type { HostClock } from './bootClock';
+import type { HostClock } from './platform/bootClock';
 import { hasBootIdentity, sameProcess } from './identity';
-import { TREE_ID_VARIABLE } from './processTable';
+import { TREE_ID_VARIABLE } from './platform/processTable';
 
 export const RECORD_VERSION = 1;
 

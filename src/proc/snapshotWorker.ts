@@ -7,7 +7,8 @@ import { parentPort } from 'worker_threads';
 import { CgroupProber, linuxCgroups } from './cgroup';
 import { currentSelf, SignalGuard } from './guard';
 import { refreshMembers } from './memberTracker';
-import { createProcessTable, LinuxProcessTable } from './processTable';
+import { createProcessTable } from './platform/createProcessTable';
+import { LinuxProcessTable } from './platform/linuxProcessTable';
 import { membersOfTrees } from './treeMembers';
 import type { WorkerReply, WorkerRequest } from './treeMembersSource';
 

@@ -8,10 +8,10 @@ import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupMode, launchInCgroup, removeCgroup, treeCgroupPath } from './cgroup';
-import { hostClock } from './bootClock';
+import { hostClock } from './platform/bootClock';
 import { Core, processCore } from './core';
 import { latestStart } from './identity';
-import { TREE_ID_VARIABLE } from './processTable';
+import { TREE_ID_VARIABLE } from './platform/processTable';
 import { TreeRecord } from './records';
 
 export interface SpawnTreeOptions {

@@ -17,16 +17,16 @@
  * owner pid is in use), is left alone.
  */
 import * as path from 'path';
-import { HostClock, hostClock } from './bootClock';
+import { HostClock, hostClock } from './platform/bootClock';
 import { CgroupMode, removeUnnamedEmptyCgroups } from './cgroup';
 import { Core, processCore } from './core';
 import { isRecordedRoot, ownerState, PresenceProbe, sameProcess } from './identity';
 import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
 import { KillOptions, KillReport } from './killTarget';
-import { Logger, silentLogger } from './log';
+import { Logger, silentLogger } from './platform/log';
 import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
-import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './processTable';
+import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './platform/processTable';
 import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface SweptTree {

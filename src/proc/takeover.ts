@@ -24,10 +24,10 @@ import * as crypto from 'crypto';
 import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as path from 'path';
-import { readUptimeTicks, START_KEYS_ARE_BOOT_TICKS } from './bootClock';
-import { Logger, silentLogger } from './log';
+import { readUptimeTicks, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock';
+import { Logger, silentLogger } from './platform/log';
 import { processCore } from './core';
-import { ProcessTable } from './processTable';
+import { ProcessTable } from './platform/processTable';
 import { ProcessIdentity } from './watchdog';
 
 export const WINDOW_FILE_PREFIX = 'window-';

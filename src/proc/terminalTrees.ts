@@ -14,12 +14,13 @@
  *
  * The shell itself is never a member of anything that is killed here: ending a terminal's processes spares it.
  */
-import { hostClock, START_KEYS_ARE_BOOT_TICKS } from './bootClock';
+import { hostClock, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock';
 import { processCore } from './core';
 import { KillReport } from './killTarget';
-import { Logger } from './log';
+import { Logger } from './platform/log';
 import { MemberDeps, Membership, ProcessKey, resolveMembers, subtreesMembers, TreeIdentity } from './members';
-import { ProcessInfo, ProcessTable, Snapshot, START_PRECISION_MS, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processTable';
+import { ProcessInfo, ProcessTable, Snapshot, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
+import { START_PRECISION_MS } from './platform/procParsers';
 import { RecordFile } from './records';
 import { TreeKiller } from './treeKiller';
 

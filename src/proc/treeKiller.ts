@@ -7,12 +7,13 @@ import { EventEmitter } from 'events';
 import { CgroupControl } from './cgroup';
 import { SignalGuard } from './guard';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
-import { Logger, silentLogger } from './log';
+import { Logger, silentLogger } from './platform/log';
 import { Membership, TreeIdentity } from './members';
 import { interruptGroup, PosixTreeKill } from './posixKill';
-import { ProcessTable, Snapshot } from './processTable';
-import { Signaller } from './signaller';
-import { ExecAsync, killWindows } from './windowsKill';
+import { ProcessTable, Snapshot } from './platform/processTable';
+import { Signaller } from './platform/signaller';
+import { ExecAsync } from './platform/execAsync';
+import { killWindows } from './windowsKill';
 
 /** Everything a killer reads and signals through. */
 export interface KillerDeps {

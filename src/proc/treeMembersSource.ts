@@ -8,7 +8,8 @@ import * as fs from 'fs';
 import { Worker } from 'worker_threads';
 import { Core, processCore } from './core';
 import { canTrack, MemberTracker, MemberTrackerOptions, RefreshRequest, refreshMembers } from './memberTracker';
-import { freshProcessTable, LinuxProcessTable } from './processTable';
+import { freshProcessTable } from './platform/createProcessTable';
+import { LinuxProcessTable } from './platform/linuxProcessTable';
 import { membersOfTrees, TreeQuery, TreesMembers, ViewExtras } from './treeMembers';
 
 /** Above this many processes a refresh costs enough (~5 ms and up) to move off the caller's thread. */

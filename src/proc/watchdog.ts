@@ -18,11 +18,11 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from './bootClock';
+import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from './platform/bootClock';
 import { CgroupMode } from './cgroup';
 import { Core, processCore } from './core';
-import { Logger, silentLogger } from './log';
-import { ProcessTable, TREE_ID_VARIABLE } from './processTable';
+import { Logger, silentLogger } from './platform/log';
+import { ProcessTable, TREE_ID_VARIABLE } from './platform/processTable';
 import { OwnerInfo } from './records';
 
 /** Every watchdog carries `AGENT_TREES_WATCHDOG=<owner pid>:<owner start key>`: leak checks find it by this. */

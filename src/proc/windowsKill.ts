@@ -6,19 +6,9 @@
  * ps-list gives no start times, so a pid proves nothing on its own: only the owner that spawned a tree (and
  * holds its root's handle) may kill on Windows. A sweep of another owner's tree is refused.
  */
-import { execFile } from 'child_process';
+import { ExecAsync } from './platform/execAsync';
 import { emptyReport, KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
-import { ProcessTable } from './processTable';
-
-export type ExecAsync = (file: string, args: string[], timeoutMs: number) => Promise<{ code: number; stdout: string }>;
-
-export const execAsync: ExecAsync = (file, args, timeoutMs) =>
-  new Promise((resolve) => {
-    execFile(file, args, { timeout: timeoutMs, windowsHide: true, encoding: 'utf8' }, (error, stdout) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 1) : 0;
-      resolve({ code, stdout: stdout ?? '' });
-    });
-  });
+import { ProcessTable } from './platform/processTable';
 
 /** Longest any taskkill call may take: a stalled taskkill must never stretch the caller's own timeout. */
 export const TASKKILL_TIMEOUT_MS = 3000;

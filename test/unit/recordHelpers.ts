@@ -21,7 +21,8 @@ import {
   SweepOptions,
   TreeRecord,
 } from '../../src/proc';
-import { childrenOf, START_PRECISION_MS } from '../../src/proc/processTable';
+import { childrenOf } from '../../src/proc/platform/processTable';
+import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
 import { FIXTURE, fixturePids, register, tmpDir, waitFor } from './helpers';
 import { startCli } from './cliHelpers';
 

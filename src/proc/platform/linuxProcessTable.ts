@@ -4,65 +4,16 @@
  * and dead (X) processes are left out: they count as gone.
  */
 import * as fs from 'fs';
-import {
-  CensusOptions,
-  childrenOf,
-  ProcessInfo,
-  ProcessTable,
-  Snapshot,
-  StartPrecision,
-  TagVariable,
-  TREE_ID_VARIABLE,
-  WINDOW_TAG_VARIABLE,
-} from './processInfo';
-
-/** Clock ticks per second for `/proc/<pid>/stat` times. USER_HZ is 100 on every Linux architecture Node runs on. */
-const CLOCK_TICKS = 100;
-const TICK_MS = 1000 / CLOCK_TICKS;
-/** Error bound of a converted start time: one tick of start time, one tick of uptime, and read jitter. */
-export const START_PRECISION_MS = 2 * TICK_MS + 30;
-
-/** Parses the text of `/proc/<pid>/stat` (identity.ts reads one process with it too). */
-export function parseProcStat(text: string, bootTimeMs: number, pageSize: number): ProcessInfo | undefined {
-  // comm may contain spaces and parentheses: it ends at the LAST ')'. The fields after it are walked in place
-  // (no split): this runs for every process on every snapshot.
-  const open = text.indexOf('(');
-  const close = text.lastIndexOf(')');
-  if (open < 0 || close < open) return undefined;
-  const pid = parseInt(text.slice(0, open), 10);
-  const fields: number[] = [];
-  let state = '';
-  let pos = close + 2;
-  for (let i = 0; i <= 21 && pos < text.length; i++) {
-    let end = text.indexOf(' ', pos);
-    if (end < 0) end = text.length;
-    if (i === 0) state = text.slice(pos, end);
-    else if (i <= 3 || i === 11 || i === 12 || i === 17 || i === 19 || i === 21) fields[i] = parseInt(text.slice(pos, end), 10);
-    pos = end + 1;
-  }
-  if (fields[21] === undefined || !Number.isFinite(pid)) return undefined;
-  const startKey = fields[19];
-  return {
-    pid,
-    ppid: fields[1],
-    pgid: fields[2],
-    sid: fields[3],
-    state,
-    startKey,
-    startTime: Math.round(bootTimeMs + startKey * TICK_MS),
-    uid: -1,
-    name: text.slice(open + 1, close),
-    rssBytes: fields[21] * pageSize,
-    cpuMs: (fields[11] + fields[12]) * TICK_MS,
-    threads: fields[17],
-  };
-}
+import { CensusOptions, childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision, TagVariable, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processTable';
+import { censusFilter, PidCounters, readPidCounters } from './pidCensus';
+import { readSmall, readWhole } from './procFiles';
+import { envValue, parseProcStat, parseStatusUid, START_PRECISION_MS } from './procParsers';
 
 /**
  * Boot time in ms since the epoch, to ~10 ms: now minus `/proc/uptime`. (`btime` in `/proc/stat` is whole
  * seconds, which would make start times up to 1 s off and let a fresh process look older than it is.)
  */
-export function readBootTimeMs(): number {
+function readBootTimeMs(): number {
   const now = Date.now();
   try {
     const uptime = parseFloat(fs.readFileSync('/proc/uptime', 'latin1'));
@@ -76,65 +27,6 @@ export function readBootTimeMs(): number {
 }
 
 const PAGE_SIZE = 4096;
-const readBuffer = Buffer.allocUnsafe(4096);
-
-/** Runs `read` on the open file; undefined when the file cannot be opened or read (the process is gone). */
-function withOpenFile<T>(path: string, read: (fd: number) => T): T | undefined {
-  let fd: number;
-  try {
-    fd = fs.openSync(path, 'r');
-  } catch {
-    return undefined;
-  }
-  try {
-    return read(fd);
-  } catch {
-    return undefined;
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-/** Reads a small /proc file with one open/read/close (readFileSync also fstat()s). */
-function readSmall(path: string): string | undefined {
-  return withOpenFile(path, (fd) => {
-    const n = fs.readSync(fd, readBuffer, 0, readBuffer.length, 0);
-    return readBuffer.toString('latin1', 0, n);
-  });
-}
-
-/**
- * The real uid of a process, from the `Uid:` line of `/proc/<pid>/status`. Not the owner of its /proc files:
- * those belong to root for a non-dumpable process (ssh-agent, gpg-agent) whatever user runs it.
- */
-export function parseStatusUid(status: string): number | undefined {
-  const m = /^Uid:\s+(\d+)/m.exec(status);
-  return m ? Number(m[1]) : undefined;
-}
-
-let wholeBuffer = Buffer.allocUnsafe(64 * 1024);
-
-/**
- * Reads a whole /proc file (cmdline, environ) into a shared buffer with one open, reads until EOF and one
- * close: no fstat and no fresh 64 KiB buffer per file, as readFileSync would. The result is a view into the
- * shared buffer, valid until the next call.
- */
-function readWhole(path: string): Buffer | undefined {
-  return withOpenFile(path, (fd) => {
-    let length = 0;
-    for (;;) {
-      if (length === wholeBuffer.length) {
-        const bigger = Buffer.allocUnsafe(wholeBuffer.length * 2);
-        wholeBuffer.copy(bigger, 0, 0, length);
-        wholeBuffer = bigger;
-      }
-      const n = fs.readSync(fd, wholeBuffer, length, wholeBuffer.length - length, null);
-      if (n === 0) break;
-      length += n;
-    }
-    return wholeBuffer.subarray(0, length);
-  });
-}
 
 interface CacheEntry {
   startKey: number;
@@ -381,66 +273,3 @@ export class LinuxProcessTable implements ProcessTable {
   }
 }
 
-interface PidCounters {
-  /** Last pid handed out in our pid namespace (/proc/sys/kernel/ns_last_pid). */
-  lastPid: number;
-  /** Tasks forked since boot, threads included (`processes` in /proc/stat): how many pids were handed out since. */
-  forks: number;
-  /** Tasks (threads included) holding a pid now (/proc/loadavg): pids that allocation skips. */
-  tasks: number;
-  pidMax: number;
-}
-
-function readPidCounters(procRoot: string): PidCounters | undefined {
-  try {
-    const lastPid = Number(fs.readFileSync(`${procRoot}/sys/kernel/ns_last_pid`, 'latin1'));
-    const pidMax = Number(fs.readFileSync(`${procRoot}/sys/kernel/pid_max`, 'latin1'));
-    const forks = /^processes (\d+)$/m.exec(fs.readFileSync(`${procRoot}/stat`, 'latin1'));
-    const tasks = /\/(\d+)/.exec(fs.readFileSync(`${procRoot}/loadavg`, 'latin1'));
-    if (!forks || !tasks || !(lastPid >= 0) || !(pidMax > 0)) return undefined;
-    return { lastPid, forks: Number(forks[1]), tasks: Number(tasks[1]), pidMax };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Lowest pid the kernel hands out after wrapping around (RESERVED_PIDS). */
-const FIRST_PID_AFTER_WRAP = 300;
-
-/**
- * Which listed pids a census must read again: those pid allocation may have reached since `before`. Pids go out
- * in turn upwards from ns_last_pid, skipping those in use and wrapping at pid_max: unless the forks since, plus
- * the pids it may have skipped, could have taken it all the way round, it reached (from, to] only.
- */
-function censusFilter(before: PidCounters | undefined, now: PidCounters | undefined, everything: boolean): (pid: number) => boolean {
-  if (everything || !before || !now || now.pidMax !== before.pidMax) return () => true;
-  const handedOut = now.forks - before.forks;
-  if (handedOut === 0) return () => false;
-  // It skips only pids in use, each held by a task alive before or forked since: it went at most
-  // 2 * handedOut + before.tasks pids further.
-  if (handedOut < 0 || 2 * handedOut + before.tasks >= now.pidMax - FIRST_PID_AFTER_WRAP) return () => true;
-  const from = before.lastPid;
-  const to = now.lastPid;
-  if (to > from) return (pid) => pid > from && pid <= to;
-  if (to < from) return (pid) => pid > from || pid <= to;
-  return () => true; // back where it was, with forks in between: all the way round
-}
-
-/**
- * Value of `name` in a NUL-separated environment block (the first entry, as getenv reads it), or null.
- * Matching is on the whole name: `X_ID=` is never found in `MY_X_ID=`.
- */
-export function envValue(env: Buffer, name: string): string | null {
-  const prefix = Buffer.from(name + '=');
-  let from = 0;
-  for (;;) {
-    const at = env.indexOf(prefix, from);
-    if (at < 0) return null;
-    if (at === 0 || env[at - 1] === 0) {
-      let end = env.indexOf(0, at);
-      if (end < 0) end = env.length;
-      return env.toString('utf8', at + prefix.length, end);
-    }
-    from = at + 1;
-  }
-}

@@ -1,16 +1,11 @@
 /**
  * The process table for a platform: one file per platform (`/proc` on Linux, one `ps` call on macOS, ps-list on
- * Windows), picked here. The contract they share is in processInfo.ts.
+ * Windows), picked here. The contract they share is in processTable.ts.
  */
 import { LinuxProcessTable } from './linuxProcessTable';
 import { MacProcessTable } from './macProcessTable';
-import { ProcessTable } from './processInfo';
+import { ProcessTable } from './processTable';
 import { WindowsProcessTable } from './windowsProcessTable';
-
-export * from './processInfo';
-export * from './linuxProcessTable';
-export * from './macProcessTable';
-export * from './windowsProcessTable';
 
 /** A new table for `platform`. Keep it: its caches (command lines, environments) serve every later snapshot. */
 export function createProcessTable(platform: NodeJS.Platform = process.platform): ProcessTable {

@@ -3,7 +3,7 @@
  * memory. It has no start times, so a pid proves nothing on its own here (see `StartPrecision`); and no groups
  * or sessions: each pid is its own.
  */
-import { listedSnapshot, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processInfo';
+import { listedSnapshot, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processTable';
 
 export interface PsListEntry {
   pid: number;

@@ -2,7 +2,7 @@
  * What every process table gives: one process (`ProcessInfo`), one snapshot of the machine (`Snapshot`), and
  * the table itself (`ProcessTable`), with how exactly its start times identify a process (`StartPrecision`).
  * The tables are one file per platform (linuxProcessTable.ts, macProcessTable.ts, windowsProcessTable.ts);
- * processTable.ts picks one.
+ * createProcessTable.ts picks one.
  */
 
 export interface ProcessInfo {

@@ -3,7 +3,7 @@
  * the second, so a start key is whole seconds: a pid reused within the same second cannot be told apart.
  */
 import { execFileSync } from 'child_process';
-import { listedSnapshot, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processInfo';
+import { listedSnapshot, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processTable';
 
 export const MAC_PS_ARGS = ['-axww', '-o', 'pid=,ppid=,pgid=,sess=,state=,uid=,rss=,time=,lstart=,command='];
 
