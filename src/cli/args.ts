@@ -1,5 +1,5 @@
 /** Command-line parsing for `agent-trees`: every mistake becomes a one-line UsageError. */
-import { parseOwnerSpec, ProcessIdentity } from '../proc/watchdog';
+import { parseOwnerSpec, ProcessIdentity } from '../proc';
 
 export class UsageError extends Error {
   constructor(message: string, readonly showUsage = false) {

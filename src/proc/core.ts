@@ -5,7 +5,7 @@
  * one killer (requests for one tree join); tests build their own with synthetic parts.
  */
 import { CgroupControl, CgroupMode, CgroupProbeResult, CgroupProber, linuxCgroups } from './cgroup';
-import { currentSelf, SignalGuard } from './guard';
+import { currentSelf, SignalGuard } from './identity/guard';
 import { MemberDeps } from './members';
 import { createProcessTable } from './platform/createProcessTable';
 import { ProcessTable } from './platform/processTable';

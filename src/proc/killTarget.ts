@@ -2,7 +2,7 @@
  * What a kill acts on and what it reports: the vocabulary shared by the POSIX kill (posixKill.ts), the
  * Windows kill (windowsKill.ts) and the registry that runs one kill per target (treeKiller.ts).
  */
-import type { SignalGuard } from './guard';
+import type { SignalGuard } from './identity/guard';
 import { Logger } from './platform/log';
 import { Membership, TreeIdentity } from './members';
 import { Snapshot } from './platform/processTable';

@@ -24,7 +24,7 @@
  */
 import type { Core } from './core';
 import { ProcessTable } from './platform/processTable';
-import { parseProcessKey } from './terminalTrees';
+import { parseProcessKey } from './identity/processIdentity';
 import { membersIn, recordedTreeQuery, TreeQuery, TreesDeps, TreesMembers, ViewExtras } from './treeMembers';
 
 /** Where our cgroups live (to know which recorded trees a cgroup of their own holds). */

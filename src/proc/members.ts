@@ -4,10 +4,11 @@
  * carrying its exact tag, and every descendant of any member.
  */
 import { CgroupControl } from './cgroup';
-import { isRecordedRoot, startedNoLaterThanTrackingBy } from './identity';
-import { SignalGuard } from './guard';
+import { isRecordedRoot, startedNoLaterThanTrackingBy } from './identity/startTimes';
+import { SignalGuard } from './identity/guard';
 import { ProcessInfo, provesIdentity, Snapshot } from './platform/processTable';
 import { TreeRecord } from './records';
+import { ProcessIdentity } from './identity/processIdentity';
 
 export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'>;
 
@@ -174,12 +175,6 @@ export function subtreeMembers(snap: Snapshot, pid: number, startKey: number, de
   return subtreesMembers(snap, [{ pid, startKey }], [], deps);
 }
 
-/** A process named by its pid and exact start key. */
-export interface ProcessKey {
-  pid: number;
-  startKey: number;
-}
-
 /**
  * These processes (each only while it still is the one that started at its start key) and all their
  * descendants, never a `spared` pid (nor anything reached only through it) and never a protected process.
@@ -187,7 +182,7 @@ export interface ProcessKey {
  */
 export function subtreesMembers(
   snap: Snapshot,
-  roots: ProcessKey[],
+  roots: ProcessIdentity[],
   spared: number[],
   deps: { guard: Pick<SignalGuard, 'protectedReason'> },
 ): Membership {

@@ -7,8 +7,8 @@
  * identity (pid + start time) was just re-read, or to the recorded process group while it provably is ours.
  */
 import { CgroupControl } from './cgroup';
-import { SignalGuard } from './guard';
-import { startedNoLaterThanTrackingBy } from './identity';
+import { SignalGuard } from './identity/guard';
+import { startedNoLaterThanTrackingBy } from './identity/startTimes';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 import { Membership, resolveMembers, subtreeMembers, TreeIdentity } from './members';
 import { ProcessInfo, ProcessTable } from './platform/processTable';

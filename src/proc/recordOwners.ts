@@ -4,10 +4,11 @@
  * so all apply the same self check (pid and start tick) and the same liveness, origin and trust rules.
  */
 import { HostClock, hostClock } from './platform/bootClock';
-import { OwnerState, ownerState, PresenceProbe, recordOrigin, recordTimeProblem, sameProcess } from './identity';
-import { Core, processCore } from './core';
+import { OwnerState, ownerState, PresenceProbe, recordOrigin, sameProcess } from './identity/ownerIdentity';
+import { recordTimeProblem } from './identity/startTimes';
 import { ProcessTable } from './platform/processTable';
-import { OwnerInfo, OwnerRecord, RecordFile, RecordProblem, RecordStore } from './records';
+import { OwnerInfo } from './identity/ownerIdentity';
+import { OwnerRecord, RecordFile, RecordProblem, RecordStore } from './records';
 
 export interface OwnerRecords {
   /** Our own record (pid and start tick are ours). */
@@ -28,7 +29,7 @@ function isOwnRecord(owner: OwnerInfo, self: OwnerInfo): boolean {
 }
 
 /** Reads the folder once (changing nothing) and sorts its records by owner. Never throws for a bad record. */
-export function classifyRecords(store: RecordStore, self: OwnerInfo, table: ProcessTable = processCore().table): OwnerRecords {
+export function classifyRecords(store: RecordStore, self: OwnerInfo, table: ProcessTable): OwnerRecords {
   const out: OwnerRecords = { own: [], live: [], gone: [], undecided: [], problems: [] };
   const { records, problems } = store.list();
   out.problems = problems;
@@ -92,13 +93,4 @@ export function judgeRecord(
         ? `an older version's record (no boot-clock identity) whose owner pid ${owner.pid} is in use or cannot be read`
         : `whether owner ${owner.pid} still runs cannot be read`;
   return { act: 'leave', why, live: false, state, resolvable: origin !== 'elsewhere' };
-}
-
-/**
- * Whether a record's owner is, right now, that very process (pid and start time) and a child of `parentPid`: the
- * MCP wrappers VS Code starts from the extension host, say.
- */
-export function ownerIsChildOf(owner: OwnerInfo, parentPid: number, core: Core = processCore()): boolean {
-  if (ownerState(core.table, owner) !== 'alive') return false;
-  return core.table.read(owner.pid)?.ppid === parentPid;
 }

@@ -6,7 +6,7 @@
 import { hostClock } from './platform/bootClock';
 import { CgroupMode } from './cgroup';
 import { Core } from './core';
-import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity';
+import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity/ownerIdentity';
 import { KillReport } from './killTarget';
 import { Logger } from './platform/log';
 import { resolveMembers } from './members';
@@ -14,7 +14,8 @@ import { cgroupVerified, killRecordedTree } from './owner';
 import { freshProcessTable } from './platform/createProcessTable';
 import { ProcessInfo, ProcessTable } from './platform/processTable';
 import { judgeRecord } from './recordOwners';
-import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
+import { OwnerInfo } from './identity/ownerIdentity';
+import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface ListedMember extends Pick<ProcessInfo, 'pid' | 'ppid' | 'pgid' | 'state' | 'rssBytes' | 'cpuMs'> {
   command: string;

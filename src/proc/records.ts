@@ -24,7 +24,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { createHash, randomBytes } from 'crypto';
 import type { HostClock } from './platform/bootClock';
-import { hasBootIdentity, sameProcess } from './identity';
+import { hasBootIdentity, OwnerInfo, sameProcess } from './identity/ownerIdentity';
+import { TreeTimes } from './identity/startTimes';
 import { TREE_ID_VARIABLE } from './platform/processTable';
 
 export const RECORD_VERSION = 1;
@@ -32,42 +33,18 @@ export const RECORD_VERSION = 1;
 /** A record is a few hundred bytes per tree; anything past this is not one of ours. */
 export const MAX_RECORD_BYTES = 1 << 20;
 
-export interface TreeRecord {
+export interface TreeRecord extends TreeTimes {
   id: string;
   label: string;
   command: string[];
-  rootPid: number;
   pgid: number;
   sid: number;
-  /** Root's start time, ms since the epoch (display; the identity is `rootStartTicks`). */
-  rootStartTime: number;
-  /** When tracking began, ms since the epoch (display; the identity is `trackedAtTicks`). */
-  trackedAt: number;
   /** `AGENT_TREES_TREE_ID=<id>`, the exact environment entry every member inherits. */
   envTag: string;
   /** The tree's own cgroup directory, or null. */
   cgroup: string | null;
   /** When the owner kills the tree (its timeout), ms since the epoch; absent when it has none. */
   deadline?: number;
-  /** Root's start time in clock ticks since boot (its `/proc/<pid>/stat` start time), where known. */
-  rootStartTicks?: number;
-  /** Ticks since boot when tracking began; the root started no later. */
-  trackedAtTicks?: number;
-}
-
-/** A process's identity as records and claim names carry it. */
-export interface OwnerInfo {
-  pid: number;
-  /** Start time, ms since the epoch (display, and the identity where there is no boot clock). */
-  startTime: number;
-  /** Start time in clock ticks since boot. */
-  startTicks?: number;
-  /** The boot those ticks count from (`/proc/sys/kernel/random/boot_id`). */
-  bootId?: string;
-  /** The pid namespace the pid is of (inode of `/proc/self/ns/pid`). */
-  pidNs?: number;
-  /** The machine (`/etc/machine-id`, else `host:<name>`). */
-  machineId?: string;
 }
 
 export interface OwnerRecord {

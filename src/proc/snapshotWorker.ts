@@ -5,7 +5,7 @@
  */
 import { parentPort } from 'worker_threads';
 import { CgroupProber, linuxCgroups } from './cgroup';
-import { currentSelf, SignalGuard } from './guard';
+import { currentSelf, SignalGuard } from './identity/guard';
 import { refreshMembers } from './memberTracker';
 import { createProcessTable } from './platform/createProcessTable';
 import { LinuxProcessTable } from './platform/linuxProcessTable';

@@ -10,7 +10,7 @@ import * as path from 'path';
 import { CgroupMode, launchInCgroup, removeCgroup, treeCgroupPath } from './cgroup';
 import { hostClock } from './platform/bootClock';
 import { Core, processCore } from './core';
-import { latestStart } from './identity';
+import { latestStart } from './identity/startTimes';
 import { TREE_ID_VARIABLE } from './platform/processTable';
 import { TreeRecord } from './records';
 

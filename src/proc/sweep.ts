@@ -20,14 +20,16 @@ import * as path from 'path';
 import { HostClock, hostClock } from './platform/bootClock';
 import { CgroupMode, removeUnnamedEmptyCgroups } from './cgroup';
 import { Core, processCore } from './core';
-import { isRecordedRoot, ownerState, PresenceProbe, sameProcess } from './identity';
+import { ownerState, PresenceProbe, sameProcess } from './identity/ownerIdentity';
+import { isRecordedRoot } from './identity/startTimes';
 import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
 import { KillOptions, KillReport } from './killTarget';
 import { Logger, silentLogger } from './platform/log';
 import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './owner';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './platform/processTable';
-import { OwnerInfo, OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
+import { OwnerInfo } from './identity/ownerIdentity';
+import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
 
 export interface SweptTree {
   ownerPid: number;

@@ -28,7 +28,7 @@ import { readUptimeTicks, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock
 import { Logger, silentLogger } from './platform/log';
 import { processCore } from './core';
 import { ProcessTable } from './platform/processTable';
-import { ProcessIdentity } from './watchdog';
+import { ProcessIdentity } from './identity/processIdentity';
 
 export const WINDOW_FILE_PREFIX = 'window-';
 const WINDOW_FILE = /^window-([0-9a-f]{16})-(\d{1,10})-(\d{1,20})$/;

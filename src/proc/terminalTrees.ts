@@ -18,10 +18,11 @@ import { hostClock, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock';
 import { processCore } from './core';
 import { KillReport } from './killTarget';
 import { Logger } from './platform/log';
-import { MemberDeps, Membership, ProcessKey, resolveMembers, subtreesMembers, TreeIdentity } from './members';
+import { MemberDeps, Membership, resolveMembers, subtreesMembers, TreeIdentity } from './members';
 import { ProcessInfo, ProcessTable, Snapshot, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
 import { START_PRECISION_MS } from './platform/procParsers';
 import { RecordFile } from './records';
+import { parseProcessKey, processKey, ProcessIdentity } from './identity/processIdentity';
 import { TreeKiller } from './treeKiller';
 
 /** A terminal's shell as first seen. `key` (pid:startKey) names it for as long as it runs. */
@@ -36,17 +37,6 @@ export interface TerminalShell {
   trackedAt: number;
   /** The same in clock ticks since boot (Linux): what identities are compared in (see bootClock.ts). */
   trackedAtTicks?: number;
-}
-
-/** `pid:startKey`: a process's name for as long as it runs (pids are reused, start keys are not). */
-export function processKey(p: ProcessKey): string {
-  return `${p.pid}:${p.startKey}`;
-}
-
-/** Parses a `pid:startKey` key. */
-export function parseProcessKey(key: string): ProcessKey | undefined {
-  const m = /^(\d+):(\d+(?:\.\d+)?)$/.exec(key);
-  return m ? { pid: Number(m[1]), startKey: Number(m[2]) } : undefined;
 }
 
 /** The shell running at `pid` now, as a terminal's shell; undefined when it is gone or unreadable. */
@@ -393,7 +383,7 @@ export function endTerminalTree(
 /** Ends what a closed terminal left (each still the process it was, and what it started since); spares the shell. */
 export function endLeftovers(
   shell: TerminalShell,
-  left: ProcessKey[],
+  left: ProcessIdentity[],
   graceMs: number,
   log?: Logger,
   killer: TreeKiller = processCore().killer,

@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'events';
 import { CgroupControl } from './cgroup';
-import { SignalGuard } from './guard';
+import { SignalGuard } from './identity/guard';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 import { Logger, silentLogger } from './platform/log';
 import { Membership, TreeIdentity } from './members';

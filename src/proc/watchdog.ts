@@ -23,7 +23,8 @@ import { CgroupMode } from './cgroup';
 import { Core, processCore } from './core';
 import { Logger, silentLogger } from './platform/log';
 import { ProcessTable, TREE_ID_VARIABLE } from './platform/processTable';
-import { OwnerInfo } from './records';
+import { OwnerInfo } from './identity/ownerIdentity';
+import { ProcessIdentity, processKey } from './identity/processIdentity';
 
 /** Every watchdog carries `AGENT_TREES_WATCHDOG=<owner pid>:<owner start key>`: leak checks find it by this. */
 export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';
@@ -47,26 +48,6 @@ export interface WatchdogOptions {
   nodePath?: string;
   /** Grace for the dead owner's trees (ms). Default WATCHDOG_GRACE_MS. */
   graceMs?: number;
-}
-
-/** A process named by pid and its exact, boot-relative start key (clock ticks since boot on Linux). */
-export interface ProcessIdentity {
-  pid: number;
-  startKey: number;
-}
-
-export function formatOwnerSpec(owner: ProcessIdentity): string {
-  return `${owner.pid}:${owner.startKey}`;
-}
-
-/** Parses `PID:START_KEY`; undefined when it is not two non-negative integers (the pid positive). */
-export function parseOwnerSpec(text: string): ProcessIdentity | undefined {
-  const m = /^(\d{1,10}):(\d{1,20})$/.exec(text);
-  if (!m) return undefined;
-  const pid = Number(m[1]);
-  const startKey = Number(m[2]);
-  if (!(pid > 0) || !Number.isSafeInteger(pid) || !Number.isSafeInteger(startKey)) return undefined;
-  return { pid, startKey };
 }
 
 /**
@@ -128,7 +109,7 @@ export class Watchdog {
       return undefined;
     }
     const owner = { pid: process.pid, startKey: me.startKey };
-    const spec = formatOwnerSpec(owner);
+    const spec = processKey(owner);
     const env: NodeJS.ProcessEnv = { ...process.env, [WATCHDOG_VARIABLE]: spec, ELECTRON_RUN_AS_NODE: '1' };
     delete env[TREE_ID_VARIABLE]; // an owner running inside another tree: its watchdog is not that tree's member
     const node = options.nodePath ?? process.execPath;

@@ -297,12 +297,12 @@ const { spawn } = require('child_process');
           pidNs: clock!.pidNs,
           machineId: clock!.machineId,
         });
-        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey), process.pid), true, 'that very child');
-        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey - 3), process.pid), false, 'a later process at the pid');
-        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey + 3), process.pid), false, 'a process older than the record');
-        assert.strictEqual(ownerIsChildOf({ pid: p.pid, startTime: p.startTime }, process.pid), false, 'no boot identity: cannot tell');
-        assert.strictEqual(ownerIsChildOf(owner(g, g.startKey), process.pid), false, 'a grandchild');
-        assert.strictEqual(ownerIsChildOf({ ...owner(p, p.startKey), bootId: 'another-boot' }, process.pid), false, 'another boot');
+        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey), process.pid, table), true, 'that very child');
+        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey - 3), process.pid, table), false, 'a later process at the pid');
+        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey + 3), process.pid, table), false, 'a process older than the record');
+        assert.strictEqual(ownerIsChildOf({ pid: p.pid, startTime: p.startTime }, process.pid, table), false, 'no boot identity: cannot tell');
+        assert.strictEqual(ownerIsChildOf(owner(g, g.startKey), process.pid, table), false, 'a grandchild');
+        assert.strictEqual(ownerIsChildOf({ ...owner(p, p.startKey), bootId: 'another-boot' }, process.pid, table), false, 'another boot');
       } finally {
         child.kill('SIGKILL');
         const all = [child.pid!, grandchild.pid!, ...(g ? [g.pid] : [])];

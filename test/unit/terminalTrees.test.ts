@@ -327,7 +327,7 @@ describe('records by owner', () => {
       { ...tree, id: 't2', envTag: `${TREE_ID_VARIABLE}=t2` },
     ]);
     try {
-      const sorted = classifyRecords(store, self);
+      const sorted = classifyRecords(store, self, table);
       assert.deepStrictEqual(
         sorted.own.map((r) => r.record.owner.pid),
         [process.pid],
@@ -340,7 +340,7 @@ describe('records by owner', () => {
       // Our pid, but recorded by a process that started before us: that owner is gone.
       const earlierStore = new RecordStore(tmpDir());
       earlierStore.write({ ...self, startTicks: self.startTicks! - 100 }, [tree]);
-      const earlier = classifyRecords(earlierStore, self);
+      const earlier = classifyRecords(earlierStore, self, table);
       assert.deepStrictEqual(earlier.own, []);
       assert.deepStrictEqual(
         earlier.gone.map((r) => [r.record.owner.pid, r.state]),

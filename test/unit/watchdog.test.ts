@@ -9,7 +9,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import { createRequire } from 'module';
 import * as path from 'path';
-import { formatOwnerSpec, OWNER_EXIT_WAIT_MS, processCore, RecordStore, TreeOwner, WATCHDOG_VARIABLE } from '../../src/proc';
+import { processKey, OWNER_EXIT_WAIT_MS, processCore, RecordStore, TreeOwner, WATCHDOG_VARIABLE } from '../../src/proc';
 import { sweep } from './recordHelpers';
 import { aliveOf, CLI, FIXTURE, fixturePids, register, REPO, table, tmpDir, waitAllDead, waitFor } from './helpers';
 import { runCli, startCli } from './cliHelpers';
@@ -222,7 +222,7 @@ describe("the owner's watchdog", () => {
     const run = startCli(['run', '--records', records, '--no-watchdog', '--no-cgroup', '--', FIXTURE, 'daemon', pidfile]);
     const pids = await fixturePids(pidfile);
     await waitFor('record', () => fs.existsSync(path.join(records, `${run.child.pid}.json`)));
-    const spec = formatOwnerSpec({ pid: run.child.pid!, startKey: processCore().table.read(run.child.pid!)!.startKey });
+    const spec = processKey({ pid: run.child.pid!, startKey: processCore().table.read(run.child.pid!)!.startKey });
     run.child.kill('SIGKILL');
     const [a, b] = await Promise.all([
       runCli(['sweep', '--owner', spec, '--records', records, '--json', '--grace', '1']),
@@ -243,7 +243,7 @@ describe("the owner's watchdog", () => {
       startCli(['run', '--records', records, '--no-watchdog', '--no-cgroup', '--', 'sleep', '60']),
     ];
     await waitFor('records', () => runs.every((r) => fs.existsSync(path.join(records, `${r.child.pid}.json`))));
-    const specs = runs.map((r) => formatOwnerSpec({ pid: r.child.pid!, startKey: processCore().table.read(r.child.pid!)!.startKey }));
+    const specs = runs.map((r) => processKey({ pid: r.child.pid!, startKey: processCore().table.read(r.child.pid!)!.startKey }));
     for (const r of runs) r.child.kill('SIGKILL');
     await Promise.all(runs.map((r) => r.exited));
     const swept = JSON.parse((await runCli(['sweep', '--owner', specs[0], '--records', records, '--json', '--grace', '0'])).stdout);

@@ -4,7 +4,7 @@
  * alone (see members.ts); a member that changed uid is proven by cgroup or parentage, and the kernel decides
  * whether we may signal it.
  */
-import { ProcessInfo, ProcessTable } from './platform/processTable';
+import { ProcessInfo, ProcessTable } from '../platform/processTable';
 
 /** Who "this program" is: the process the guard protects, with its parent and uid. */
 export interface GuardSelf {
