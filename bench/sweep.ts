@@ -8,7 +8,7 @@ import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { execFileSync, spawn } from 'child_process';
 import { localSweepParts, processCore, selfIdentity, RecordStore, resolveMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
-import { cgroupVerified } from '../src/proc/owner';
+import { cgroupVerified } from '../src/proc/cgroup/treeCgroup';
 import { isAlive, log, processCount, readStat, realKill, register, REPO, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
 
 export interface SweepResults {

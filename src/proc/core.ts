@@ -4,7 +4,8 @@
  * process's context from `processCore()`, so the CLI and the extension each have one table (warm caches) and
  * one killer (requests for one tree join); tests build their own with synthetic parts.
  */
-import { CgroupControl, CgroupMode, CgroupProbeResult, CgroupProber, linuxCgroups } from './cgroup';
+import { CgroupMode, CgroupProbeResult, CgroupProber } from './cgroup/probe';
+import { CgroupControl, linuxCgroups } from './cgroup/treeCgroup';
 import { currentSelf, SignalGuard } from './identity/guard';
 import { MemberDeps } from './members';
 import { createProcessTable } from './platform/createProcessTable';

@@ -3,7 +3,7 @@
  * the tree's process group and session (only while provably the recorded ones), its cgroup, every process
  * carrying its exact tag, and every descendant of any member.
  */
-import { CgroupControl } from './cgroup';
+import { CgroupControl } from './cgroup/treeCgroup';
 import { isRecordedRoot, startedNoLaterThanTrackingBy } from './identity/startTimes';
 import { SignalGuard } from './identity/guard';
 import { ProcessInfo, provesIdentity, Snapshot } from './platform/processTable';

@@ -5,7 +5,8 @@
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
 import { hostClock } from './platform/bootClock';
-import { CgroupMode, isOurCgroup } from './cgroup';
+import { CgroupMode } from './cgroup/probe';
+import { cgroupVerified } from './cgroup/treeCgroup';
 import { Core, processCore } from './core';
 import { selfIdentity } from './identity/ownerIdentity';
 import { emptyReport, KillReport } from './killTarget';
@@ -381,12 +382,4 @@ function rootRuns(tree: OwnedTree): boolean {
  */
 export function killRecordedTree(tree: TreeRecord, graceMs: number, log?: Logger, core: Core = processCore()): Promise<KillReport> {
   return core.killer.kill(tree, { graceMs, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, core), log });
-}
-
-/**
- * Whether a recorded cgroup may be used: it is a directory of ours for that tree, not made afresh. Needs only
- * where our cgroups live, so it never starts the cgroup probe.
- */
-export function cgroupVerified(record: TreeRecord, core: Pick<Core, 'cgroupProber'>): boolean {
-  return record.cgroup !== null && isOurCgroup(core.cgroupProber.location(), record.cgroup, record.id, record.trackedAt);
 }

@@ -6,7 +6,7 @@
  * member appears, so a member cannot fork its way out of the kill. Every signal goes to a process whose
  * identity (pid + start time) was just re-read, or to the recorded process group while it provably is ours.
  */
-import { CgroupControl } from './cgroup';
+import { CgroupControl } from './cgroup/treeCgroup';
 import { SignalGuard } from './identity/guard';
 import { startedNoLaterThanTrackingBy } from './identity/startTimes';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';

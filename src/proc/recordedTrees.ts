@@ -4,13 +4,14 @@
  * below. What may be done with a record is the sweep's own verdict (`judgeRecord`), so the rules are one.
  */
 import { hostClock } from './platform/bootClock';
-import { CgroupMode } from './cgroup';
+import { CgroupMode } from './cgroup/probe';
 import { Core } from './core';
 import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity/ownerIdentity';
 import { KillReport } from './killTarget';
 import { Logger } from './platform/log';
 import { resolveMembers } from './members';
-import { cgroupVerified, killRecordedTree } from './owner';
+import { cgroupVerified } from './cgroup/treeCgroup';
+import { killRecordedTree } from './owner';
 import { freshProcessTable } from './platform/createProcessTable';
 import { ProcessInfo, ProcessTable } from './platform/processTable';
 import { judgeRecord } from './recordOwners';

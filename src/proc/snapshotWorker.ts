@@ -4,7 +4,8 @@
  * caches stay warm between requests.
  */
 import { parentPort } from 'worker_threads';
-import { CgroupProber, linuxCgroups } from './cgroup';
+import { CgroupProber } from './cgroup/probe';
+import { linuxCgroups } from './cgroup/treeCgroup';
 import { currentSelf, SignalGuard } from './identity/guard';
 import { refreshMembers } from './memberTracker';
 import { createProcessTable } from './platform/createProcessTable';

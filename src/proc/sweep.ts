@@ -18,7 +18,8 @@
  */
 import * as path from 'path';
 import { HostClock, hostClock } from './platform/bootClock';
-import { CgroupMode, removeUnnamedEmptyCgroups } from './cgroup';
+import { CgroupMode } from './cgroup/probe';
+import { removeUnnamedEmptyCgroups } from './cgroup/treeCgroup';
 import { Core, processCore } from './core';
 import { ownerState, PresenceProbe, sameProcess } from './identity/ownerIdentity';
 import { isRecordedRoot } from './identity/startTimes';
@@ -26,7 +27,7 @@ import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
 import { KillOptions, KillReport } from './killTarget';
 import { Logger, silentLogger } from './platform/log';
 import { resolveMembers, TreeIdentity } from './members';
-import { cgroupVerified } from './owner';
+import { cgroupVerified } from './cgroup/treeCgroup';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './platform/processTable';
 import { OwnerInfo } from './identity/ownerIdentity';
 import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';

@@ -4,7 +4,7 @@
  * grace timer, one escalation; a shorter grace wins).
  */
 import { EventEmitter } from 'events';
-import { CgroupControl } from './cgroup';
+import { CgroupControl } from './cgroup/treeCgroup';
 import { SignalGuard } from './identity/guard';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 import { Logger, silentLogger } from './platform/log';

@@ -4,7 +4,7 @@
  */
 import type { Core } from './core';
 import { MemberDeps, resolveMembers, TreeIdentity } from './members';
-import { cgroupVerified } from './owner';
+import { cgroupVerified } from './cgroup/treeCgroup';
 import { ProcessInfo, ProcessTable, Snapshot } from './platform/processTable';
 import { RecordFile, TreeRecord } from './records';
 import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from './terminalTrees';

@@ -19,7 +19,7 @@ import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from './platform/bootClock';
-import { CgroupMode } from './cgroup';
+import { CgroupMode } from './cgroup/probe';
 import { Core, processCore } from './core';
 import { Logger, silentLogger } from './platform/log';
 import { ProcessTable, TREE_ID_VARIABLE } from './platform/processTable';

@@ -9,7 +9,7 @@ import { spawn } from 'child_process';
 import { localSweepParts, processCore, RecordStore, selfIdentity, sweepOrphans, TreeOwner } from '../../src/proc';
 
 const processTable = () => processCore().table;
-import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
+import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
 import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor } from './helpers';
 import { SCENARIOS } from '../fixtures/scenarios';
 

@@ -19,7 +19,7 @@ import {
   TreeIdentity,
   TreeRecord,
 } from '../../src/proc';
-import { treeCgroupPath } from '../../src/proc/cgroup';
+import { treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
 import { tmpDir } from './helpers';
 import { clock, identity, proc, syntheticTable } from './recordHelpers';
 
