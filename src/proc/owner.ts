@@ -16,7 +16,7 @@ import { resolveMembers } from './members';
 import { freshProcessTable } from './platform/createProcessTable';
 import { ProcessInfo, Snapshot } from './platform/processTable';
 import { OwnerInfo } from './identity/ownerIdentity';
-import { RecordStore, setAsidePreviousRecord, TreeRecord, UntrustedFileError } from './records';
+import { RecordStore, setAsidePreviousRecord, TreeRecord, UntrustedFileError } from './records/store';
 import { PtyRoot, PtySpawnOptions, spawnPtyTree } from './pty';
 import { SpawnedTree, SpawnError, spawnTree, SpawnTreeOptions, TreeRoot } from './spawn';
 import type { TreeQuery } from './treeMembers';

@@ -14,9 +14,9 @@ import { cgroupVerified } from './cgroup/treeCgroup';
 import { killRecordedTree } from './owner';
 import { freshProcessTable } from './platform/createProcessTable';
 import { ProcessInfo, ProcessTable } from './platform/processTable';
-import { judgeRecord } from './recordOwners';
+import { judgeRecord } from './records/judge';
 import { OwnerInfo } from './identity/ownerIdentity';
-import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
+import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records/store';
 
 export interface ListedMember extends Pick<ProcessInfo, 'pid' | 'ppid' | 'pgid' | 'state' | 'rssBytes' | 'cpuMs'> {
   command: string;

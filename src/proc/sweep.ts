@@ -23,14 +23,14 @@ import { removeUnnamedEmptyCgroups } from './cgroup/treeCgroup';
 import { Core, processCore } from './core';
 import { ownerState, PresenceProbe, sameProcess } from './identity/ownerIdentity';
 import { isRecordedRoot } from './identity/startTimes';
-import { judgeRecord, OWNER_GONE, Verdict } from './recordOwners';
+import { judgeRecord, OWNER_GONE, Verdict } from './records/judge';
 import { KillOptions, KillReport } from './killTarget';
 import { Logger, silentLogger } from './platform/log';
 import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './cgroup/treeCgroup';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './platform/processTable';
 import { OwnerInfo } from './identity/ownerIdentity';
-import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records';
+import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records/store';
 
 export interface SweptTree {
   ownerPid: number;

@@ -3,12 +3,12 @@
  * owner's, or a gone owner's (an orphan's). The sweep, `ps`, `kill` and the view all ask here (`judgeRecord`),
  * so all apply the same self check (pid and start tick) and the same liveness, origin and trust rules.
  */
-import { HostClock, hostClock } from './platform/bootClock';
-import { OwnerState, ownerState, PresenceProbe, recordOrigin, sameProcess } from './identity/ownerIdentity';
-import { recordTimeProblem } from './identity/startTimes';
-import { ProcessTable } from './platform/processTable';
-import { OwnerInfo } from './identity/ownerIdentity';
-import { OwnerRecord, RecordFile, RecordProblem, RecordStore } from './records';
+import { HostClock, hostClock } from '../platform/bootClock';
+import { OwnerState, ownerState, PresenceProbe, recordOrigin, sameProcess } from '../identity/ownerIdentity';
+import { recordTimeProblem } from '../identity/startTimes';
+import { ProcessTable } from '../platform/processTable';
+import { OwnerInfo } from '../identity/ownerIdentity';
+import { OwnerRecord, RecordFile, RecordProblem, RecordStore } from './store';
 
 export interface OwnerRecords {
   /** Our own record (pid and start tick are ours). */

@@ -23,10 +23,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { createHash, randomBytes } from 'crypto';
-import type { HostClock } from './platform/bootClock';
-import { hasBootIdentity, OwnerInfo, sameProcess } from './identity/ownerIdentity';
-import { TreeTimes } from './identity/startTimes';
-import { TREE_ID_VARIABLE } from './platform/processTable';
+import type { HostClock } from '../platform/bootClock';
+import { hasBootIdentity, OwnerInfo, sameProcess } from '../identity/ownerIdentity';
+import { TreeTimes } from '../identity/startTimes';
+import { TREE_ID_VARIABLE } from '../platform/processTable';
 
 export const RECORD_VERSION = 1;
 
