@@ -7,7 +7,7 @@ import { CgroupControl } from './cgroup/treeCgroup';
 import { isRecordedRoot, startedNoLaterThanTrackingBy } from './identity/startTimes';
 import { SignalGuard } from './identity/guard';
 import { ProcessInfo, provesIdentity, Snapshot } from './platform/processTable';
-import { TreeRecord } from './records/store';
+import { TreeRecord } from './records/schema';
 import { ProcessIdentity } from './identity/processIdentity';
 
 export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'>;

@@ -14,9 +14,10 @@ import { cgroupVerified } from './cgroup/treeCgroup';
 import { killRecordedTree } from './owner';
 import { freshProcessTable } from './platform/createProcessTable';
 import { ProcessInfo, ProcessTable } from './platform/processTable';
-import { judgeRecord } from './records/judge';
+import { recordStanding } from './records/judge';
 import { OwnerInfo } from './identity/ownerIdentity';
-import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records/store';
+import { RecordStore } from './records/claims';
+import { OwnerRecord, RecordProblem, TreeRecord } from './records/schema';
 
 export interface ListedMember extends Pick<ProcessInfo, 'pid' | 'ppid' | 'pgid' | 'state' | 'rssBytes' | 'cpuMs'> {
   command: string;
@@ -33,15 +34,6 @@ export interface ListedOwner {
   /** Why its trees are not resolved, or what else is to know about it. */
   note?: string;
   trees: ListedTree[];
-}
-
-/** What a front end may do with a record's trees: the sweep's own verdict, so the rules are one. */
-export function recordStanding(table: ProcessTable, record: OwnerRecord): { state: OwnerState; note?: string; resolvable: boolean } {
-  const v = judgeRecord(record, { table, self: selfIdentity(table) });
-  const state = v.act === 'refuse' ? 'unknown' : (v.state ?? 'unknown');
-  if (v.act === 'refuse') return { state, note: v.problem, resolvable: false };
-  if (v.act === 'clean-up') return { state, note: 'recorded before the last boot: nothing of it runs', resolvable: false };
-  return { state, note: v.resolvable ? undefined : v.why, resolvable: v.resolvable === true };
 }
 
 /** A claim in the folder: a sweep at work on an owner's record, or one its sweeper left when it died. */

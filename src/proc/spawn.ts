@@ -13,7 +13,7 @@ import { hostClock } from './platform/bootClock';
 import { Core, processCore } from './core';
 import { latestStart } from './identity/startTimes';
 import { TREE_ID_VARIABLE } from './platform/processTable';
-import { TreeRecord } from './records/store';
+import { TreeRecord } from './records/schema';
 
 export interface SpawnTreeOptions {
   command: string;

@@ -30,7 +30,8 @@ import { resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './cgroup/treeCgroup';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './platform/processTable';
 import { OwnerInfo } from './identity/ownerIdentity';
-import { OwnerRecord, RecordProblem, RecordStore, TreeRecord } from './records/store';
+import { RecordStore } from './records/claims';
+import { OwnerRecord, RecordProblem, TreeRecord } from './records/schema';
 
 export interface SweptTree {
   ownerPid: number;

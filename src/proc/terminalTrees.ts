@@ -21,7 +21,7 @@ import { Logger } from './platform/log';
 import { MemberDeps, Membership, resolveMembers, subtreesMembers, TreeIdentity } from './members';
 import { ProcessInfo, ProcessTable, Snapshot, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
 import { START_PRECISION_MS } from './platform/procParsers';
-import { RecordFile } from './records/store';
+import { RecordFile } from './records/schema';
 import { parseProcessKey, processKey, ProcessIdentity } from './identity/processIdentity';
 import { TreeKiller } from './treeKiller';
 

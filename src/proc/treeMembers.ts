@@ -6,7 +6,7 @@ import type { Core } from './core';
 import { MemberDeps, resolveMembers, TreeIdentity } from './members';
 import { cgroupVerified } from './cgroup/treeCgroup';
 import { ProcessInfo, ProcessTable, Snapshot } from './platform/processTable';
-import { RecordFile, TreeRecord } from './records/store';
+import { RecordFile, TreeRecord } from './records/schema';
 import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from './terminalTrees';
 
 export interface MemberInfo extends ProcessInfo {

@@ -4,11 +4,12 @@
  * so all apply the same self check (pid and start tick) and the same liveness, origin and trust rules.
  */
 import { HostClock, hostClock } from '../platform/bootClock';
-import { OwnerState, ownerState, PresenceProbe, recordOrigin, sameProcess } from '../identity/ownerIdentity';
+import { OwnerState, ownerState, PresenceProbe, recordOrigin, sameProcess, selfIdentity } from '../identity/ownerIdentity';
 import { recordTimeProblem } from '../identity/startTimes';
 import { ProcessTable } from '../platform/processTable';
 import { OwnerInfo } from '../identity/ownerIdentity';
-import { OwnerRecord, RecordFile, RecordProblem, RecordStore } from './store';
+import { RecordStore } from './claims';
+import { OwnerRecord, RecordFile, RecordProblem } from './schema';
 
 export interface OwnerRecords {
   /** Our own record (pid and start tick are ours). */
@@ -93,4 +94,13 @@ export function judgeRecord(
         ? `an older version's record (no boot-clock identity) whose owner pid ${owner.pid} is in use or cannot be read`
         : `whether owner ${owner.pid} still runs cannot be read`;
   return { act: 'leave', why, live: false, state, resolvable: origin !== 'elsewhere' };
+}
+
+/** What a front end may do with a record's trees: the sweep's own verdict, so the rules are one. */
+export function recordStanding(table: ProcessTable, record: OwnerRecord): { state: OwnerState; note?: string; resolvable: boolean } {
+  const v = judgeRecord(record, { table, self: selfIdentity(table) });
+  const state = v.act === 'refuse' ? 'unknown' : (v.state ?? 'unknown');
+  if (v.act === 'refuse') return { state, note: v.problem, resolvable: false };
+  if (v.act === 'clean-up') return { state, note: 'recorded before the last boot: nothing of it runs', resolvable: false };
+  return { state, note: v.resolvable ? undefined : v.why, resolvable: v.resolvable === true };
 }
