@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { execFileSync, spawn } from 'child_process';
-import { localSweepParts, processCore, selfIdentity, RecordStore, resolveMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
+import { localSweepParts, processCore, selfIdentity, RecordStore, resolveTreeMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
 import { cgroupVerified } from '../src/proc/cgroup/treeCgroup';
 import { isAlive, log, processCount, readStat, realKill, register, REPO, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
 
@@ -157,7 +157,7 @@ export async function runSweep(opts: { reps: number; mixedReps: number; records:
   for (let r = 0; r < 5; r++) {
     const t0 = nowNs();
     const snap = table.snapshot();
-    for (const tree of trees) resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, processCore()) }, processCore());
+    for (const tree of trees) resolveTreeMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, processCore()) }, processCore());
     shared.push(msSince(t0));
   }
 

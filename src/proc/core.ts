@@ -7,7 +7,7 @@
 import { CgroupMode, CgroupProbeResult, CgroupProber } from './cgroup/probe';
 import { CgroupControl, linuxCgroups } from './cgroup/treeCgroup';
 import { currentSelf, SignalGuard } from './identity/guard';
-import { MemberDeps } from './members';
+import { MemberDeps } from './members/membership';
 import { createProcessTable } from './platform/createProcessTable';
 import { ProcessTable } from './platform/processTable';
 import { processSignaller, Signaller } from './platform/signaller';

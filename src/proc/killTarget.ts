@@ -4,7 +4,7 @@
  */
 import type { SignalGuard } from './identity/guard';
 import { Logger } from './platform/log';
-import { Membership, TreeIdentity } from './members';
+import { Membership, TreeIdentity } from './members/membership';
 import { Snapshot } from './platform/processTable';
 
 /**

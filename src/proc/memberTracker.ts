@@ -2,7 +2,7 @@
  * The live view's members at a cost that follows the members, not the machine.
  *
  * A refresh reads only the processes that can be members, and resolves them by the core's rules (`membersIn`:
- * resolveMembers, resolveTerminalTrees, windowRecords) on that small snapshot:
+ * resolveTreeMembers, resolveTerminalTrees, windowRecords) on that small snapshot:
  *   - a tree in a verified cgroup of its own: the pids in its cgroup and every cgroup below it (nothing can leave
  *     a cgroup), plus its root and leaders;
  *   - any other tree, and a terminal: its members at the last refresh, its root (shell), its group and session

@@ -12,7 +12,7 @@ import { selfIdentity } from './identity/ownerIdentity';
 import { emptyReport, KillReport } from './killTarget';
 import { Logger, silentLogger } from './platform/log';
 import { canTrack, MemberTracker, refreshMembers } from './memberTracker';
-import { resolveMembers } from './members';
+import { resolveTreeMembers } from './members/treeMembers';
 import { freshProcessTable } from './platform/createProcessTable';
 import { ProcessInfo, Snapshot } from './platform/processTable';
 import { OwnerInfo } from './identity/ownerIdentity';
@@ -212,7 +212,7 @@ export class TreeOwner extends EventEmitter {
   members(id: string, snap: Snapshot = this.core.table.snapshot()): ProcessInfo[] {
     const tree = this.trees.get(id);
     if (!tree) return [];
-    return resolveMembers(tree.record, snap, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null }, this.core).members;
+    return resolveTreeMembers(tree.record, snap, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null }, this.core).members;
   }
 
   /** Kills a whole tree; a second call while one runs joins it. The tree is dropped once empty. */

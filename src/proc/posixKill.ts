@@ -10,7 +10,9 @@ import { CgroupControl } from './cgroup/treeCgroup';
 import { SignalGuard } from './identity/guard';
 import { startedNoLaterThanTrackingBy } from './identity/startTimes';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
-import { Membership, resolveMembers, subtreeMembers, TreeIdentity } from './members';
+import { Membership, TreeIdentity } from './members/membership';
+import { resolveSubtreeMembers } from './members/subtreeMembers';
+import { resolveTreeMembers } from './members/treeMembers';
 import { ProcessInfo, ProcessTable } from './platform/processTable';
 import { Signaller } from './platform/signaller';
 
@@ -79,9 +81,9 @@ export class PosixTreeKill {
     const t = this.target;
     const m =
       t.kind === 'tree'
-        ? resolveMembers(t.tree, snap, this.options, this.deps)
+        ? resolveTreeMembers(t.tree, snap, this.options, this.deps)
         : t.kind === 'subtree'
-          ? subtreeMembers(snap, t.pid, t.startKey, this.deps)
+          ? resolveSubtreeMembers(snap, [{ pid: t.pid, startKey: t.startKey }], this.deps)
           : { ...t.resolve(snap, this.deps.guard), groupProven: false };
     if (m.groupDoubt) this.groupDoubt = m.groupDoubt;
     for (const why of m.excluded) this.refused.add(why);

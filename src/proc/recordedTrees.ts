@@ -9,7 +9,7 @@ import { Core } from './core';
 import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity/ownerIdentity';
 import { KillReport } from './killTarget';
 import { Logger } from './platform/log';
-import { resolveMembers } from './members';
+import { resolveTreeMembers } from './members/treeMembers';
 import { cgroupVerified } from './cgroup/treeCgroup';
 import { killRecordedTree } from './owner';
 import { freshProcessTable } from './platform/createProcessTable';
@@ -71,7 +71,7 @@ export async function listOwnedTrees(
       trees: record.trees.map((t): ListedTree => {
         const verified = cgroups !== 'off' && cgroupVerified(t, core);
         const members = standing.resolvable
-          ? resolveMembers(t, snap, { continuouslyOwned: alive, cgroupVerified: verified }, core).members
+          ? resolveTreeMembers(t, snap, { continuouslyOwned: alive, cgroupVerified: verified }, core).members
           : [];
         return {
           ...t,

@@ -26,7 +26,8 @@ import { isRecordedRoot } from './identity/startTimes';
 import { judgeRecord, OWNER_GONE, Verdict } from './records/judge';
 import { KillOptions, KillReport } from './killTarget';
 import { Logger, silentLogger } from './platform/log';
-import { resolveMembers, TreeIdentity } from './members';
+import { TreeIdentity } from './members/membership';
+import { resolveTreeMembers } from './members/treeMembers';
 import { cgroupVerified } from './cgroup/treeCgroup';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from './platform/processTable';
 import { OwnerInfo } from './identity/ownerIdentity';
@@ -291,7 +292,7 @@ async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, 
   if (tree.cgroup && options.cgroups !== 'off' && !verified)
     log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
   const protectedReason = (p: ProcessInfo) => options.guard.protectedReason(p);
-  const membership = resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason }, { guard: options.guard, cgroups: parts.cgroups });
+  const membership = resolveTreeMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason }, { guard: options.guard, cgroups: parts.cgroups });
   if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
   if (membership.members.length === 0) {
     if (verified && tree.cgroup) parts.cgroups.remove(tree.cgroup);

@@ -4,7 +4,7 @@
  *
  * A terminal tree is named by its shell (pid + start time), the shell's session and process group, and the
  * window's tag (`AGENT_TREES_WINDOW=<id>`, which every process started from the window's terminals inherits).
- * Its members are resolved by `resolveMembers`, seeded with what was seen as a member before (pid + start time
+ * Its members are resolved by `resolveTreeMembers`, seeded with what was seen as a member before (pid + start time
  * re-checked) and with tagged members of the shell's session (which prove the session after the shell is gone).
  * A tagged process that no terminal's session or descendants hold (a double-forked daemon whose parent died) is
  * shown under every open terminal whose shell started before it: never under one that started after it, never by
@@ -18,7 +18,9 @@ import { hostClock, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock';
 import { processCore } from './core';
 import { KillReport } from './killTarget';
 import { Logger } from './platform/log';
-import { MemberDeps, Membership, resolveMembers, subtreesMembers, TreeIdentity } from './members';
+import { MemberDeps, Membership, TreeIdentity } from './members/membership';
+import { resolveSubtreeMembers } from './members/subtreeMembers';
+import { resolveTreeMembers } from './members/treeMembers';
 import { ProcessInfo, ProcessTable, Snapshot, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
 import { START_PRECISION_MS } from './platform/procParsers';
 import { RecordFile } from './records/schema';
@@ -152,7 +154,7 @@ function resolveWithClosing(
     }
     // Tagged members of the shell's session: they prove the session once the shell (its leader) is gone.
     for (const p of tagged) if (p.sid === shell.sid) extraSeeds.push(p);
-    return resolveMembers(
+    return resolveTreeMembers(
       terminalIdentity(shell),
       snap,
       {
@@ -391,7 +393,7 @@ export function endLeftovers(
   if (process.platform === 'win32') return Promise.resolve(refusal(`terminal-left:${shell.key}`, [NOT_ON_WINDOWS]));
   return killer.killResolved(
     `terminal-left:${shell.key}`,
-    (snap, guard) => subtreesMembers(snap, left, [shell.pid], { guard }),
+    (snap, guard) => resolveSubtreeMembers(snap, left, { guard }, [shell.pid]),
     graceMs,
     log,
   );

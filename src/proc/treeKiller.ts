@@ -8,7 +8,7 @@ import { CgroupControl } from './cgroup/treeCgroup';
 import { SignalGuard } from './identity/guard';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 import { Logger, silentLogger } from './platform/log';
-import { Membership, TreeIdentity } from './members';
+import { Membership, TreeIdentity } from './members/membership';
 import { interruptGroup, PosixTreeKill } from './posixKill';
 import { ProcessTable, Snapshot } from './platform/processTable';
 import { Signaller } from './platform/signaller';

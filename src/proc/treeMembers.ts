@@ -3,7 +3,8 @@
  * on the caller's thread or in a worker (snapshotWorker.ts) when the process table is large.
  */
 import type { Core } from './core';
-import { MemberDeps, resolveMembers, TreeIdentity } from './members';
+import { MemberDeps, TreeIdentity } from './members/membership';
+import { resolveTreeMembers } from './members/treeMembers';
 import { cgroupVerified } from './cgroup/treeCgroup';
 import { ProcessInfo, ProcessTable, Snapshot } from './platform/processTable';
 import { RecordFile, TreeRecord } from './records/schema';
@@ -84,7 +85,7 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], deps: Tr
 }
 
 /**
- * Everything the view asks for, resolved in one snapshot by the core's rules (resolveMembers, resolveTerminalTrees,
+ * Everything the view asks for, resolved in one snapshot by the core's rules (resolveTreeMembers, resolveTerminalTrees,
  * windowRecords), with command lines. Members come in pid order, whatever order the snapshot read them in: the
  * view compares refreshes to fire only what changed.
  */
@@ -104,13 +105,13 @@ export function membersIn(
     takenAt: snap.takenAt,
     processCount: snap.processes.size,
     listed: snap.listed,
-    trees: trees.map((t) => ({ id: t.id, members: withCommand(resolveMembers(t, snap, t, deps).members) })),
+    trees: trees.map((t) => ({ id: t.id, members: withCommand(resolveTreeMembers(t, snap, t, deps).members) })),
     terminals: terminals.map((t) => ({ ...t, members: withCommand(t.members) })),
     windowRecords: ofWindow.map(({ file, record }) => ({
       file,
       trees: record.trees.map((t) => {
         const q = recordedTreeQuery(t, deps);
-        return { id: t.id, members: withCommand(resolveMembers(q, snap, q, deps).members) };
+        return { id: t.id, members: withCommand(resolveTreeMembers(q, snap, q, deps).members) };
       }),
     })),
   };

@@ -18,7 +18,7 @@ import {
   parseStatusUid,
   probeCgroupTier,
   RecordStore,
-  resolveMembers,
+  resolveTreeMembers,
   StartPrecision,
   sweepOrphans,
   TreeIdentity,
@@ -185,7 +185,7 @@ describe('core rules: which group is proven', () => {
   for (const c of cases) {
     it(c.title, () => {
       const m = machine(c.procs, { precision: c.precision });
-      const r = resolveMembers(
+      const r = resolveTreeMembers(
         c.tree ?? tree,
         m.table.snapshot(),
         { continuouslyOwned: c.continuouslyOwned ?? false, cgroupVerified: false },
@@ -224,7 +224,7 @@ describe('core rules: which group is proven', () => {
   for (const c of rootCases) {
     it(`the root start-time tolerance: a root that left its group, ${c.title}: ${c.member ? 'a member' : 'not a member'}`, () => {
       const m = machine([proc(205, { pgid: 206, sid: 206, ...c.fields })], { precision: c.precision });
-      const r = resolveMembers({ ...tree, rootPid: 205 }, m.table.snapshot(), { continuouslyOwned: false, cgroupVerified: false }, m.core);
+      const r = resolveTreeMembers({ ...tree, rootPid: 205 }, m.table.snapshot(), { continuouslyOwned: false, cgroupVerified: false }, m.core);
       assert.strictEqual(
         r.members.some((p) => p.pid === 205),
         c.member,
@@ -276,7 +276,7 @@ describe('core rules: the guard on every path', () => {
     m.cgroups.dirs.set('/cg/tree-t1/sub', [400]);
     const verified = { ...tree, cgroup: '/cg/tree-t1' };
     assert.deepStrictEqual(
-      resolveMembers(verified, m.table.snapshot(), { continuouslyOwned: true, cgroupVerified: true }, m.core).members.map((p) => p.pid),
+      resolveTreeMembers(verified, m.table.snapshot(), { continuouslyOwned: true, cgroupVerified: true }, m.core).members.map((p) => p.pid),
       [400],
     );
     const report = await m.core.killer.kill(verified, { ...owned, cgroupVerified: true });

@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { TreeOwner, spawnTree, resolveMembers, processCore } from '../../src/proc';
+import { TreeOwner, spawnTree, resolveTreeMembers, processCore } from '../../src/proc';
 
 const core = processCore();
 const treeKiller = core.killer;
@@ -159,7 +159,7 @@ describe('killing a whole tree (real processes)', () => {
     const record = owner.get(id)!.record;
     const snap = processTable().snapshot();
     const withoutTag = { ...snap, tagged: () => new Map() };
-    const viaRoot = resolveMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }, core).members.map((p) => p.pid);
+    const viaRoot = resolveTreeMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }, core).members.map((p) => p.pid);
     assert.ok(viaRoot.includes(low), 'the low-pid child is a member');
     await owner.kill(id, 1000);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);

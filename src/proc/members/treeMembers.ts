@@ -3,26 +3,9 @@
  * the tree's process group and session (only while provably the recorded ones), its cgroup, every process
  * carrying its exact tag, and every descendant of any member.
  */
-import { CgroupControl } from './cgroup/treeCgroup';
-import { isRecordedRoot, startedNoLaterThanTrackingBy } from './identity/startTimes';
-import { SignalGuard } from './identity/guard';
-import { ProcessInfo, provesIdentity, Snapshot } from './platform/processTable';
-import { TreeRecord } from './records/schema';
-import { ProcessIdentity } from './identity/processIdentity';
-
-export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'>;
-
-export interface Membership {
-  members: ProcessInfo[];
-  /** Whether the process group (and session) is provably the recorded one, so `kill(-pgid)` is allowed. */
-  groupProven: boolean;
-  /** Why the group was not trusted, when it was not. */
-  groupDoubt?: string;
-  /** Pids in the cgroup (when the tree has one). */
-  inCgroup: number;
-  /** Processes that looked like members but are protected (ourselves, an ancestor, our group), and why. */
-  excluded: string[];
-}
+import { isRecordedRoot, startedNoLaterThanTrackingBy } from '../identity/startTimes';
+import { ProcessInfo, provesIdentity, Snapshot } from '../platform/processTable';
+import { MemberDeps, Membership, TreeIdentity, withDescendants } from './membership';
 
 export interface ResolveOptions {
   /**
@@ -50,13 +33,6 @@ export interface ResolveOptions {
   rootStartKey?: number;
 }
 
-/** What a resolution reads besides the snapshot: the guard (who can never be a member) and the cgroups. */
-export interface MemberDeps {
-  /** Ourselves, our ancestors, our own group and PID 1: never members, and never walked; and our uid. */
-  guard: Pick<SignalGuard, 'protectedReason'> & Partial<Pick<SignalGuard, 'otherUid'>>;
-  cgroups: Pick<CgroupControl, 'procs'>;
-}
-
 /**
  * Resolves the live members of `tree` in `snap`.
  *
@@ -69,7 +45,7 @@ export interface MemberDeps {
  * member): anyone can set an environment variable, so a tag alone never makes it one. A member that changed
  * uid (a set-uid program) is still a member.
  */
-export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions, deps: MemberDeps): Membership {
+export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions, deps: MemberDeps): Membership {
   const procs = snap.processes;
   /** Members by lineage: the cgroup, the proven group and session, the root. */
   const seeds = new Map<number, ProcessInfo>();
@@ -152,53 +128,3 @@ export function resolveMembers(tree: TreeIdentity, snap: Snapshot, options: Reso
   }
   return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
 }
-
-/** The seeds and every descendant of theirs, whatever the pid order (pids wrap around). */
-function withDescendants(seeds: Map<number, ProcessInfo>, snap: Snapshot, isProtected: (p: ProcessInfo) => boolean): Map<number, ProcessInfo> {
-  const children = snap.children();
-  const members = new Map(seeds);
-  const queue = [...seeds.values()];
-  while (queue.length > 0) {
-    const p = queue.pop()!;
-    for (const child of children.get(p.pid) ?? []) {
-      if (!members.has(child.pid) && !isProtected(child)) {
-        members.set(child.pid, child);
-        queue.push(child);
-      }
-    }
-  }
-  return members;
-}
-
-/** One process (if it still is the one that started at `startKey`) and all its descendants. */
-export function subtreeMembers(snap: Snapshot, pid: number, startKey: number, deps: { guard: Pick<SignalGuard, 'protectedReason'> }): Membership {
-  return subtreesMembers(snap, [{ pid, startKey }], [], deps);
-}
-
-/**
- * These processes (each only while it still is the one that started at its start key) and all their
- * descendants, never a `spared` pid (nor anything reached only through it) and never a protected process.
- * Never a group: each member is proven by its own identity or its parent link.
- */
-export function subtreesMembers(
-  snap: Snapshot,
-  roots: ProcessIdentity[],
-  spared: number[],
-  deps: { guard: Pick<SignalGuard, 'protectedReason'> },
-): Membership {
-  const sparedPids = new Set(spared);
-  const excluded: string[] = [];
-  const isProtected = (p: ProcessInfo) => {
-    if (sparedPids.has(p.pid)) return true;
-    const why = p.pid <= 1 ? `pid ${p.pid}` : deps.guard.protectedReason(p);
-    if (why) excluded.push(why);
-    return why !== undefined;
-  };
-  const seeds = new Map<number, ProcessInfo>();
-  for (const r of roots) {
-    const p = snap.processes.get(r.pid);
-    if (p && p.startKey === r.startKey && !isProtected(p)) seeds.set(p.pid, p);
-  }
-  return { members: [...withDescendants(seeds, snap, isProtected).values()], groupProven: false, inCgroup: 0, excluded };
-}
-
