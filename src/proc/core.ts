@@ -11,7 +11,7 @@ import { MemberDeps } from './members/membership';
 import { createProcessTable } from './platform/createProcessTable';
 import { ProcessTable } from './platform/processTable';
 import { processSignaller, Signaller } from './platform/signaller';
-import { TreeKiller } from './treeKiller';
+import { TreeKiller } from './kill/treeKiller';
 import { execAsync, ExecAsync } from './platform/execAsync';
 
 export interface Core extends MemberDeps {

@@ -6,10 +6,10 @@ import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
 import { hostClock } from './platform/bootClock';
 import { CgroupMode } from './cgroup/probe';
-import { cgroupVerified } from './cgroup/treeCgroup';
+import { killRecordedTree } from './kill/treeKiller';
 import { Core, processCore } from './core';
 import { selfIdentity } from './identity/ownerIdentity';
-import { emptyReport, KillReport } from './killTarget';
+import { emptyReport, KillReport } from './kill/killTarget';
 import { Logger, silentLogger } from './platform/log';
 import { canTrack, MemberTracker, refreshMembers } from './memberTracker';
 import { resolveTreeMembers } from './members/treeMembers';
@@ -263,7 +263,7 @@ export class TreeOwner extends EventEmitter {
    * its continuous ownership (see `killRecordedTree`).
    */
   killRecordedTree(tree: TreeRecord, graceMs: number, log: Logger = this.log): Promise<KillReport> {
-    return killRecordedTree(tree, graceMs, log, this.core);
+    return killRecordedTree(this.core, tree, graceMs, log);
   }
 
   /**
@@ -377,12 +377,4 @@ export class TreeOwner extends EventEmitter {
 
 function rootRuns(tree: OwnedTree): boolean {
   return tree.child.exitCode === null && tree.child.signalCode === null;
-}
-
-/**
- * Kills a tree another owner records (alive or not): as that owner's kill would, but without its continuous
- * ownership, so the group counts only while provably the recorded one and the cgroup only once checked ours.
- */
-export function killRecordedTree(tree: TreeRecord, graceMs: number, log?: Logger, core: Core = processCore()): Promise<KillReport> {
-  return core.killer.kill(tree, { graceMs, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, core), log });
 }

@@ -7,11 +7,11 @@ import { hostClock } from './platform/bootClock';
 import { CgroupMode } from './cgroup/probe';
 import { Core } from './core';
 import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity/ownerIdentity';
-import { KillReport } from './killTarget';
+import { KillReport } from './kill/killTarget';
 import { Logger } from './platform/log';
 import { resolveTreeMembers } from './members/treeMembers';
 import { cgroupVerified } from './cgroup/treeCgroup';
-import { killRecordedTree } from './owner';
+import { killRecordedTree } from './kill/treeKiller';
 import { freshProcessTable } from './platform/createProcessTable';
 import { ProcessInfo, ProcessTable } from './platform/processTable';
 import { recordStanding } from './records/judge';
@@ -113,7 +113,7 @@ export async function killTreeById(
   const tree = found.record.trees.find((t) => t.id === treeId)!;
   const standing = recordStanding(table, found.record);
   if (!standing.resolvable) return { outcome: 'refused', why: standing.note ?? 'its record cannot be acted on' };
-  const report = await killRecordedTree(tree, options.graceMs, options.log, core);
+  const report = await killRecordedTree(core, tree, options.graceMs, options.log);
   if ((standing.state === 'dead' || standing.state === 'replaced') && report.survivors === 0 && report.refused.length === 0) {
     dropFromDeadOwnersRecord(store, table, found.record, tree.id);
   }

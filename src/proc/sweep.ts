@@ -24,7 +24,7 @@ import { Core, processCore } from './core';
 import { ownerState, PresenceProbe, sameProcess } from './identity/ownerIdentity';
 import { isRecordedRoot } from './identity/startTimes';
 import { judgeRecord, OWNER_GONE, Verdict } from './records/judge';
-import { KillOptions, KillReport } from './killTarget';
+import { KillOptions, KillReport } from './kill/killTarget';
 import { Logger, silentLogger } from './platform/log';
 import { TreeIdentity } from './members/membership';
 import { resolveTreeMembers } from './members/treeMembers';

@@ -16,7 +16,7 @@
  */
 import { hostClock, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock';
 import { processCore } from './core';
-import { KillReport } from './killTarget';
+import { KillReport } from './kill/killTarget';
 import { Logger } from './platform/log';
 import { MemberDeps, Membership, TreeIdentity } from './members/membership';
 import { resolveSubtreeMembers } from './members/subtreeMembers';
@@ -25,7 +25,7 @@ import { ProcessInfo, ProcessTable, Snapshot, TREE_ID_VARIABLE, WINDOW_TAG_VARIA
 import { START_PRECISION_MS } from './platform/procParsers';
 import { RecordFile } from './records/schema';
 import { parseProcessKey, processKey, ProcessIdentity } from './identity/processIdentity';
-import { TreeKiller } from './treeKiller';
+import { TreeKiller } from './kill/treeKiller';
 
 /** A terminal's shell as first seen. `key` (pid:startKey) names it for as long as it runs. */
 export interface TerminalShell {

@@ -4,15 +4,17 @@
  * grace timer, one escalation; a shorter grace wins).
  */
 import { EventEmitter } from 'events';
-import { CgroupControl } from './cgroup/treeCgroup';
-import { SignalGuard } from './identity/guard';
+import { CgroupProber } from '../cgroup/probe';
+import { CgroupControl, cgroupVerified } from '../cgroup/treeCgroup';
+import { TreeRecord } from '../records/schema';
+import { SignalGuard } from '../identity/guard';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
-import { Logger, silentLogger } from './platform/log';
-import { Membership, TreeIdentity } from './members/membership';
+import { Logger, silentLogger } from '../platform/log';
+import { Membership, TreeIdentity } from '../members/membership';
 import { interruptGroup, PosixTreeKill } from './posixKill';
-import { ProcessTable, Snapshot } from './platform/processTable';
-import { Signaller } from './platform/signaller';
-import { ExecAsync } from './platform/execAsync';
+import { ProcessTable, Snapshot } from '../platform/processTable';
+import { Signaller } from '../platform/signaller';
+import { ExecAsync } from '../platform/execAsync';
 import { killWindows } from './windowsKill';
 
 /** Everything a killer reads and signals through. */
@@ -135,4 +137,17 @@ function logReport(log: Logger, what: string, report: KillReport, ms: number): v
       (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
   );
   for (const why of report.refused) log.warn(`${what}: not signalled: ${why}`);
+}
+
+/**
+ * Kills a tree another owner records (alive or not): as that owner's kill would, but without its continuous
+ * ownership, so the group counts only while provably the recorded one and the cgroup only once checked ours.
+ */
+export function killRecordedTree(
+  parts: { killer: Pick<TreeKiller, 'kill'>; cgroupProber: Pick<CgroupProber, 'location'> },
+  tree: TreeRecord,
+  graceMs: number,
+  log?: Logger,
+): Promise<KillReport> {
+  return parts.killer.kill(tree, { graceMs, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, parts), log });
 }

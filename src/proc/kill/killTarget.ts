@@ -2,10 +2,10 @@
  * What a kill acts on and what it reports: the vocabulary shared by the POSIX kill (posixKill.ts), the
  * Windows kill (windowsKill.ts) and the registry that runs one kill per target (treeKiller.ts).
  */
-import type { SignalGuard } from './identity/guard';
-import { Logger } from './platform/log';
-import { Membership, TreeIdentity } from './members/membership';
-import { Snapshot } from './platform/processTable';
+import type { SignalGuard } from '../identity/guard';
+import { Logger } from '../platform/log';
+import { Membership, TreeIdentity } from '../members/membership';
+import { Snapshot } from '../platform/processTable';
 
 /**
  * What a kill acts on: a whole owned tree; one process (proven by its start key) and its descendants; or a

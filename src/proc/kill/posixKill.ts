@@ -6,15 +6,15 @@
  * member appears, so a member cannot fork its way out of the kill. Every signal goes to a process whose
  * identity (pid + start time) was just re-read, or to the recorded process group while it provably is ours.
  */
-import { CgroupControl } from './cgroup/treeCgroup';
-import { SignalGuard } from './identity/guard';
-import { startedNoLaterThanTrackingBy } from './identity/startTimes';
+import { CgroupControl } from '../cgroup/treeCgroup';
+import { SignalGuard } from '../identity/guard';
+import { startedNoLaterThanTrackingBy } from '../identity/startTimes';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
-import { Membership, TreeIdentity } from './members/membership';
-import { resolveSubtreeMembers } from './members/subtreeMembers';
-import { resolveTreeMembers } from './members/treeMembers';
-import { ProcessInfo, ProcessTable } from './platform/processTable';
-import { Signaller } from './platform/signaller';
+import { Membership, TreeIdentity } from '../members/membership';
+import { resolveSubtreeMembers } from '../members/subtreeMembers';
+import { resolveTreeMembers } from '../members/treeMembers';
+import { ProcessInfo, ProcessTable } from '../platform/processTable';
+import { Signaller } from '../platform/signaller';
 
 /** What a kill reads and signals through; tests pass synthetic ones. */
 export interface KillDeps {
