@@ -20,8 +20,10 @@ import { RecordStore } from './records/claims';
 import { setAsidePreviousRecord } from './records/previousRecord';
 import { TreeRecord } from './records/schema';
 import { UntrustedFileError } from './records/trustedFiles';
-import { PtyRoot, PtySpawnOptions, spawnPtyTree } from './pty';
-import { SpawnedTree, SpawnError, spawnTree, SpawnTreeOptions, TreeRoot } from './spawn';
+import { PtyRoot } from './pty/ptyRoot';
+import { PtySpawnOptions, spawnPtyTree } from './pty/spawnPtyTree';
+import { SpawnError } from './spawn/spawnError';
+import { SpawnedTree, spawnTree, SpawnTreeOptions, TreeRoot } from './spawn/spawnTree';
 import type { TreeQuery } from './treeMembers';
 import { Watchdog, WatchdogOptions } from './watchdog';
 

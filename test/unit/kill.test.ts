@@ -179,7 +179,7 @@ describe('killing a whole tree (real processes)', () => {
 
   it('reports who it signalled and who survived, and never signals itself', async () => {
     const pidfile = path.join(tmpDir(), 'pids');
-    const spawned = spawnTree({ command: FIXTURE, args: ['deep', pidfile], stdio: 'ignore', cgroups: 'off' });
+    const spawned = spawnTree({ command: FIXTURE, args: ['deep', pidfile], stdio: 'ignore', cgroups: 'off' }, core);
     register(spawned.child.pid!);
     const pids = await fixturePids(pidfile);
     // A record whose group is our own (the session stays the fixture's): the guard must refuse our group.

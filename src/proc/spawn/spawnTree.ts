@@ -7,13 +7,14 @@ import { ChildProcess, spawn, StdioOptions } from 'child_process';
 import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { CgroupMode } from './cgroup/probe';
-import { launchInCgroup, removeCgroup, treeCgroupPath } from './cgroup/treeCgroup';
-import { hostClock } from './platform/bootClock';
-import { Core, processCore } from './core';
-import { latestStart } from './identity/startTimes';
-import { TREE_ID_VARIABLE } from './platform/processTable';
-import { TreeRecord } from './records/schema';
+import { CgroupMode, CgroupProbeResult } from '../cgroup/probe';
+import { cmdLine, resolveExecutable } from './executable';
+import { SpawnError } from './spawnError';
+import { launchInCgroup, removeCgroup, treeCgroupPath } from '../cgroup/treeCgroup';
+import { hostClock } from '../platform/bootClock';
+import { latestStart } from '../identity/startTimes';
+import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
+import { TreeRecord } from '../records/schema';
 
 export interface SpawnTreeOptions {
   command: string;
@@ -31,7 +32,8 @@ export interface SpawnTreeOptions {
 
 /**
  * What the owner needs from a tree's root: its pid and its exit. A `ChildProcess` (pipes) is one; so is a
- * pseudo-terminal's root (`PtyRoot`, pty.ts). Neither is ever asked to signal: kills go through the killer (treeKiller.ts) only.
+ * pseudo-terminal's root (`PtyRoot`, pty/ptyRoot.ts). Neither is ever asked to signal: kills go through the killer
+ * (kill/treeKiller.ts) only.
  */
 export interface TreeRoot {
   readonly pid?: number;
@@ -65,11 +67,10 @@ export interface RootLaunch {
  */
 export type RootStarter<R extends TreeRoot> = (launch: RootLaunch) => { root: R; sessionLeader?: boolean };
 
-/** A spawn that could not start: bad arguments or a missing executable. Nothing was started. */
-export class SpawnError extends Error {
-  constructor(message: string, readonly code: 'ENOENT' | 'EACCES' | 'EINVAL' | 'ENOTDIR') {
-    super(message);
-  }
+/** What a spawn reads: the table (the root's identity) and the cgroup tier (see core.ts). */
+export interface SpawnParts {
+  table: Pick<ProcessTable, 'read' | 'startPrecision'>;
+  cgroupTier(mode: CgroupMode): CgroupProbeResult;
 }
 
 function newTreeId(): string {
@@ -78,67 +79,8 @@ function newTreeId(): string {
 
 const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
-/**
- * Finds the executable the way the OS will (PATH, and PATHEXT on Windows), so a missing one is reported before
- * anything is spawned: through a cgroup launcher the OS error would come from inside the tree instead.
- */
-function resolveExecutable(command: string, env: NodeJS.ProcessEnv, cwd: string): string {
-  if (!command) throw new SpawnError('no command given', 'EINVAL');
-  const isWindows = process.platform === 'win32';
-  const exts = isWindows ? (env.PATHEXT ?? '.EXE;.CMD;.BAT;.COM').split(';').filter(Boolean) : [''];
-  const candidates = (base: string) => (isWindows && path.extname(base) ? [base, ...exts.map((e) => base + e)] : exts.map((e) => base + e));
-  const executable = (file: string): 'ok' | 'missing' | 'not-executable' => {
-    try {
-      const st = fs.statSync(file);
-      if (!st.isFile()) return 'missing';
-      if (!isWindows) fs.accessSync(file, fs.constants.X_OK);
-      return 'ok';
-    } catch (e) {
-      return (e as NodeJS.ErrnoException).code === 'EACCES' ? 'not-executable' : 'missing';
-    }
-  };
-  const hasSeparator = command.includes('/') || (isWindows && command.includes('\\'));
-  if (hasSeparator) {
-    const full = path.resolve(cwd, command);
-    for (const c of candidates(full)) {
-      const r = executable(c);
-      if (r === 'ok') return c;
-      if (r === 'not-executable') throw new SpawnError(`${command}: permission denied (not executable)`, 'EACCES');
-    }
-    throw new SpawnError(`${command}: no such file`, 'ENOENT');
-  }
-  const dirs = (env.PATH ?? env.Path ?? '').split(path.delimiter).filter(Boolean);
-  let denied = false;
-  for (const dir of dirs) {
-    for (const c of candidates(path.resolve(cwd, dir, command))) {
-      const r = executable(c);
-      if (r === 'ok') return c;
-      if (r === 'not-executable') denied = true;
-    }
-  }
-  if (denied) throw new SpawnError(`${command}: permission denied (found on PATH, not executable)`, 'EACCES');
-  throw new SpawnError(`${command}: command not found on PATH`, 'ENOENT');
-}
-
-/**
- * `cmd.exe /d /s /c LINE` on Windows (a typed command line, see resolveDefinition): the arguments as Node's own
- * `shell: true` passes them, verbatim with the line in one pair of quotes, which `/s` strips. Quoted the usual
- * way instead, the line's own quotes would reach cmd.exe as \" (which it does not know), and `agent "a b"` would
- * get `"a` and `b"`. Undefined for anything else.
- */
-export function cmdLine(
-  file: string,
-  args: readonly string[],
-  platform: NodeJS.Platform = process.platform,
-): { args: string[] } | undefined {
-  if (platform !== 'win32' || !/(^|[\\/])cmd(\.exe)?$/i.test(file)) return undefined;
-  if (args.length !== 4 || args[0].toLowerCase() !== '/d' || args[1].toLowerCase() !== '/s' || args[2].toLowerCase() !== '/c')
-    return undefined;
-  return { args: ['/d', '/s', '/c', `"${args[3]}"`] };
-}
-
 /** Spawns `command` as the root of a new owned tree and returns its record. Throws SpawnError before spawning. */
-export function spawnTree(options: SpawnTreeOptions, core: Pick<Core, 'table' | 'cgroupTier'> = processCore()): SpawnedTree<ChildProcess> {
+export function spawnTree(options: SpawnTreeOptions, core: SpawnParts): SpawnedTree<ChildProcess> {
   return spawnTreeWith(
     options,
     (launch) => {
@@ -190,12 +132,12 @@ function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env
 
 /**
  * The one path every owned tree starts through, whatever its stdio: tag, cgroup launcher, root identity, record.
- * `start` starts the root (pipes: spawnTree; a pseudo-terminal: pty.ts) or throws.
+ * `start` starts the root (pipes: spawnTree; a pseudo-terminal: pty/spawnPtyTree.ts) or throws.
  */
 export function spawnTreeWith<R extends TreeRoot>(
   options: SpawnTreeOptions,
   start: RootStarter<R>,
-  core: Pick<Core, 'table' | 'cgroupTier'> = processCore(),
+  core: SpawnParts,
 ): SpawnedTree<R> {
   const { id, cwd, env, executable } = prepare(options);
   const args = options.args ?? [];

@@ -1,24 +1,21 @@
 /**
- * Owned trees on a pseudo-terminal of their own. Interactive agent CLIs (Claude Code, Codex, Gemini, Aider) need
- * a terminal: on pipes they refuse to start or drop to a print mode. The root is spawned through the same path as
- * every tree (spawn.ts: tag, cgroup launcher, record) by `@lydell/node-pty`, a prebuilt N-API module (one binary
- * serves Node and Electron, no compiler), never VS Code's own node-pty. forkpty() makes the root the leader of
- * a new session with the terminal as its controlling tty, so its group is the terminal's foreground group:
- * Ctrl-C, Ctrl-Z and Ctrl-D are the tty's business, as in any terminal.
+ * The root of an owned tree on a pseudo-terminal of its own (spawnPtyTree.ts starts it). Interactive agent CLIs
+ * (Claude Code, Codex, Gemini, Aider) need a terminal: on pipes they refuse to start or drop to a print mode.
+ * forkpty() makes the root the leader of a new session with the terminal as its controlling tty, so its group is
+ * the terminal's foreground group: Ctrl-C, Ctrl-Z and Ctrl-D are the tty's business, as in any terminal.
  *
  * Nothing here signals a process: node-pty's kill() and destroy() (which SIGHUPs a pid that may have been
- * reused) are never called. Kills go through the killer (treeKiller.ts); the master side closes by itself once the root exits.
+ * reused) are never called. Kills go through the killer (kill/treeKiller.ts); the master side closes by itself
+ * once the root exits.
  */
 import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as os from 'os';
 import { StringDecoder } from 'string_decoder';
-import { ProcessTable } from './platform/processTable';
-import { Core, processCore } from './core';
-import { SpawnedTree, SpawnError, spawnTreeWith, SpawnTreeOptions, TreeRoot } from './spawn';
+import { TreeRoot } from '../spawn/spawnTree';
 
 /** The part of `@lydell/node-pty`'s IPty this module uses. */
-interface NodePty {
+export interface NodePty {
   readonly pid: number;
   readonly cols: number;
   readonly rows: number;
@@ -32,58 +29,6 @@ interface NodePty {
   pause(): void;
   resume(): void;
   on(event: 'error', listener: (e: Error) => void): void;
-}
-
-interface NodePtyModule {
-  spawn(
-    file: string,
-    args: string[],
-    options: {
-      name: string;
-      cols: number;
-      rows: number;
-      cwd: string;
-      env: NodeJS.ProcessEnv;
-      encoding: string | null;
-    },
-  ): NodePty;
-}
-
-/** The module, or why there is none (the caller falls back to pipes and says so). */
-export interface PtyAvailability {
-  module?: NodePtyModule;
-  problem?: string;
-}
-
-let cached: PtyAvailability | undefined;
-
-/** Loads `@lydell/node-pty` once (see `loadPtyWith`). */
-function loadPty(): PtyAvailability {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a native module, loaded on first use, that may be missing
-  return (cached ??= loadPtyWith(() => require('@lydell/node-pty')));
-}
-
-/**
- * Loads the module through `load` and says why not, when not. Windows keeps pipes: ConPTY and its console host
- * have not been tried with the Windows kill path (taskkill /T from the root).
- */
-export function loadPtyWith(load: () => unknown, platform: NodeJS.Platform = process.platform): PtyAvailability {
-  if (platform === 'win32') return { problem: 'pseudo-terminals are used on Linux and macOS; on Windows agents run on pipes' };
-  try {
-    const m = load() as Partial<NodePtyModule> | undefined;
-    return typeof m?.spawn === 'function' ? { module: m as NodePtyModule } : { problem: 'cannot load @lydell/node-pty: it has no spawn()' };
-  } catch (e) {
-    const first =
-      String((e as Error)?.message ?? e)
-        .split('\n')
-        .find((l) => l.trim()) ?? 'unknown error';
-    return { problem: `cannot load @lydell/node-pty (${platform}-${process.arch}): ${first}` };
-  }
-}
-
-/** Why agents cannot get a pseudo-terminal here, or undefined when they can. */
-export function ptyProblem(): string | undefined {
-  return loadPty().problem;
 }
 
 const DEFAULT_COLS = 80;
@@ -243,80 +188,5 @@ export class PtyRoot extends EventEmitter implements TreeRoot {
 
   resume(): void {
     if (!this.exited) this.pty.resume();
-  }
-}
-
-export interface PtySpawnOptions extends Omit<SpawnTreeOptions, 'stdio'> {
-  cols?: number;
-  rows?: number;
-  /** 'utf8' (default): output as strings, decoded across chunk boundaries; null: raw Buffers (a relay). */
-  encoding?: 'utf8' | null;
-}
-
-/** The terminal type when the environment names none: what VS Code's own terminals set. */
-export const DEFAULT_TERM = 'xterm-256color';
-
-/** Keyboard protocols off: kitty's progressive enhancement (pop every level, then flags 0) and xterm's modifyOtherKeys. */
-const KEYBOARD_PLAIN = '\x1b[<99u\x1b[=0;1u\x1b[>4;0m';
-
-/**
- * Modes a full-screen program may leave on when it is killed: keyboard protocols (VS Code 1.139's terminal honours
- * kitty's: left on, every key reaches the shell as `CSI … u` and the terminal is unusable), back to the normal
- * screen (without moving the cursor; keyboard modes again, since each screen keeps its own), cursor shown, mouse
- * reporting, focus events and bracketed paste off, normal cursor keys and keypad, autowrap on, default colours.
- * Written by the agent terminal (extension) and by `agent-trees run`'s relay when the agent has ended.
- */
-export const RESTORE_TERMINAL_MODES =
-  KEYBOARD_PLAIN +
-  '\x1b[?1047l' +
-  KEYBOARD_PLAIN +
-  '\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b[?1l\x1b>\x1b[?7h\x1b[0m';
-
-/**
- * Spawns an owned tree whose root runs on a new pseudo-terminal. Throws SpawnError when nothing could start,
- * including when the module cannot load (check `ptyProblem()` first to fall back to pipes).
- */
-export function spawnPtyTree(options: PtySpawnOptions, core: Pick<Core, 'table' | 'cgroupTier'> = processCore()): SpawnedTree<PtyRoot> {
-  const { module, problem } = loadPty();
-  if (!module) throw new SpawnError(problem!, 'EINVAL');
-  const size = clampSize(options.cols, options.rows);
-  return spawnTreeWith<PtyRoot>(
-    options,
-    (launch) => {
-      const env = { ...launch.env };
-      // A size inherited from the spawning process would contradict the terminal's own.
-      delete env.COLUMNS;
-      delete env.LINES;
-      const pty = module.spawn(launch.file, launch.args, {
-        name: env.TERM || DEFAULT_TERM,
-        cols: size.cols,
-        rows: size.rows,
-        cwd: launch.cwd,
-        env,
-        encoding: null, // bytes: PtyRoot decodes, so what it drains at the end decodes the same way
-      });
-      awaitOwnSession(pty.pid, core.table);
-      return { root: new PtyRoot(pty, options.encoding === null ? undefined : new StringDecoder('utf8')), sessionLeader: true };
-    },
-    core,
-  );
-}
-
-/**
- * node-pty returns right after fork(), before the child's setsid(): until then the child is in our own session
- * and group, which the kill guard rightly refuses to signal, so a kill in that window would miss the root.
- * Waits (synchronously, normally well under a millisecond) until the child leads its own session or is gone.
- */
-function awaitOwnSession(pid: number, table: Pick<ProcessTable, 'read'> = processCore().table, timeoutMs = 2000): void {
-  const until = Date.now() + timeoutMs;
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  for (;;) {
-    const p = table.read(pid);
-    if (!p || p.sid === pid || Date.now() > until) return;
-    try {
-      Atomics.wait(pause, 0, 0, 1);
-    } catch {
-      /* a thread that may not block: spin */
-    }
   }
 }
