@@ -45,7 +45,9 @@ export { CgroupLocation, CgroupMode, CgroupProbeDeps, CgroupProbeResult, CgroupP
 export { CgroupControl, cgroupVerified } from './cgroup/treeCgroup';
 export * from './treeMembers';
 export * from './treeMembersSource';
-export * from './terminalTrees';
+export * from './terminals/membership';
+export * from './terminals/leftovers';
+export * from './terminals/ending';
 export * from './records/judge';
 export * from './watchdog';
 export * from './takeover';

@@ -8,7 +8,7 @@ import { resolveTreeMembers } from './members/treeMembers';
 import { cgroupVerified } from './cgroup/treeCgroup';
 import { ProcessInfo, ProcessTable, Snapshot } from './platform/processTable';
 import { RecordFile, TreeRecord } from './records/schema';
-import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from './terminalTrees';
+import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from './terminals/membership';
 
 export interface MemberInfo extends ProcessInfo {
   command: string;

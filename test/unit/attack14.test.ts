@@ -131,7 +131,7 @@ describe('attack probes of issue 14: a terminal of the window', function () {
     try {
       const host = await waitFor('the other window host', () => roleOf(pidfile, 'host'));
       register(host);
-      const shell = await waitFor('the shell', () => readShell(shellChild.pid!));
+      const shell = await waitFor('the shell', () => readShell(shellChild.pid!, core.table));
       const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: editor.pid! } };
       const { clock, refresh } = tracked();
       const full = () => membersOfTrees(new LinuxProcessTable(), [], core, extras).terminals[0].members.map((m) => m.pid);
@@ -154,7 +154,7 @@ describe('attack probes of issue 14: a terminal of the window', function () {
         const shown = observe(refresh([], extras));
         assert.deepStrictEqual(shown, [shell.pid], `second ${i + 1}: the view shows only the shell (census every 10 s)`);
       }
-      const report = await endTerminalTree(extras.terminals!, shell.key, 0);
+      const report = await endTerminalTree(core.killer, { query: extras.terminals!, shellKey: shell.key, graceMs: 0 });
       assert.strictEqual(report.signalled, 0, `End Everything Under This Terminal ended ${report.signalled} of the editor's processes`);
       assert.deepStrictEqual(aliveOf([server, helper]), [server, helper]);
     } finally {

@@ -241,7 +241,7 @@ describe('member tracking: a terminal of the window', function () {
     register(child.pid!);
     const { all, roles } = await fixturePids(pidfile);
     try {
-      const shell = readShell(child.pid!)!;
+      const shell = readShell(child.pid!, core.table)!;
       const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [] } };
       const full = () => membersOfTrees(new LinuxProcessTable(), [], core, extras).terminals[0].members.map((m) => m.pid);
       const { clock, refresh } = tracked(new RecordingTable());

@@ -16,6 +16,7 @@ import {
   endTerminalTree,
   liveOwnership,
   ProcessInfo,
+  processCore,
   processKey,
   readShell,
   RecordStore,
@@ -89,7 +90,7 @@ const shellAt = (pid: number, start: number, tracked = start + 10): TerminalShel
   sid: pid,
   trackedAt: T0 + tracked,
 });
-const nobodyProtected = { protectedReason: () => undefined };
+const nobodyProtected = { protectedReason: () => undefined, deps: processCore() };
 
 describe("terminal trees: which processes are a terminal's (synthetic snapshots)", () => {
   const shell = shellAt(100, 1000);
@@ -185,12 +186,12 @@ describe("terminal trees: which processes are a terminal's (synthetic snapshots)
     const owners = liveOwnership([
       { file: 'x/110.json', record: { version: 1, owner: { pid: 110, startTime: T0 + 2200 }, trees: [{ id: 'abc' } as never] } },
     ]);
-    const left = terminalLeftovers(snap, query(), shell.key, owners, nobodyProtected)
+    const left = terminalLeftovers(snap, query(), shell.key, { ...nobodyProtected, owners })
       .map((p) => p.pid)
       .sort((a, b) => a - b);
     // 102 (with its child 103) started after this shell only: no session claims it, and no other shell could have started it.
     assert.deepStrictEqual(left, [101, 102, 103]);
-    const others = terminalLeftovers(snap, query(), other.key, liveOwnership([]), nobodyProtected)
+    const others = terminalLeftovers(snap, query(), other.key, { ...nobodyProtected, owners: liveOwnership([]) })
       .map((p) => p.pid)
       .sort((a, b) => a - b);
     assert.deepStrictEqual(others, [201], "the second terminal: its job, never the first one's");
@@ -201,7 +202,7 @@ describe("terminal trees: which processes are a terminal's (synthetic snapshots)
     const daemon: Fake = { pid: 108, ppid: 1, sid: 108, start: 7000, startKey: 7000, window: 'W' };
     const firstGone = base.filter((f) => f.pid !== 100).map((f) => (f.pid === 101 ? { ...f, ppid: 1 } : f));
     const leftBy = (fakes: Fake[], key: string, q: Partial<TerminalQuery> = {}) =>
-      terminalLeftovers(snapshot(fakes), query({ seen: {}, ...q }), key, liveOwnership([]), nobodyProtected)
+      terminalLeftovers(snapshot(fakes), query({ seen: {}, ...q }), key, { ...nobodyProtected, owners: liveOwnership([]) })
         .map((p) => p.pid)
         .sort((a, b) => a - b);
     const deferredBy = (fakes: Fake[], key: string) =>
@@ -256,9 +257,9 @@ describe('terminal trees on real processes', function () {
     const pidfile = path.join(tmpDir(), 'pids');
     const shellPid = startShell(pidfile, tag);
     const { roles, all } = await fixturePids(pidfile);
-    const shell = readShell(shellPid)!;
+    const shell = readShell(shellPid, processCore().table)!;
     const query: TerminalQuery = { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined };
-    const [m] = resolveTerminalTrees(table.snapshot(), query);
+    const [m] = resolveTerminalTrees(table.snapshot(), query, { deps: processCore() });
     const daemon = roles.get('daemon')![0];
     for (const pid of all)
       assert.ok(
@@ -271,11 +272,14 @@ describe('terminal trees on real processes', function () {
     // The terminal closes: its shell gets SIGHUP.
     process.kill(shellPid, 'SIGHUP');
     const owners = liveOwnership([]);
-    const left = await settleLeftovers(shell, (snap) => terminalLeftovers(snap, query, shell.key, owners), { quietMs: 200 });
+    const left = await settleLeftovers(shell, (snap) => terminalLeftovers(snap, query, shell.key, { owners, deps: processCore() }), {
+      table: processCore().table,
+      quietMs: 200,
+    });
     assert.ok(!alive(shellPid), 'the shell exited');
     assert.deepStrictEqual(left.map((p) => p.pid).sort(), [roles.get('setsid')![0], roles.get('nohup')![0], daemon].sort());
 
-    const report = await endLeftovers(shell, left, 2000);
+    const report = await endLeftovers(processCore().killer, { shell, left, graceMs: 2000 });
     assert.strictEqual(report.survivors, 0);
     assert.deepStrictEqual(await waitAllDead(all), []);
   });
@@ -284,17 +288,17 @@ describe('terminal trees on real processes', function () {
     const pidfile = path.join(tmpDir(), 'pids');
     const shellPid = startShell(pidfile, tag);
     const { all } = await fixturePids(pidfile);
-    const shell = readShell(shellPid)!;
+    const shell = readShell(shellPid, processCore().table)!;
     try {
-      const report = await endTerminalTree(
-        { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined },
-        shell.key,
-        2000,
-      );
+      const report = await endTerminalTree(processCore().killer, {
+        query: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined },
+        shellKey: shell.key,
+        graceMs: 2000,
+      });
       assert.strictEqual(report.survivors, 0);
       assert.deepStrictEqual(await waitAllDead(all.filter((p) => p !== shellPid)), []);
       assert.ok(alive(shellPid), 'the shell was spared');
-      assert.strictEqual(readShell(shellPid)!.key, shell.key);
+      assert.strictEqual(readShell(shellPid, processCore().table)!.key, shell.key);
     } finally {
       process.kill(shellPid, 'SIGKILL');
       await waitAllDead([shellPid]);

@@ -1,6 +1,6 @@
 /**
  * Terminal trees: what runs under the shell of an editor terminal, found by the same member rules as an owned
- * tree, and what that shell leaves running when its terminal closes.
+ * tree (what that shell leaves running when its terminal closes is leftovers.ts's, ending it ending.ts's).
  *
  * A terminal tree is named by its shell (pid + start time), the shell's session and process group, and the
  * window's tag (`AGENT_TREES_WINDOW=<id>`, which every process started from the window's terminals inherits).
@@ -11,21 +11,14 @@
  * name, never one under the editor's own processes (the hosts of other windows opened from a terminal inherit
  * the tag), and never one the user chose to keep. A closing terminal leaves it only when no other live shell of
  * the window could also have started it (see `deferredLeftovers`): nothing is ended on a guess.
- *
- * The shell itself is never a member of anything that is killed here: ending a terminal's processes spares it.
  */
-import { hostClock, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock';
-import { processCore } from './core';
-import { KillReport } from './kill/killTarget';
-import { Logger } from './platform/log';
-import { MemberDeps, Membership, TreeIdentity } from './members/membership';
-import { resolveSubtreeMembers } from './members/subtreeMembers';
-import { resolveTreeMembers } from './members/treeMembers';
-import { ProcessInfo, ProcessTable, Snapshot, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
-import { START_PRECISION_MS } from './platform/procParsers';
-import { RecordFile } from './records/schema';
-import { parseProcessKey, processKey, ProcessIdentity } from './identity/processIdentity';
-import { TreeKiller } from './kill/treeKiller';
+import { hostClock, START_KEYS_ARE_BOOT_TICKS } from '../platform/bootClock';
+import { ProcessInfo, ProcessTable, Snapshot, WINDOW_TAG_VARIABLE } from '../platform/processTable';
+import { START_PRECISION_MS } from '../platform/procParsers';
+import { parseProcessKey, processKey } from '../identity/processIdentity';
+import { MemberDeps, TreeIdentity } from '../members/membership';
+import { resolveTreeMembers } from '../members/treeMembers';
+import { RecordFile } from '../records/schema';
 
 /** A terminal's shell as first seen. `key` (pid:startKey) names it for as long as it runs. */
 export interface TerminalShell {
@@ -42,7 +35,7 @@ export interface TerminalShell {
 }
 
 /** The shell running at `pid` now, as a terminal's shell; undefined when it is gone or unreadable. */
-export function readShell(pid: number, table: ProcessTable = processCore().table, now = Date.now()): TerminalShell | undefined {
+export function readShell(pid: number, table: Pick<ProcessTable, 'read'>, now = Date.now()): TerminalShell | undefined {
   const p = table.read(pid);
   if (!p) return undefined;
   return {
@@ -95,10 +88,10 @@ export interface TerminalMembership {
 }
 
 export interface TerminalResolveOptions {
+  /** The guard (and cgroups) resolutions use. */
+  deps: MemberDeps;
   /** Why a process can never be a member (see ResolveOptions.protectedReason); default: the guard's. */
   protectedReason?: (p: ProcessInfo) => string | undefined;
-  /** The guard (and cgroups) resolutions use; default: this process's (see core.ts). */
-  deps?: MemberDeps;
   /**
    * Reads a process the snapshot does not hold. A snapshot of some processes only (the view's tracked refresh)
    * lacks most ancestors: a tagged process is under the editor only if its ancestors up to the editor are read.
@@ -121,7 +114,7 @@ function terminalIdentity(shell: TerminalShell): TreeIdentity {
 }
 
 /** Resolves every terminal of the query in one snapshot. */
-export function resolveTerminalTrees(snap: Snapshot, query: TerminalQuery, options: TerminalResolveOptions = {}): TerminalMembership[] {
+export function resolveTerminalTrees(snap: Snapshot, query: TerminalQuery, options: TerminalResolveOptions): TerminalMembership[] {
   return resolveWithClosing(snap, query, options).map(({ deferred: _, ...m }) => m);
 }
 
@@ -137,7 +130,7 @@ function startedBefore(shell: TerminalShell, p: ProcessInfo): boolean {
  * other live shell of the window could also have started, the others are its `deferred` (they stay, and go to
  * the last such terminal that closes).
  */
-function resolveWithClosing(
+export function resolveWithClosing(
   snap: Snapshot,
   query: TerminalQuery,
   options: TerminalResolveOptions,
@@ -164,7 +157,7 @@ function resolveWithClosing(
         rootStartKey: shell.startKey,
         protectedReason: options.protectedReason,
       },
-      options.deps ?? processCore(),
+      options.deps,
     ).members;
   };
 
@@ -203,7 +196,7 @@ function resolveWithClosing(
 }
 
 /** Processes carrying one of the window's tags. */
-function windowTagged(snap: Snapshot, tags: string[]): ProcessInfo[] {
+export function windowTagged(snap: Snapshot, tags: string[]): ProcessInfo[] {
   const byTag = snap.tagged(WINDOW_TAG_VARIABLE);
   const out = new Map<number, ProcessInfo>();
   for (const tag of new Set(tags)) for (const p of byTag.get(tag) ?? []) out.set(p.pid, p);
@@ -222,28 +215,6 @@ function hasAncestor(snap: Snapshot, p: ProcessInfo, ancestor: number, read?: (p
   return false;
 }
 
-// ---------------------------------------------------------------------------------------------- owners
-
-/** Owners alive now and the trees they hold: their processes are theirs to end, not a closing terminal's. */
-export interface LiveOwnership {
-  ownerPids: Set<number>;
-  treeIds: Set<string>;
-}
-
-export function liveOwnership(live: RecordFile[]): LiveOwnership {
-  return {
-    ownerPids: new Set(live.map((r) => r.record.owner.pid)),
-    treeIds: new Set(live.flatMap((r) => r.record.trees.map((t) => t.id))),
-  };
-}
-
-/** Whether `p` is a live owner or a member of a live owner's tree (by its tree tag). */
-function heldByOwner(snap: Snapshot, owners: LiveOwnership): (p: ProcessInfo) => boolean {
-  const inTrees = new Set<number>();
-  for (const id of owners.treeIds) for (const p of snap.tagged(TREE_ID_VARIABLE).get(id) ?? []) inTrees.add(p.pid);
-  return (p) => owners.ownerPids.has(p.pid) || inTrees.has(p.pid);
-}
-
 /**
  * The records of live owners that belong to this window: the owner carries one of the window's tags (it was
  * started from one of its terminals), or runs under one of its terminals.
@@ -260,151 +231,4 @@ export function windowRecords(
     const owner = snap.processes.get(record.owner.pid);
     return owner !== undefined && (tagged.has(owner.pid) || underTerminal.has(owner.pid));
   });
-}
-
-// ---------------------------------------------------------------------------------------------- leftovers
-
-/**
- * What the terminal of `shellKey` leaves running: its members but the shell, less what another open terminal
- * holds (its session or descendants), what another live shell of the window could also have started (see
- * `deferredLeftovers`) and what a live owner holds (an `agent-trees run` ends its own tree).
- */
-export function terminalLeftovers(
-  snap: Snapshot,
-  query: TerminalQuery,
-  shellKey: string,
-  owners: LiveOwnership,
-  options: TerminalResolveOptions = {},
-): ProcessInfo[] {
-  const all = resolveWithClosing(snap, query, options, shellKey);
-  const mine = all.find((m) => m.shellKey === shellKey);
-  const shell = query.shells.find((s) => s.key === shellKey);
-  if (!mine || !shell) return [];
-  const elsewhere = new Set<number>();
-  for (const m of all) {
-    if (m.shellKey === shellKey) continue;
-    const unclaimed = new Set(m.unclaimed);
-    for (const p of m.members) if (!unclaimed.has(p.pid)) elsewhere.add(p.pid);
-  }
-  const held = heldByOwner(snap, owners);
-  return mine.members.filter((p) => p.pid !== shell.pid && !elsewhere.has(p.pid) && !held(p));
-}
-
-/**
- * The window's tagged processes that no session or parent link attributes, which the closing terminal of
- * `shellKey` could have started but so could another live shell of the window: not its leftovers, they stay
- * until the last terminal that could have started them closes.
- */
-export function deferredLeftovers(
-  snap: Snapshot,
-  query: TerminalQuery,
-  shellKey: string,
-  options: TerminalResolveOptions = {},
-): ProcessInfo[] {
-  return resolveWithClosing(snap, query, options, shellKey).find((m) => m.shellKey === shellKey)?.deferred ?? [];
-}
-
-/** `deferredLeftovers` on a fresh look at the machine, with each one's command line (for the log of a close). */
-export function deferredLeftoversNow(
-  query: TerminalQuery,
-  shellKey: string,
-  table: ProcessTable = processCore().table,
-): { pid: number; command: string }[] {
-  const snap = table.snapshot();
-  return deferredLeftovers(snap, query, shellKey).map((p) => ({ pid: p.pid, command: snap.commandLine(p.pid) }));
-}
-
-export interface SettleOptions {
-  /** Longest wait for the shell to exit and the rest to settle. */
-  timeoutMs?: number;
-  /** How long the set must stay the same to count as settled. */
-  quietMs?: number;
-  pollMs?: number;
-}
-
-/**
- * Waits until what a closed terminal left has settled: the shell has exited (its terminal sent it SIGHUP, and
- * it passes that on to its jobs) and the leftovers stayed the same for `quietMs`, or `timeoutMs` passed.
- * Returns the leftovers then. Everything that exits by itself on the hang-up is not reported as left.
- */
-export async function settleLeftovers<T extends ProcessInfo>(
-  shell: TerminalShell,
-  compute: (snap: Snapshot) => T[],
-  options: SettleOptions = {},
-  table: ProcessTable = processCore().table,
-): Promise<T[]> {
-  const timeoutMs = options.timeoutMs ?? 3000;
-  const quietMs = options.quietMs ?? 300;
-  const pollMs = options.pollMs ?? 100;
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  let sameSince = Date.now();
-  for (;;) {
-    const snap = table.snapshot();
-    const left = compute(snap);
-    const shellRuns = snap.processes.get(shell.pid)?.startKey === shell.startKey;
-    const signature = left.map(processKey).sort().join(',');
-    if (signature !== last) {
-      last = signature;
-      sameSince = Date.now();
-    }
-    const now = Date.now();
-    if (now >= deadline || (!shellRuns && now - sameSince >= quietMs)) return left;
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
-}
-
-/**
- * Ends every member of a terminal's tree but its shell (SIGTERM, grace, SIGKILL), by the core's killer, each
- * member re-resolved in every round (what the shell starts meanwhile goes too).
- */
-export function endTerminalTree(
-  query: TerminalQuery,
-  shellKey: string,
-  graceMs: number,
-  log?: Logger,
-  killer: TreeKiller = processCore().killer,
-  options: TerminalResolveOptions = {},
-): Promise<KillReport> {
-  const shell = query.shells.find((s) => s.key === shellKey);
-  if (!shell) return Promise.resolve(refusal(`terminal:${shellKey}`, []));
-  if (process.platform === 'win32') return Promise.resolve(refusal(`terminal:${shellKey}`, [NOT_ON_WINDOWS]));
-  return killer.killResolved(
-    `terminal:${shellKey}`,
-    (snap, guard): Membership => {
-      // Terminal trees have no cgroup: only the kill's guard matters here.
-      const deps = options.deps ?? { guard, cgroups: { procs: () => [] } };
-      const mine = resolveTerminalTrees(snap, query, { ...options, deps }).find((m) => m.shellKey === shellKey);
-      return { members: (mine?.members ?? []).filter((p) => p.pid !== shell.pid), groupProven: false, inCgroup: 0, excluded: [] };
-    },
-    graceMs,
-    log,
-  );
-}
-
-/** Ends what a closed terminal left (each still the process it was, and what it started since); spares the shell. */
-export function endLeftovers(
-  shell: TerminalShell,
-  left: ProcessIdentity[],
-  graceMs: number,
-  log?: Logger,
-  killer: TreeKiller = processCore().killer,
-): Promise<KillReport> {
-  if (process.platform === 'win32') return Promise.resolve(refusal(`terminal-left:${shell.key}`, [NOT_ON_WINDOWS]));
-  return killer.killResolved(
-    `terminal-left:${shell.key}`,
-    (snap, guard) => resolveSubtreeMembers(snap, left, { guard }, [shell.pid]),
-    graceMs,
-    log,
-  );
-}
-
-/**
- * Windows has no start times to prove a process's identity by, nor signals to freeze it with: terminal processes
- * are shown there, but not ended (an owned tree's kill goes through taskkill, from the owner that holds its root).
- */
-const NOT_ON_WINDOWS = "Windows: a terminal's processes are not ended (no start time proves which process a pid is)";
-
-function refusal(treeId: string, refused: string[]): KillReport {
-  return { treeId, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused };
 }
