@@ -49,7 +49,7 @@ const entries = [
     banner: { js: common.banner.js + 'globalThis.__agentTreesLoadStart = performance.now();' },
   },
   { entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', external: ['@lydell/node-pty'], banner: { js: '#!/usr/bin/env node\n' + common.banner.js } },
-  { entryPoints: ['src/proc/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
+  { entryPoints: ['src/proc/tracking/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
 ];
 
 /** ps-list's Windows listing runs an .exe it looks for in `<bundle dir>/vendor/`; ship it beside the bundle. */

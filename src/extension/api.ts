@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { AgentDefinition } from '../agents/definition';
 import { AgentRun, AgentRuns } from '../agents/runs';
 import { LaunchableAgent } from '../agents/resolveDefinition';
-import { MemberInfo, SourceStats, TreeMembersSource, RefreshMode } from '../proc';
+import { MemberInfo, SourceStats, TreeMembersSource } from '../proc';
 import { McpServers } from './mcp';
 import { RunMembers } from './runMembers';
 import { DeadlineStatusBar } from './statusBar';
@@ -59,8 +59,6 @@ export interface AgentTreesApi {
    * without refreshing.
    */
   viewRefresh(): ViewRefreshStats;
-  /** Benchmark hook: `'full-scan'` refreshes the view as before member tracking (the baseline); default `'tracked'`. */
-  setViewRefreshMode(mode: RefreshMode): void;
   /** What a tree's agent terminal holds, if it has one (for tests and tooling). */
   terminalState(treeId: string): TerminalState | undefined;
   /** How many agent terminals are open (for tests and tooling). */
@@ -170,9 +168,6 @@ export function createApi(parts: ApiParts): AgentTreesApi {
     terminalCount: () => terminals.openCount,
     output: (treeId) => runs.get(treeId)?.output.text(),
     viewRefresh: () => ({ ...source.stats(), visible: parts.view.visible, shown: shownPids(provider.currentRows()) }),
-    setViewRefreshMode: (mode) => {
-      source.mode = mode;
-    },
   };
 }
 

@@ -75,7 +75,7 @@ export class AgentTreesController implements vscode.Disposable {
     this.runs = new AgentRuns(this.owner, settings, log);
     this.terminals = new AgentTerminals(this.runs);
     this.records = new OwnerRecordsReader(store, this.owner.self);
-    this.source = new TreeMembersSource(path.join(context.extensionPath, 'dist', 'snapshotWorker.js'), undefined, this.owner.core);
+    this.source = new TreeMembersSource(this.owner.core, { workerScript: path.join(context.extensionPath, 'dist', 'snapshotWorker.js') });
     this.runMembers = new RunMembers(this.runs, this.source);
     this.windowTerminals = new WindowTerminals(context, {
       log,

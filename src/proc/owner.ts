@@ -11,7 +11,7 @@ import { Core, processCore } from './core';
 import { selfIdentity } from './identity/ownerIdentity';
 import { emptyReport, KillReport } from './kill/killTarget';
 import { Logger, silentLogger } from './platform/log';
-import { canTrack, MemberTracker, refreshMembers } from './memberTracker';
+import { canTrack, MemberTracker, refreshMembers } from './tracking/memberTracker';
 import { resolveTreeMembers } from './members/treeMembers';
 import { freshProcessTable } from './platform/createProcessTable';
 import { ProcessInfo, Snapshot } from './platform/processTable';
@@ -24,7 +24,7 @@ import { PtyRoot } from './pty/ptyRoot';
 import { PtySpawnOptions, spawnPtyTree } from './pty/spawnPtyTree';
 import { SpawnError } from './spawn/spawnError';
 import { SpawnedTree, spawnTree, SpawnTreeOptions, TreeRoot } from './spawn/spawnTree';
-import type { TreeQuery } from './treeMembers';
+import type { TreeQuery } from './tracking/listing';
 import { Watchdog, WatchdogOptions } from './watchdog';
 
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';

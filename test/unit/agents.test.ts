@@ -3,7 +3,7 @@ import * as path from 'path';
 import { expandVariables, validateDefinition, validateDefinitions } from '../../src/agents/definition';
 import { chooseDefinitions } from '../../src/agents/definitionSource';
 import { AgentRuns, Clock } from '../../src/agents/runs';
-import { membersOfTrees, processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { MemberTracker, processCore, refreshMembers, TreeMembersSource, TreeOwner } from '../../src/proc';
 import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
 
 describe('agent definitions', () => {
@@ -164,8 +164,8 @@ describe('memberships off the main thread', () => {
     register(tree.child.pid!);
     const pids = await fixturePids(pidfile);
     const query = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: false }];
-    const local = new TreeMembersSource(undefined);
-    const worker = new TreeMembersSource(path.join(REPO, 'out', 'src', 'proc', 'snapshotWorker.js'), -1); // always the worker
+    const local = new TreeMembersSource(processCore());
+    const worker = new TreeMembersSource(processCore(), { workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'), workerThreshold: -1 }); // always the worker
     try {
       const [a, b] = [await local.query(query), await worker.query(query)];
       assert.strictEqual(worker.lastInWorker, true);
@@ -192,7 +192,8 @@ describe('memberships of cgroup trees', () => {
     const pids = await fixturePids(pidfile);
     try {
       assert.strictEqual(tree.tier, 'cgroup');
-      const fast = membersOfTrees(processCore().table, [{ ...tree.record, continuouslyOwned: true, cgroupVerified: true }], processCore());
+      const trees = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: true }];
+      const fast = refreshMembers(processCore().table, new MemberTracker(processCore()).next(trees), processCore());
       assert.ok(fast.processCount < 10, 'no full scan');
       const full = owner.members(tree.record.id).map((p) => p.pid).sort();
       assert.deepStrictEqual(fast.trees[0].members.map((m) => m.pid).sort(), full);

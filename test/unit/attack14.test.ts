@@ -10,7 +10,8 @@ import {
   canTrack,
   endTerminalTree,
   LinuxProcessTable,
-  membersOfTrees,
+  listMembers,
+  MemberListing,
   MemberTracker,
   processCore,
   processKey,
@@ -18,7 +19,6 @@ import {
   refreshMembers,
   TreeOwner,
   TreeQuery,
-  TreesMembers,
   ViewExtras,
   WINDOW_TAG_VARIABLE,
 } from '../../src/proc';
@@ -30,7 +30,7 @@ const core = processCore();
 function tracked(table = new LinuxProcessTable()) {
   const clock = { now: 1_000_000 };
   const tracker = new MemberTracker(core, { now: () => clock.now });
-  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): TreesMembers => {
+  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): MemberListing => {
     const r = refreshMembers(table, tracker.next(trees, extras, canTrack(table, trees, extras, core)), core);
     tracker.learn(r);
     return r;
@@ -42,7 +42,7 @@ const queryOf = (owner: TreeOwner, id: string): TreeQuery => {
   const record = owner.get(id)!.record;
   return { ...record, continuouslyOwned: true, cgroupVerified: record.cgroup !== null };
 };
-const pidsOf = (r: TreesMembers, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid);
+const pidsOf = (r: MemberListing, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid);
 const readLines = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
 const roleOf = (file: string, role: string) => {
   const m = new RegExp(`^${role} (\\d+)$`, 'm').exec(readLines(file));
@@ -134,8 +134,8 @@ describe('attack probes of issue 14: a terminal of the window', function () {
       const shell = await waitFor('the shell', () => readShell(shellChild.pid!, core.table));
       const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: editor.pid! } };
       const { clock, refresh } = tracked();
-      const full = () => membersOfTrees(new LinuxProcessTable(), [], core, extras).terminals[0].members.map((m) => m.pid);
-      const observe = (r: TreesMembers) => {
+      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, extras).terminals[0].members.map((m) => m.pid);
+      const observe = (r: MemberListing) => {
         // As the extension's WindowTerminals.observe does.
         const t = r.terminals[0];
         extras.terminals!.seen[shell.key] = t.members.filter((p) => p.pid !== shell.pid && !t.unclaimed.includes(p.pid)).map(processKey);

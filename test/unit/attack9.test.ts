@@ -318,7 +318,7 @@ const { spawn } = require('child_process');
     it('no runs, or only ended ones: nothing read, however often asked', async () => {
       const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), settings);
       const core = createCore();
-      const source = new TreeMembersSource(undefined, undefined, core);
+      const source = new TreeMembersSource(core);
       const members = new RunMembers(runs, source);
       try {
         for (let i = 0; i < 50; i++) assert.strictEqual(members.now().size, 0);
@@ -339,7 +339,7 @@ const { spawn } = require('child_process');
       const core = createCore();
       if (!core.table.listsChildren?.()) this.skip();
       const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), settings);
-      const source = new TreeMembersSource(undefined, undefined, core);
+      const source = new TreeMembersSource(core);
       const members = new RunMembers(runs, source);
       const file = path.join(tmpDir(), 'pids');
       const run = runs.launch({ name: 'tree', command: FIXTURE, args: ['setsid', file], terminal: 'pipe' });

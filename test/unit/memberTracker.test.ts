@@ -12,8 +12,9 @@ import {
   CensusOptions,
   canTrack,
   LinuxProcessTable,
+  listMembers,
   MemberInfo,
-  membersOfTrees,
+  MemberListing,
   MemberTracker,
   ProcessInfo,
   ProcessTable,
@@ -25,7 +26,6 @@ import {
   TreeMembersSource,
   TreeOwner,
   TreeQuery,
-  TreesMembers,
   ViewExtras,
   WINDOW_TAG_VARIABLE,
 } from '../../src/proc';
@@ -76,7 +76,7 @@ class RecordingTable implements ProcessTable {
 function tracked(table: ProcessTable) {
   const clock = { now: 1_000_000 };
   const tracker = new MemberTracker(core, { now: () => clock.now });
-  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): TreesMembers => {
+  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): MemberListing => {
     const r = refreshMembers(table, tracker.next(trees, extras, canTrack(table, trees, extras, core)), core);
     tracker.learn(r);
     return r;
@@ -88,7 +88,7 @@ const queryOf = (owner: TreeOwner, id: string): TreeQuery => {
   const record = owner.get(id)!.record;
   return { ...record, continuouslyOwned: true, cgroupVerified: record.cgroup !== null };
 };
-const pidsOf = (r: TreesMembers, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid).sort((a, b) => a - b);
+const pidsOf = (r: MemberListing, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid).sort((a, b) => a - b);
 const sorted = (pids: number[]) => [...pids].sort((a, b) => a - b);
 /** This process's guard and cgroups (the table under test is each test's own). */
 const core = processCore();
@@ -243,7 +243,7 @@ describe('member tracking: a terminal of the window', function () {
     try {
       const shell = readShell(child.pid!, core.table)!;
       const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [] } };
-      const full = () => membersOfTrees(new LinuxProcessTable(), [], core, extras).terminals[0].members.map((m) => m.pid);
+      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, extras).terminals[0].members.map((m) => m.pid);
       const { clock, refresh } = tracked(new RecordingTable());
       const first = refresh([], extras);
       assert.strictEqual(first.fullScan, true, 'a terminal it knows nothing of: every process read');
@@ -361,7 +361,7 @@ describe('member tracking: what a refresh reads', function () {
     };
     const inCgroup = { ...group, id: 'c', cgroup: '/sys/fs/cgroup/x', cgroupVerified: true };
     const members = (n: number) => Array.from({ length: n }, (_, i) => ({ pid: 1000 + i }) as MemberInfo);
-    const answer = (id: string, n: number, listed = 1000): TreesMembers => ({
+    const answer = (id: string, n: number, listed = 1000): MemberListing => ({
       takenAt: 0,
       processCount: n,
       listed,
@@ -653,18 +653,17 @@ describe("the owner's watch of a tree whose root exited", function () {
 describe('member tracking in the view source, on this thread and in the worker', function () {
   this.timeout(30_000);
 
-  it('gives the same members either way, tracked and full-scan, and counts the reads', async () => {
+  it('gives the same members either way, and counts the reads', async () => {
     const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
     register(tree.child.pid!);
     const pids = await fixturePids(pidfile);
     const query = [queryOf(owner, tree.record.id)];
-    const local = new TreeMembersSource(undefined);
-    const worker = new TreeMembersSource(path.join(REPO, 'out', 'src', 'proc', 'snapshotWorker.js'), -1);
+    const local = new TreeMembersSource(core);
+    const worker = new TreeMembersSource(core, { workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'), workerThreshold: -1 });
     try {
-      for (const mode of ['full-scan', 'tracked', 'tracked'] as const) {
-        local.mode = worker.mode = mode;
+      for (let round = 0; round < 3; round++) {
         const [a, b] = [await local.query(query), await worker.query(query)];
         assert.strictEqual(worker.lastInWorker, true);
         assert.strictEqual(local.lastInWorker, false);
@@ -673,7 +672,7 @@ describe('member tracking in the view source, on this thread and in the worker',
         assert.ok(b.trees[0].members.every((m) => m.command.length > 0));
       }
       const s = worker.stats();
-      assert.deepStrictEqual([s.mode, s.refreshes, s.fullScans], ['tracked', 3, 2]);
+      assert.deepStrictEqual([s.refreshes, s.fullScans], [3, 1]);
       // Both share this thread's table; the worker's own reads come on top.
       assert.ok(s.processReads > local.stats().processReads, 'the worker reports its reads');
     } finally {

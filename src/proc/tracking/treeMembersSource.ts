@@ -1,40 +1,34 @@
 /**
- * Where the view's memberships come from. Tracked (the default): each refresh reads the members only, with a
- * full scan now and then (see memberTracker.ts). Full scan: the refresh before member tracking, kept as the
- * benchmark's baseline. A refresh runs on this thread while it reads few processes, in a worker thread once it
- * reads many (measured on the previous refresh of the same kind), with the same result either way.
+ * Where the view's memberships come from: each refresh reads the members only, with a full scan now and then (see
+ * memberTracker.ts). A refresh runs on this thread while it reads few processes, in a worker thread once it reads
+ * many (measured on the previous refresh of the same kind), with the same result either way.
  */
 import * as fs from 'fs';
 import { Worker } from 'worker_threads';
-import { Core, processCore } from './core';
+import { freshProcessTable } from '../platform/createProcessTable';
+import { LinuxProcessTable } from '../platform/linuxProcessTable';
+import { ProcessTable } from '../platform/processTable';
+import { ListingDeps, MemberListing, TreeQuery, ViewExtras } from './listing';
 import { canTrack, MemberTracker, MemberTrackerOptions, RefreshRequest, refreshMembers } from './memberTracker';
-import { freshProcessTable } from './platform/createProcessTable';
-import { LinuxProcessTable } from './platform/linuxProcessTable';
-import { membersOfTrees, TreeQuery, TreesMembers, ViewExtras } from './treeMembers';
 
 /** Above this many processes a refresh costs enough (~5 ms and up) to move off the caller's thread. */
 const WORKER_THRESHOLD = 400;
 
-export type RefreshMode = 'tracked' | 'full-scan';
-
-/** A message to the snapshot worker: a tracked refresh (`request`), or the full-scan refresh (`trees`, `extras`). */
+/** A message to the snapshot worker: one refresh. */
 export interface WorkerRequest {
   seq: number;
-  request?: RefreshRequest;
-  trees?: TreeQuery[];
-  extras?: ViewExtras;
+  request: RefreshRequest;
 }
 
 export interface WorkerReply {
   seq: number;
-  result?: TreesMembers;
+  result?: MemberListing;
   error?: string;
   /** The worker table's reads so far. */
   reads?: number;
 }
 
 export interface SourceStats {
-  mode: RefreshMode;
   refreshes: number;
   /** Refreshes that looked at every process on the machine. */
   fullScans: number;
@@ -44,12 +38,23 @@ export interface SourceStats {
   processReads: number;
 }
 
-type Kind = 'tracked' | 'full' | 'full-scan mode';
+type Kind = 'tracked' | 'full';
+
+/** What a source reads through: the table, the guard, the cgroups and where ours live (see core.ts). */
+export type SourceParts = ListingDeps & { table: ProcessTable };
+
+export interface TreeMembersSourceOptions {
+  /** The bundled snapshotWorker.js; without it everything runs on this thread. */
+  workerScript?: string;
+  /** Processes a refresh of a kind read last time above which the next one runs in the worker. */
+  workerThreshold?: number;
+  tracker?: MemberTrackerOptions;
+}
 
 export class TreeMembersSource {
   private worker: Worker | undefined;
   private seq = 0;
-  private pending = new Map<number, { resolve: (r: TreesMembers) => void; reject: (e: Error) => void }>();
+  private pending = new Map<number, { resolve: (r: MemberListing) => void; reject: (e: Error) => void }>();
   /** Processes the last refresh of each kind read: where the next one of that kind runs. */
   private lastCount = new Map<Kind, number>();
   /** One tracker per asker (the view, the look at terminals while it is hidden): each knows its own members. */
@@ -60,28 +65,27 @@ export class TreeMembersSource {
   private workerRefreshes = 0;
   /** Whether the last call ran in the worker (for the log and tests). */
   lastInWorker = false;
-  mode: RefreshMode = 'tracked';
+  private readonly workerScript: string | undefined;
+  private readonly threshold: number;
 
-  /** `workerScript`: the bundled snapshotWorker.js; without it everything runs on this thread. */
   constructor(
-    private readonly workerScript?: string,
-    private readonly threshold = WORKER_THRESHOLD,
-    private readonly core: Pick<Core, 'table' | 'guard' | 'cgroups' | 'cgroupProber'> = processCore(),
-    private readonly trackerOptions: MemberTrackerOptions = {},
-  ) {}
+    private readonly core: SourceParts,
+    private readonly options: TreeMembersSourceOptions = {},
+  ) {
+    this.workerScript = options.workerScript;
+    this.threshold = options.workerThreshold ?? WORKER_THRESHOLD;
+  }
 
   /** The members of `trees` and what `extras` asks, for the asker `channel` (see MemberTracker). */
-  async query(trees: TreeQuery[], extras: ViewExtras = {}, channel = 'view'): Promise<TreesMembers> {
+  async query(trees: TreeQuery[], extras: ViewExtras = {}, channel = 'view'): Promise<MemberListing> {
     const table = await freshProcessTable(this.core.table);
     const tracker = this.trackerOf(channel);
-    const request = this.mode === 'tracked' ? tracker.next(trees, extras, canTrack(table, trees, extras, this.core)) : undefined;
-    const kind: Kind = request ? (request.full ? 'full' : 'tracked') : 'full-scan mode';
+    const request = tracker.next(trees, extras, canTrack(table, trees, extras, this.core));
+    const kind: Kind = request.full ? 'full' : 'tracked';
     const useWorker = this.workerScript !== undefined && (this.lastCount.get(kind) ?? 0) > this.threshold && fs.existsSync(this.workerScript);
     this.lastInWorker = useWorker;
-    let result: TreesMembers;
-    if (useWorker) result = await this.inWorker(request ? { seq: 0, request } : { seq: 0, trees, extras });
-    else result = request ? refreshMembers(table, request, this.core) : membersOfTrees(table, trees, this.core, extras);
-    if (request) tracker.learn(result);
+    const result = useWorker ? await this.inWorker({ seq: 0, request }) : refreshMembers(table, request, this.core);
+    tracker.learn(result);
     this.lastCount.set(kind, result.processCount);
     this.counted(result, useWorker);
     return result;
@@ -92,23 +96,22 @@ export class TreeMembersSource {
    * rules, and a tracker of its own (`channel`), as `query`. Where the table refreshes asynchronously (Windows) it
    * answers from the last listing.
    */
-  queryNow(trees: TreeQuery[], channel: string): TreesMembers {
+  queryNow(trees: TreeQuery[], channel: string): MemberListing {
     const table = this.core.table;
     const tracker = this.trackerOf(channel);
-    const request = this.mode === 'tracked' ? tracker.next(trees, {}, canTrack(table, trees, {}, this.core)) : undefined;
-    const result = request ? refreshMembers(table, request, this.core) : membersOfTrees(table, trees, this.core);
-    if (request) tracker.learn(result);
+    const result = refreshMembers(table, tracker.next(trees, {}, canTrack(table, trees, {}, this.core)), this.core);
+    tracker.learn(result);
     this.counted(result, false);
     return result;
   }
 
   private trackerOf(channel: string): MemberTracker {
     let tracker = this.trackers.get(channel);
-    if (!tracker) this.trackers.set(channel, (tracker = new MemberTracker(this.core, this.trackerOptions, channel)));
+    if (!tracker) this.trackers.set(channel, (tracker = new MemberTracker(this.core, this.options.tracker, channel)));
     return tracker;
   }
 
-  private counted(result: TreesMembers, inWorker: boolean): void {
+  private counted(result: MemberListing, inWorker: boolean): void {
     this.refreshes++;
     if (result.fullScan) this.fullScans++;
     if (inWorker) this.workerRefreshes++;
@@ -127,10 +130,10 @@ export class TreeMembersSource {
   stats(): SourceStats {
     const table = this.core.table;
     const own = table instanceof LinuxProcessTable ? table.reads : 0;
-    return { mode: this.mode, refreshes: this.refreshes, fullScans: this.fullScans, inWorker: this.workerRefreshes, processReads: own + this.workerReads };
+    return { refreshes: this.refreshes, fullScans: this.fullScans, inWorker: this.workerRefreshes, processReads: own + this.workerReads };
   }
 
-  private inWorker(message: WorkerRequest): Promise<TreesMembers> {
+  private inWorker(message: WorkerRequest): Promise<MemberListing> {
     if (!this.worker) {
       this.worker = new Worker(this.workerScript!);
       this.worker.unref();

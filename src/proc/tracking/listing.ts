@@ -1,20 +1,22 @@
 /**
- * Members of several trees in one snapshot, as plain data (what the tree view shows). The same functions run
- * on the caller's thread or in a worker (snapshotWorker.ts) when the process table is large.
+ * Members of several trees, terminals and records in one snapshot, as plain data with command lines (what the tree
+ * view shows, and what the owner's watch looks at). The same functions run on the caller's thread or in a worker
+ * (snapshotWorker.ts) when the process table is large.
  */
-import type { Core } from './core';
-import { MemberDeps, TreeIdentity } from './members/membership';
-import { resolveTreeMembers } from './members/treeMembers';
-import { cgroupVerified } from './cgroup/treeCgroup';
-import { ProcessInfo, ProcessTable, Snapshot } from './platform/processTable';
-import { RecordFile, TreeRecord } from './records/schema';
-import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from './terminals/membership';
+import { CgroupProber } from '../cgroup/probe';
+import { MemberDeps, TreeIdentity } from '../members/membership';
+import { resolveTreeMembers } from '../members/treeMembers';
+import { cgroupVerified } from '../cgroup/treeCgroup';
+import { ProcessInfo, Snapshot } from '../platform/processTable';
+import { RecordFile, TreeRecord } from '../records/schema';
+import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from '../terminals/membership';
 
 export interface MemberInfo extends ProcessInfo {
   command: string;
 }
 
-export interface TreesMembers {
+/** What a listing answers: every member asked about, each with its command line. */
+export interface MemberListing {
   takenAt: number;
   /** Processes read for this answer (the whole machine after a full scan): decides where the next one runs. */
   processCount: number;
@@ -46,42 +48,17 @@ export interface TreeQuery extends TreeIdentity {
   cgroupVerified: boolean;
 }
 
-/** What a resolution of several trees reads: the guard, the cgroups, and where our cgroups live. */
-export type TreesDeps = MemberDeps & Pick<Core, 'cgroupProber'>;
+/** Where our cgroups live: to know which recorded trees a cgroup of their own holds. */
+export interface CgroupLocator {
+  cgroupProber: Pick<CgroupProber, 'location'>;
+}
+
+/** What a listing of several trees reads: the guard, the cgroups, and where our cgroups live. */
+export type ListingDeps = MemberDeps & CgroupLocator;
 
 /** How to resolve a tree recorded by another owner: not owned by us throughout; its cgroup only once checked ours. */
-export function recordedTreeQuery(tree: TreeRecord, deps: Pick<Core, 'cgroupProber'>): TreeQuery {
+export function recordedTreeQuery(tree: TreeRecord, deps: CgroupLocator): TreeQuery {
   return { ...tree, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, deps) };
-}
-
-/** Whether the extras ask about anything (a terminal's shell, another owner's record). */
-function hasExtras(extras: ViewExtras): boolean {
-  return (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
-}
-
-/**
- * The view's refresh before member tracking, kept as the benchmark's baseline: when every tree has its own
- * verified cgroup and nothing else is asked, only the cgroups' processes are read; otherwise one full snapshot
- * serves everything.
- */
-export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], deps: TreesDeps, extras: ViewExtras = {}): TreesMembers {
-  const needsAll = hasExtras(extras);
-  if (trees.length === 0 && !needsAll) return { takenAt: Date.now(), processCount: 0, trees: [], terminals: [], windowRecords: [] };
-  if (!needsAll && table.snapshotOf && trees.length > 0 && trees.every((t) => t.cgroup && t.cgroupVerified)) {
-    const perTree = trees.map((t) => ({ id: t.id, pids: new Set(deps.cgroups.procs(t.cgroup!)) }));
-    const snap = table.snapshotOf(perTree.flatMap((t) => [...t.pids]));
-    return {
-      takenAt: snap.takenAt,
-      processCount: snap.processes.size,
-      trees: perTree.map((t) => ({
-        id: t.id,
-        members: [...snap.processes.values()].filter((p) => t.pids.has(p.pid)).map((p) => ({ ...p, command: snap.commandLine(p.pid) })),
-      })),
-      terminals: [],
-      windowRecords: [],
-    };
-  }
-  return { ...membersIn(table.snapshot(), trees, deps, extras), fullScan: true };
 }
 
 /**
@@ -89,13 +66,13 @@ export function membersOfTrees(table: ProcessTable, trees: TreeQuery[], deps: Tr
  * windowRecords), with command lines. Members come in pid order, whatever order the snapshot read them in: the
  * view compares refreshes to fire only what changed.
  */
-export function membersIn(
+export function listMembers(
   snap: Snapshot,
   trees: TreeQuery[],
-  deps: TreesDeps,
+  deps: ListingDeps,
   extras: ViewExtras = {},
   readProcess?: (pid: number) => ProcessInfo | undefined,
-): TreesMembers {
+): MemberListing {
   const withCommand = (members: ProcessInfo[]) => [...members].sort((a, b) => a.pid - b.pid).map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
   const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals, { deps, readProcess }) : [];
   const ofWindow = extras.liveRecords && extras.terminals

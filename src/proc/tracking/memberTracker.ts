@@ -1,7 +1,7 @@
 /**
  * The live view's members at a cost that follows the members, not the machine.
  *
- * A refresh reads only the processes that can be members, and resolves them by the core's rules (`membersIn`:
+ * A refresh reads only the processes that can be members, and resolves them by the core's rules (`listMembers`:
  * resolveTreeMembers, resolveTerminalTrees, windowRecords) on that small snapshot:
  *   - a tree in a verified cgroup of its own: the pids in its cgroup and every cgroup below it (nothing can leave
  *     a cgroup), plus its root and leaders;
@@ -22,13 +22,9 @@
  * Nothing here reads a process unless a refresh is asked for: no timers. Kills and sweeps never use it; they
  * resolve on a full scan every time, so their reach does not depend on what a refresh saw.
  */
-import type { Core } from './core';
-import { ProcessTable } from './platform/processTable';
-import { parseProcessKey } from './identity/processIdentity';
-import { membersIn, recordedTreeQuery, TreeQuery, TreesDeps, TreesMembers, ViewExtras } from './treeMembers';
-
-/** Where our cgroups live (to know which recorded trees a cgroup of their own holds). */
-export type TrackerDeps = Pick<Core, 'cgroupProber'>;
+import { ProcessTable } from '../platform/processTable';
+import { parseProcessKey } from '../identity/processIdentity';
+import { CgroupLocator, ListingDeps, listMembers, MemberListing, recordedTreeQuery, TreeQuery, ViewExtras } from './listing';
 
 /** How often a full scan looks for members that left the parent chain, while the view refreshes. */
 export const FULL_SCAN_INTERVAL_MS = 10_000;
@@ -85,7 +81,7 @@ function inOwnCgroup(t: TreeQuery): boolean {
 }
 
 /** The items a request asks about that a refresh must walk to (not held by a cgroup of their own), by key. */
-function walkedItems(trees: TreeQuery[], extras: ViewExtras, deps: TrackerDeps): string[] {
+function walkedItems(trees: TreeQuery[], extras: ViewExtras, deps: CgroupLocator): string[] {
   return [
     ...trees.filter((t) => !inOwnCgroup(t)).map((t) => treeKey(t.id)),
     ...(extras.terminals?.shells ?? []).map((s) => terminalKey(s.key)),
@@ -96,7 +92,7 @@ function walkedItems(trees: TreeQuery[], extras: ViewExtras, deps: TrackerDeps):
 }
 
 /** Whether `table` can refresh these without reading every process. */
-export function canTrack(table: ProcessTable, trees: TreeQuery[], extras: ViewExtras, deps: TrackerDeps): boolean {
+export function canTrack(table: ProcessTable, trees: TreeQuery[], extras: ViewExtras, deps: CgroupLocator): boolean {
   if (!table.snapshotOf) return false;
   return walkedItems(trees, extras, deps).length === 0 || (table.listsChildren?.() ?? false);
 }
@@ -105,12 +101,12 @@ export function canTrack(table: ProcessTable, trees: TreeQuery[], extras: ViewEx
  * Runs one refresh: every member asked about in `request`, read as described at the top of this module. The
  * same on any thread: all it needs is in the request.
  */
-export function refreshMembers(table: ProcessTable, request: RefreshRequest, treesDeps: TreesDeps): TreesMembers {
+export function refreshMembers(table: ProcessTable, request: RefreshRequest, treesDeps: ListingDeps): MemberListing {
   const { trees, extras } = request;
   // One listing of each cgroup per refresh: the seeds and the member rules read the same one.
   const listed = new Map<string, number[]>();
   const cgroups = treesDeps.cgroups;
-  const deps: TreesDeps = {
+  const deps: ListingDeps = {
     ...treesDeps,
     cgroups: { ...cgroups, procs: (dir) => listed.get(dir) ?? listed.set(dir, cgroups.procs(dir)).get(dir)! },
   };
@@ -124,15 +120,15 @@ export function refreshMembers(table: ProcessTable, request: RefreshRequest, tre
     // finds is among these, and no walk is needed.
     const { read, walk } = seedsOf(request, deps);
     const snap = table.snapshotOfNewcomers([...read, ...walk], [], { everything: request.thorough, channel: request.channel });
-    return { ...membersIn(snap, trees, deps, extras, readProcess), fullScan: true };
+    return { ...listMembers(snap, trees, deps, extras, readProcess), fullScan: true };
   }
-  if (request.full || !walking) return { ...membersIn(table.snapshot(), trees, deps, extras), fullScan: true };
+  if (request.full || !walking) return { ...listMembers(table.snapshot(), trees, deps, extras), fullScan: true };
   const { read, walk } = seedsOf(request, deps);
-  return { ...membersIn(table.snapshotOf!(read, walk), trees, deps, extras, readProcess), fullScan: false };
+  return { ...listMembers(table.snapshotOf!(read, walk), trees, deps, extras, readProcess), fullScan: false };
 }
 
 /** The processes a refresh starts from: cgroup listings, owners and leaders to read, and known members to walk from. */
-function seedsOf(request: RefreshRequest, deps: TreesDeps): { read: Set<number>; walk: Set<number> } {
+function seedsOf(request: RefreshRequest, deps: ListingDeps): { read: Set<number>; walk: Set<number> } {
   const read = new Set<number>();
   const walk = new Set<number>();
   const known = (key: string) => request.known[key] ?? [];
@@ -187,7 +183,7 @@ export class MemberTracker {
   private readonly now: () => number;
 
   constructor(
-    private readonly deps: TrackerDeps,
+    private readonly deps: CgroupLocator,
     options: MemberTrackerOptions = {},
     private readonly channel = 'view',
   ) {
@@ -228,7 +224,7 @@ export class MemberTracker {
   }
 
   /** Takes in a refresh's answer: its members are the known members from now on. */
-  learn(result: TreesMembers): void {
+  learn(result: MemberListing): void {
     const known = new Map<string, number[]>();
     for (const t of result.trees)
       known.set(

@@ -1,16 +1,15 @@
 /**
- * Worker thread entry: answers the view's refreshes (tracked or full-scan, see treeMembersSource.ts) with its
+ * Worker thread entry: answers the view's refreshes (see treeMembersSource.ts) with its
  * own long-lived process table, so a large scan never blocks the extension host's event loop and the table's
  * caches stay warm between requests.
  */
 import { parentPort } from 'worker_threads';
-import { CgroupProber } from './cgroup/probe';
-import { linuxCgroups } from './cgroup/treeCgroup';
-import { currentSelf, SignalGuard } from './identity/guard';
+import { CgroupProber } from '../cgroup/probe';
+import { linuxCgroups } from '../cgroup/treeCgroup';
+import { currentSelf, SignalGuard } from '../identity/guard';
 import { refreshMembers } from './memberTracker';
-import { createProcessTable } from './platform/createProcessTable';
-import { LinuxProcessTable } from './platform/linuxProcessTable';
-import { membersOfTrees } from './treeMembers';
+import { createProcessTable } from '../platform/createProcessTable';
+import { LinuxProcessTable } from '../platform/linuxProcessTable';
 import type { WorkerReply, WorkerRequest } from './treeMembersSource';
 
 const table = createProcessTable();
@@ -24,7 +23,7 @@ parentPort?.on('message', (message: WorkerRequest) => {
   try {
     if (guard.self.ppid !== process.ppid) guard = new SignalGuard(table, currentSelf());
     const deps = { guard, cgroups: linuxCgroups, cgroupProber };
-    const result = message.request ? refreshMembers(table, message.request, deps) : membersOfTrees(table, message.trees ?? [], deps, message.extras);
+    const result = refreshMembers(table, message.request, deps);
     reply = { seq: message.seq, result, reads: reads() };
   } catch (e) {
     reply = { seq: message.seq, error: (e as Error).message, reads: reads() };
