@@ -107,7 +107,7 @@ export async function runSweep(opts: { reps: number; mixedReps: number; records:
   const goneSamples: number[] = [];
   const sweepOnce = async (dir: string, expectTrees: number) => {
     const t0 = nowNs();
-    const result = await sweepOrphans(new RecordStore(dir), { ...localSweepParts(), self, graceMs: 1500, cgroups: 'auto' });
+    const result = await sweepOrphans(new RecordStore(dir), { ...localSweepParts(processCore()), self, graceMs: 1500, cgroups: 'auto' });
     const ms = msSince(t0);
     if (result.trees.length !== expectTrees) throw new Error(`sweep: ${result.trees.length} trees swept, expected ${expectTrees}`);
     const left = fs.readdirSync(dir);

@@ -4,7 +4,7 @@
  * `sweepIntervalMinutes`. A failing sweep is logged and the next one still runs.
  */
 import * as vscode from 'vscode';
-import { CgroupMode, localSweepParts, Logger, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
+import { CgroupMode, localSweepParts, Logger, processCore, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
 
 const RECHECK_LIVE_OWNERS_MS = 6000;
 
@@ -28,7 +28,7 @@ export class Sweeper implements vscode.Disposable {
     this.running ??= (async () => {
       try {
         const result = await sweepOrphans(this.store, {
-          ...localSweepParts(),
+          ...localSweepParts(processCore()),
           self: this.self,
           graceMs: this.graceMs(),
           cgroups: this.cgroups(),

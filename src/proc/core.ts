@@ -12,6 +12,7 @@ import { createProcessTable } from './platform/createProcessTable';
 import { ProcessTable } from './platform/processTable';
 import { processSignaller, Signaller } from './platform/signaller';
 import { TreeKiller } from './kill/treeKiller';
+import { SweepOptions } from './sweep/sweepOrphans';
 import { execAsync, ExecAsync } from './platform/execAsync';
 
 export interface Core extends MemberDeps {
@@ -72,4 +73,12 @@ let shared: Core | undefined;
 /** This process's core context, built on first use: what the front ends use. */
 export function processCore(): Core {
   return (shared ??= createCore());
+}
+
+/**
+ * The parts of `core` a sweep works through, for front ends: `sweepOrphans` itself takes them as parameters
+ * (unit tests pass synthetic ones).
+ */
+export function localSweepParts(core: Core): Pick<SweepOptions, 'table' | 'killer' | 'guard' | 'cgroupParts'> {
+  return { table: core.table, killer: core.killer, guard: core.guard, cgroupParts: core };
 }

@@ -83,10 +83,10 @@ for (const tier of ['cgroup', 'group'] as const) {
         ownerProc.kill('SIGKILL');
         await new Promise((resolve) => ownerProc.once('exit', resolve));
         if (pids.roles.has('unsupported')) {
-          await sweepOrphans(new RecordStore(records), { ...localSweepParts(), self: selfIdentity(processTable()), graceMs: 200, cgroups: 'auto' });
+          await sweepOrphans(new RecordStore(records), { ...localSweepParts(processCore()), self: selfIdentity(processTable()), graceMs: 200, cgroups: 'auto' });
           this.skip();
         }
-        const result = await sweepOrphans(new RecordStore(records), { ...localSweepParts(), self: selfIdentity(processTable()), graceMs: 300, cgroups: 'auto' });
+        const result = await sweepOrphans(new RecordStore(records), { ...localSweepParts(processCore()), self: selfIdentity(processTable()), graceMs: 300, cgroups: 'auto' });
         assert.strictEqual(result.trees.length, 1);
         await waitAllDead(pids.all, 3000);
         expectSurvivors(mode, tier, survivors(pids, treeId), pids);

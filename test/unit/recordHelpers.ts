@@ -72,7 +72,7 @@ export function treeRecord(id: string, extra: Partial<TreeRecord> = {}): TreeRec
 
 /** A sweep by this process as a front end runs it (cgroups off unless asked). */
 export function sweep(store: RecordStore, extra: Partial<SweepOptions> = {}) {
-  const parts = localSweepParts();
+  const parts = localSweepParts(processCore());
   return sweepOrphans(store, { ...parts, self: selfIdentity(parts.table), graceMs: 500, cgroups: 'off', ...extra });
 }
 

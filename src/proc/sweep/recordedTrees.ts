@@ -3,21 +3,27 @@
  * and what `agent-trees kill TREE_ID` ends. A front end that does not own the trees uses these and nothing
  * below. What may be done with a record is the sweep's own verdict (`judgeRecord`), so the rules are one.
  */
-import { hostClock } from './platform/bootClock';
-import { CgroupMode } from './cgroup/probe';
-import { Core } from './core';
-import { OwnerState, ownerState, sameProcess, selfIdentity } from './identity/ownerIdentity';
-import { KillReport } from './kill/killTarget';
-import { Logger } from './platform/log';
-import { resolveTreeMembers } from './members/treeMembers';
-import { cgroupVerified } from './cgroup/treeCgroup';
-import { killRecordedTree } from './kill/treeKiller';
-import { freshProcessTable } from './platform/createProcessTable';
-import { ProcessInfo, ProcessTable } from './platform/processTable';
-import { recordStanding } from './records/judge';
-import { OwnerInfo } from './identity/ownerIdentity';
-import { RecordStore } from './records/claims';
-import { OwnerRecord, RecordProblem, TreeRecord } from './records/schema';
+import { CgroupMode, CgroupProber } from '../cgroup/probe';
+import { cgroupVerified } from '../cgroup/treeCgroup';
+import { OwnerInfo, OwnerState, ownerState, sameProcess, selfIdentity } from '../identity/ownerIdentity';
+import { KillReport } from '../kill/killTarget';
+import { killRecordedTree, TreeKiller } from '../kill/treeKiller';
+import { MemberDeps } from '../members/membership';
+import { resolveTreeMembers } from '../members/treeMembers';
+import { hostClock } from '../platform/bootClock';
+import { freshProcessTable } from '../platform/createProcessTable';
+import { Logger } from '../platform/log';
+import { ProcessInfo, ProcessTable } from '../platform/processTable';
+import { RecordStore } from '../records/claims';
+import { recordStanding } from '../records/judge';
+import { OwnerRecord, RecordProblem, TreeRecord } from '../records/schema';
+
+/** What the queries read and kill through: the table, the guard and cgroups, where ours live, the killer (see core.ts). */
+export type RecordedTreesParts = MemberDeps & {
+  table: ProcessTable;
+  cgroupProber: Pick<CgroupProber, 'location'>;
+  killer: Pick<TreeKiller, 'kill'>;
+};
 
 export interface ListedMember extends Pick<ProcessInfo, 'pid' | 'ppid' | 'pgid' | 'state' | 'rssBytes' | 'cpuMs'> {
   command: string;
@@ -52,7 +58,7 @@ export interface ListedClaim {
  */
 export async function listOwnedTrees(
   store: RecordStore,
-  core: Core,
+  core: RecordedTreesParts,
   cgroups: CgroupMode = 'auto',
 ): Promise<{ owners: ListedOwner[]; problems: RecordProblem[]; claims: ListedClaim[] }> {
   const table = await freshProcessTable(core.table);
@@ -104,7 +110,7 @@ export async function killTreeById(
   store: RecordStore,
   treeId: string,
   options: { graceMs: number; log?: Logger },
-  core: Core,
+  core: RecordedTreesParts,
 ): Promise<KillByIdResult> {
   const table = core.table;
   const { records, problems } = store.list();
