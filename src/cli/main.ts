@@ -118,6 +118,7 @@ async function main(argv: string[]): Promise<number> {
 async function run(args: ParsedArgs & { command: 'run' }, records: string): Promise<number> {
   const log = stderrLogger(args.verbose);
   const owner = new TreeOwner({
+    core: processCore(),
     recordsDir: records,
     log,
     cgroups: args.cgroups ? 'auto' : 'off',
@@ -237,7 +238,7 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
       process.exit(1);
     }, WATCHDOG_RUN_LIMIT_MS).unref();
     // Only once that very process is proven gone.
-    const state = await awaitOwnerExit(args.owner, undefined, parts.table);
+    const state = await awaitOwnerExit(args.owner, parts.table);
     if (state !== 'dead') {
       process.stderr.write(`agent-trees: owner ${args.owner.pid} is ${state === 'alive' ? 'still running' : 'not provably gone'}: nothing swept\n`);
       return 0;

@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
-import { ProcessIdentity, TreeMembersSource, TreeOwner, WATCHDOG_GRACE_MS, WindowLease, windowKey } from '../proc';
+import { ProcessIdentity, processCore, TreeMembersSource, TreeOwner, WATCHDOG_GRACE_MS, WindowLease, windowKey } from '../proc';
 import { AgentTreesApi, createApi } from './api';
 import { registerCommands } from './commands';
 import { ContextKeys } from './contextKeys';
@@ -65,6 +65,7 @@ export class AgentTreesController implements vscode.Disposable {
     // The host may cut deactivate() short (code-server gives it ~0.3 s): what is left is SIGKILLed on exit.
     // If the host dies outright (crash, SIGKILL, the whole editor killed), the watchdog ends its trees.
     this.owner = new TreeOwner({
+      core: processCore(),
       recordsDir,
       log,
       cgroups: this.settings.cgroups,
@@ -123,7 +124,7 @@ export class AgentTreesController implements vscode.Disposable {
       this.viewRefresh,
     );
     // A host whose window went away without deactivating it (kept alive for the reconnection grace) ends its
-    // trees once a newer host of its window starts: see src/proc/takeover.ts. The window is the one the terminals
+    // trees once a newer host of its window starts: see src/proc/owner/windowLease.ts. The window is the one the terminals
     // tag: its id lives in workspaceState, so it survives reloads, and two windows on one workspace share it.
     this.windowLease = new WindowLease({
       dir: recordsDir,
@@ -131,6 +132,7 @@ export class AgentTreesController implements vscode.Disposable {
       probe: () => vscode.commands.executeCommand('setContext', 'agentTrees.windowAnswers', true),
       onGone: (newer) => void this.handOver(newer),
       log,
+      table: this.owner.core.table,
     });
     this.windowLease.register();
     const owning = () => this.windowLease.setActive(this.owner.list().length > 0);

@@ -97,7 +97,7 @@ class ManualClock implements Clock {
 
 describe('agent runs on pipes (real processes)', () => {
   const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
-  const newRuns = (s = settings) => new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => s);
+  const newRuns = (s = settings) => new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => s);
 
   it('kills the whole tree at the deadline and says so', async () => {
     const runs = newRuns();
@@ -115,7 +115,7 @@ describe('agent runs on pipes (real processes)', () => {
 
   it('extends a deadline: nothing happens at the old one, the tree ends at the new one', async () => {
     const clock = new ManualClock();
-    const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => settings, undefined, clock);
+    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => settings, undefined, clock);
     const run = runs.launch({ name: 'sleeper', command: 'sleep', args: ['30'], timeoutSeconds: 0.4, terminal: 'pipe' });
     register(run.tree.child.pid!);
     const before = run.deadline!;
@@ -158,7 +158,7 @@ describe('agent runs on pipes (real processes)', () => {
 
 describe('memberships off the main thread', () => {
   it('gives the same members in the worker as on this thread', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
     register(tree.child.pid!);
@@ -185,7 +185,7 @@ describe('memberships off the main thread', () => {
 describe('memberships of cgroup trees', () => {
   it('reads only the cgroup, and finds what a full resolution finds', async function () {
     if (!processCore().cgroupTier('auto').tier) this.skip();
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['daemon-scrubbed', pidfile], stdio: 'ignore', cgroups: 'auto' });
     register(tree.child.pid!);
@@ -207,7 +207,7 @@ describe('memberships of cgroup trees', () => {
 
 describe('killing one process and its children', () => {
   it('ends the subtree and leaves the rest of the tree running', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     // root (sleep, after exec) -> middle sh -> two sleeps
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'sh -c "sleep 30 & sleep 30" & exec sleep 30'], stdio: 'ignore' });
     register(tree.child.pid!);

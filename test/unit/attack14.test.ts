@@ -56,7 +56,7 @@ describe('attack probes of issue 14: the owner watch', function () {
   // its root's exit was not yet reported: a pseudo-terminal root reports its exit up to 200 ms after it died (node-pty
   // drains the output first). checkAll, which it replaced, skipped running trees (commit 36cacf1).
   it("never ends a tree before its root's exit is reported (a pseudo-terminal root reports it late)", async function () {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 10 });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 10 });
     // A tree whose root exits at once leaving a daemon: it keeps the watch running every 10 ms.
     const pidfile = path.join(tmpDir(), 'pids');
     const keeper = owner.spawn({
@@ -193,7 +193,7 @@ describe('attack probes of issue 14: clock steps', function () {
   // user setting the date) put the next full scan off by the size of the step: an escaped daemon stayed hidden
   // from the view for an hour after a 1 h step.
   it('a wall-clock step back does not put off the full scan: an escaped daemon is shown within 10 s', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const escaper = spawnEscaper(owner);
     const id = escaper.tree.record.id;
     const { clock, refresh } = tracked();
@@ -225,7 +225,7 @@ describe('attack probes of issue 14: pid allocation that goes round behind the c
   it('a daemon left at a pid the census saw before, with allocation moved round by failing forks, is shown within a minute', async function () {
     const pidMax = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
     if (pidMax > 100_000 || process.arch !== 'x64' || spawnSync('perl', ['-e', '1']).status !== 0) this.skip(); // ~pid_max failing forks
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const script = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'pidWrap.pl');
     const tree = owner.spawn({
@@ -287,7 +287,7 @@ describe('attack probes of issue 14: a member that leaves the cgroup (root)', fu
   it('is never shown by the view, but the kill ends it and the watch keeps the tree until it does', async function () {
     if (process.getuid?.() !== 0 || !cgroupProbe.tier || cgroupProbe.tier.kind !== 'directory') this.skip();
     const mount = path.dirname(cgroupProbe.tier.base);
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto', watchIntervalMs: 20 });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto', watchIntervalMs: 20 });
     const pidfile = path.join(tmpDir(), 'pids');
     const script = `sh -c 'echo $$ > "$1/cgroup.procs"; echo "out $$" >> "$0"; exec sleep 60' "$0" "$1" & sleep 0.3; exit 0`;
     const tree = owner.spawn({ command: 'sh', args: ['-c', script, pidfile, mount], stdio: 'ignore', cgroups: 'auto' });
@@ -340,7 +340,7 @@ describe('attack probes of issue 14: a known member whose pid goes to an unrelat
   // core's rules, so it is not shown; a kill from the old row, or from a row naming the new holder, signals nothing.
   it('is read by the walk but never shown, and a kill from its row ends nothing', async function () {
     if (process.getuid?.() !== 0) this.skip(); // moving ns_last_pid needs root
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'while :; do sleep 60 & wait; done'], stdio: 'ignore' });
     register(tree.child.pid!);
     const id = tree.record.id;

@@ -53,7 +53,7 @@ for (const tier of ['cgroup', 'group'] as const) {
 
     for (const { mode, title } of SCENARIOS) {
       it(`${title}: live kill`, async function () {
-        const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups });
+        const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
         const pidfile = path.join(tmpDir(), 'pids');
         const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', cgroups });
         register(tree.child.pid!);

@@ -11,7 +11,7 @@ import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, ali
 
 /** Starts a fixture tree through a TreeOwner in the group tier (process group, session, descendants, tag). */
 async function ownedFixture(mode: string, options: { cgroups?: 'auto' | 'off'; owner?: TreeOwner } = {}) {
-  const owner = options.owner ?? new TreeOwner({ recordsDir: tmpDir(), cgroups: options.cgroups ?? 'off' });
+  const owner = options.owner ?? new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: options.cgroups ?? 'off' });
   const pidfile = path.join(tmpDir(), 'pids');
   const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', cgroups: options.cgroups ?? 'off' });
   register(tree.child.pid!);

@@ -128,7 +128,7 @@ describe('member tracking: the same members as a full resolution', function () {
       it(`${tier} tier, ${title}`, async function () {
         if (tier === 'cgroup' && !cgroupProbe.tier) this.skip();
         const cgroups = tier === 'cgroup' ? 'auto' : 'off';
-        const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups });
+        const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
         const table = new RecordingTable();
         const { clock, refresh } = tracked(table);
         const pidfile = path.join(tmpDir(), 'pids');
@@ -185,7 +185,7 @@ describe('member tracking: the same members as a full resolution', function () {
   }
 
   it('walks children forked by any thread, not only the main one', async function () {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     // A worker thread spawns the child: its parent task is that thread, listed in the thread's own children file.
     const workerFile = path.join(tmpDir(), 'worker.js');
@@ -273,7 +273,7 @@ describe('member tracking: what a refresh reads', function () {
   this.timeout(60_000);
 
   it('reads the members, not the machine: 300 more processes elsewhere cost a refresh nothing', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'sleep 60 & sleep 60 & sleep 60 & sleep 60 & wait'], stdio: 'ignore' });
     register(tree.child.pid!);
     const id = tree.record.id;
@@ -312,7 +312,7 @@ describe('member tracking: what a refresh reads', function () {
   });
 
   it('lists the same members in the same order on every refresh, walk or full scan (the view fires only changes)', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'sleep 60 & sleep 60 & sleep 60 & sleep 60 & wait'], stdio: 'ignore' });
     register(tree.child.pid!);
     const id = tree.record.id;
@@ -406,7 +406,7 @@ describe('member tracking: what a refresh reads', function () {
   });
 
   it('falls back to a full scan on every refresh where the kernel lists no children (CONFIG_PROC_CHILDREN)', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'sleep 60 & exec sleep 60'], stdio: 'ignore' });
     register(tree.child.pid!);
     const id = tree.record.id;
@@ -429,7 +429,7 @@ describe('member tracking: what a refresh reads', function () {
 
   it('cgroup tier: members from the cgroup and every cgroup below it, scrubbed daemon too, without a full scan', async function () {
     if (!cgroupProbe.tier || cgroupProbe.tier.kind !== 'directory') this.skip();
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pids');
     // One member moves into a cgroup of its own below the tree's; another leaves as a scrubbed daemon.
     const script = `cg=/sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)
@@ -559,7 +559,7 @@ describe('member tracking: a daemon that left the parent chain', function () {
   this.timeout(30_000);
 
   it('is found by the slow full scan, kept from then on, and dies in a kill', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const escaper = spawnEscaper(owner, 'off');
     const id = escaper.tree.record.id;
     const table = new RecordingTable();
@@ -592,7 +592,7 @@ describe('member tracking: a daemon that left the parent chain', function () {
   });
 
   it('dies in a kill that comes before any slow scan saw it: kills resolve on a full scan', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const escaper = spawnEscaper(owner, 'off');
     const id = escaper.tree.record.id;
     const { clock, refresh } = tracked(new RecordingTable());
@@ -615,7 +615,7 @@ describe("the owner's watch of a tree whose root exited", function () {
   this.timeout(30_000);
 
   it('follows the members: a daemon that left the parent chain keeps the tree owned, found without a full scan each look; it ends once the daemon is gone', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 50 });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 50 });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({
       command: 'sh',
@@ -654,7 +654,7 @@ describe('member tracking in the view source, on this thread and in the worker',
   this.timeout(30_000);
 
   it('gives the same members either way, and counts the reads', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
     register(tree.child.pid!);

@@ -9,7 +9,7 @@ import { blockedInWrite, events, probeEvent, PROBE, PYTHON, reportFile } from '.
 describe('trees on a pseudo-terminal (real processes)', () => {
   const owners: TreeOwner[] = [];
   const newOwner = (cgroups: 'auto' | 'off' = 'auto') => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
     owners.push(owner);
     return owner;
   };
@@ -172,7 +172,7 @@ describe('agent runs on a terminal (real processes)', () => {
   const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
   const all: AgentRuns[] = [];
   const newRuns = () => {
-    const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' }), () => settings);
+    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' }), () => settings);
     all.push(runs);
     return runs;
   };

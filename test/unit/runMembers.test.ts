@@ -11,7 +11,7 @@ import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor } from './
 
 describe('the members of the runs, on request', () => {
   it('reads nothing until asked; then every live run in one read, as the async query finds them; then only the members', async () => {
-    const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => ({
+    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => ({
       defaultTimeoutSeconds: 0,
       killGraceSeconds: 0.3,
       killDescendantsOnExit: true,

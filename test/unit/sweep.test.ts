@@ -40,7 +40,7 @@ describe('sweeping orphaned trees', () => {
 
   it('never treats its own record as orphaned', async () => {
     const records = tmpDir();
-    const owner = new TreeOwner({ recordsDir: records, cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'off' });
     const tree = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     register(tree.child.pid!);
     const result = await sweep(owner.store, { self: owner.self });

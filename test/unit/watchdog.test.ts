@@ -115,7 +115,7 @@ describe("the owner's watchdog", () => {
 
   it("no process but the owner holds the owner's end of the pipe: not its trees, not a pty child", async function () {
     const records = tmpDir();
-    const owner = new TreeOwner({ recordsDir: records, cgroups: 'off', watchdog: { cliPath: CLI } });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'off', watchdog: { cliPath: CLI } });
     const piped = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'pipe' });
     const inherited = owner.spawn({ command: 'sleep', args: ['60'], stdio: ['ignore', 'inherit', 'inherit'] });
     const children = [piped.child.pid!, inherited.child.pid!];
@@ -184,7 +184,7 @@ describe("the owner's watchdog", () => {
     await waitFor('no watchdog of the CLI', () => watchdogsOf(run.child.pid!).length === 0);
     assert.deepStrictEqual(fs.readdirSync(records), []);
 
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI }, watchIntervalMs: 50 });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI }, watchIntervalMs: 50 });
     const one = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     const first = owner.watchdogPid!;
     assert.ok(first > 0);
@@ -204,7 +204,7 @@ describe("the owner's watchdog", () => {
   it('never acts while its owner lives, even when the pipe closes', async function () {
     this.timeout(OWNER_EXIT_WAIT_MS + 20_000);
     const records = tmpDir();
-    const owner = new TreeOwner({ recordsDir: records, cgroups: 'off', watchdog: { cliPath: CLI } });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'off', watchdog: { cliPath: CLI } });
     const tree = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     register(tree.child.pid!);
     const watchdog = owner.watchdogPid!;
@@ -279,7 +279,7 @@ describe("the owner's watchdog", () => {
     assert.match(swept.stdout, /killed [1-9]/);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
 
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI } });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI } });
     const t1 = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     register(t1.child.pid!);
     const first = owner.watchdogPid!;

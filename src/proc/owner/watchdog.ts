@@ -18,13 +18,13 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from './platform/bootClock';
-import { CgroupMode } from './cgroup/probe';
-import { Core, processCore } from './core';
-import { Logger, silentLogger } from './platform/log';
-import { ProcessTable, TREE_ID_VARIABLE } from './platform/processTable';
-import { OwnerInfo } from './identity/ownerIdentity';
-import { ProcessIdentity, processKey } from './identity/processIdentity';
+import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from '../platform/bootClock';
+import { CgroupMode, CgroupProbeResult } from '../cgroup/probe';
+import { Logger, silentLogger } from '../platform/log';
+import { pidPresence } from '../platform/pidPresence';
+import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
+import { OwnerInfo } from '../identity/ownerIdentity';
+import { ProcessIdentity, processKey } from '../identity/processIdentity';
 
 /** Every watchdog carries `AGENT_TREES_WATCHDOG=<owner pid>:<owner start key>`: leak checks find it by this. */
 export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';
@@ -40,6 +40,12 @@ const WATCHDOG_NAME = 'agent-trees-watchdog';
 
 /** Waits for one line; `quit` ends it, anything else (the owner's end closed) starts the sweep. */
 const WATCHDOG_SCRIPT = 'read -r line; [ "$line" = quit ] && exit 0; exec "$@"';
+
+/** What a watchdog is started through: the table (this process's start key) and the cgroup tier (see core.ts). */
+export interface WatchdogParts {
+  table: Pick<ProcessTable, 'read'>;
+  cgroupTier(mode: CgroupMode): CgroupProbeResult;
+}
 
 export interface WatchdogOptions {
   /** The `agent-trees` command-line bundle (dist/cli.js) the watchdog runs to sweep. */
@@ -95,12 +101,10 @@ export class Watchdog {
    * run: no POSIX shell (Windows), or this process's start key cannot be read.
    */
   static start(
-    recordsDir: string,
-    options: WatchdogOptions,
-    log: Logger = silentLogger,
-    cgroups: CgroupMode = 'auto',
-    core: Core = processCore(),
+    core: WatchdogParts,
+    options: WatchdogOptions & { recordsDir: string; log?: Logger; cgroups?: CgroupMode },
   ): Watchdog | undefined {
+    const { recordsDir, log = silentLogger, cgroups = 'auto' } = options;
     const table = core.table;
     if (process.platform === 'win32') return undefined;
     const me = table.read(process.pid);
@@ -167,7 +171,7 @@ export class Watchdog {
  * tree kill never reaches it, nor does a cgroup-wide kill of the owner's own cgroup (a service stopped, an owner
  * running inside another tree). Best effort: where it fails, the watchdog stays in the owner's cgroup.
  */
-function moveOutOfTreeCgroups(pid: number, cgroups: CgroupMode, log: Logger, core: Core): void {
+function moveOutOfTreeCgroups(pid: number, cgroups: CgroupMode, log: Logger, core: Pick<WatchdogParts, 'cgroupTier'>): void {
   const tier = core.cgroupTier(cgroups).tier;
   if (tier?.kind !== 'directory') return;
   const dir = path.join(tier.base, 'watchdogs');
@@ -190,8 +194,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  */
 export async function awaitOwnerExit(
   owner: ProcessIdentity,
+  table: Pick<ProcessTable, 'read'>,
   timeoutMs = OWNER_EXIT_WAIT_MS,
-  table: ProcessTable = processCore().table,
 ): Promise<OwnerExit> {
   // Monotonic: a wall-clock step forward must not cut the owner's exit short (nothing would be swept).
   const deadline = performance.now() + timeoutMs;
@@ -204,7 +208,7 @@ export async function awaitOwnerExit(
   }
 }
 
-function ownerExitState(owner: ProcessIdentity, table: ProcessTable): OwnerExit {
+function ownerExitState(owner: ProcessIdentity, table: Pick<ProcessTable, 'read'>): OwnerExit {
   let p;
   try {
     p = table.read(owner.pid); // undefined for a zombie or a pid that is gone
@@ -212,22 +216,9 @@ function ownerExitState(owner: ProcessIdentity, table: ProcessTable): OwnerExit 
     return 'unknown';
   }
   if (p) return p.startKey === owner.startKey ? 'alive' : 'dead';
-  if (process.platform !== 'linux') {
-    try {
-      process.kill(owner.pid, 0);
-      return 'unknown'; // a zombie, or a listing that missed it: not proven gone
-    } catch (e) {
-      return (e as NodeJS.ErrnoException).code === 'ESRCH' ? 'dead' : 'unknown';
-    }
-  }
-  // Absent from the table: gone or a zombie is dead; a /proc entry we cannot read is unknown, never dead.
-  try {
-    const text = fs.readFileSync(`/proc/${owner.pid}/stat`, 'latin1');
-    const after = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    const state = after[0];
-    if (state === 'Z' || state === 'X') return 'dead';
-    return Number(after[19]) === owner.startKey ? 'unknown' : 'dead';
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ESRCH' ? 'dead' : 'unknown';
-  }
+  // Absent from the table: gone or a zombie is dead; a pid that exists and cannot be read is unknown, never dead.
+  const seen = pidPresence(owner.pid);
+  if (seen === 'gone') return 'dead';
+  if (seen === 'unreadable') return 'unknown';
+  return seen.startKey === owner.startKey ? 'unknown' : 'dead';
 }

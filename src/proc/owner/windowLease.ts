@@ -24,11 +24,11 @@ import * as crypto from 'crypto';
 import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as path from 'path';
-import { readUptimeTicks, START_KEYS_ARE_BOOT_TICKS } from './platform/bootClock';
-import { Logger, silentLogger } from './platform/log';
-import { processCore } from './core';
-import { ProcessTable } from './platform/processTable';
-import { ProcessIdentity } from './identity/processIdentity';
+import { readUptimeTicks, START_KEYS_ARE_BOOT_TICKS } from '../platform/bootClock';
+import { Logger, silentLogger } from '../platform/log';
+import { pidPresence } from '../platform/pidPresence';
+import { ProcessTable } from '../platform/processTable';
+import { ProcessIdentity } from '../identity/processIdentity';
 
 export const WINDOW_FILE_PREFIX = 'window-';
 const WINDOW_FILE = /^window-([0-9a-f]{16})-(\d{1,10})-(\d{1,20})$/;
@@ -74,7 +74,8 @@ export interface WindowLeaseOptions {
   silentMs?: number;
   /** How often the folder is looked at while the window is silent (ms). */
   scanIntervalMs?: number;
-  table?: ProcessTable;
+  /** Where hosts are looked up by pid (see core.ts). */
+  table: Pick<ProcessTable, 'read'>;
 }
 
 /**
@@ -85,7 +86,7 @@ export class WindowLease extends EventEmitter {
   private readonly self: ProcessIdentity | undefined;
   private readonly file: string | undefined;
   private readonly log: Logger;
-  private readonly table: ProcessTable;
+  private readonly table: Pick<ProcessTable, 'read'>;
   private active = false;
   private disposed = false;
   private timer: NodeJS.Timeout | undefined;
@@ -98,7 +99,7 @@ export class WindowLease extends EventEmitter {
   constructor(private readonly options: WindowLeaseOptions) {
     super();
     this.log = options.log ?? silentLogger;
-    this.table = options.table ?? processCore().table;
+    this.table = options.table;
     const me = nowAsStartKey() === undefined ? undefined : this.table.read(process.pid);
     this.self = me && me.startKey > 0 ? { pid: process.pid, startKey: me.startKey } : undefined;
     this.file = this.self
@@ -240,16 +241,9 @@ export class WindowLease extends EventEmitter {
   }
 }
 
-/** Whether /proc still lists the pid (a zombie, say); true off Linux, where nothing is removed on a guess. */
+/** Whether the pid may still exist (not provably gone); true off Linux, where nothing is removed on a guess. */
 function procEntryExists(pid: number): boolean {
-  if (process.platform !== 'linux') return true;
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const state = text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code !== 'ENOENT';
-  }
+  return process.platform !== 'linux' || pidPresence(pid) !== 'gone';
 }
 
 function rmQuiet(file: string): void {

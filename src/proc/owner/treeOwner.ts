@@ -4,27 +4,28 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { hostClock } from './platform/bootClock';
-import { CgroupMode } from './cgroup/probe';
-import { killRecordedTree } from './kill/treeKiller';
-import { Core, processCore } from './core';
-import { selfIdentity } from './identity/ownerIdentity';
-import { emptyReport, KillReport } from './kill/killTarget';
-import { Logger, silentLogger } from './platform/log';
-import { canTrack, MemberTracker, refreshMembers } from './tracking/memberTracker';
-import { resolveTreeMembers } from './members/treeMembers';
-import { freshProcessTable } from './platform/createProcessTable';
-import { ProcessInfo, Snapshot } from './platform/processTable';
-import { OwnerInfo } from './identity/ownerIdentity';
-import { RecordStore } from './records/claims';
-import { setAsidePreviousRecord } from './records/previousRecord';
-import { TreeRecord } from './records/schema';
-import { UntrustedFileError } from './records/trustedFiles';
-import { PtyRoot } from './pty/ptyRoot';
-import { PtySpawnOptions, spawnPtyTree } from './pty/spawnPtyTree';
-import { SpawnError } from './spawn/spawnError';
-import { SpawnedTree, spawnTree, SpawnTreeOptions, TreeRoot } from './spawn/spawnTree';
-import type { TreeQuery } from './tracking/listing';
+import { hostClock } from '../platform/bootClock';
+import { CgroupMode, CgroupProbeResult, CgroupProber } from '../cgroup/probe';
+import { CgroupControl } from '../cgroup/treeCgroup';
+import { SignalGuard } from '../identity/guard';
+import { killRecordedTree, TreeKiller } from '../kill/treeKiller';
+import { selfIdentity } from '../identity/ownerIdentity';
+import { emptyReport, KillReport } from '../kill/killTarget';
+import { Logger, silentLogger } from '../platform/log';
+import { canTrack, MemberTracker, refreshMembers } from '../tracking/memberTracker';
+import { resolveTreeMembers } from '../members/treeMembers';
+import { freshProcessTable } from '../platform/createProcessTable';
+import { ProcessInfo, ProcessTable, Snapshot } from '../platform/processTable';
+import { OwnerInfo } from '../identity/ownerIdentity';
+import { RecordStore } from '../records/claims';
+import { setAsidePreviousRecord } from '../records/previousRecord';
+import { TreeRecord } from '../records/schema';
+import { UntrustedFileError } from '../records/trustedFiles';
+import { PtyRoot } from '../pty/ptyRoot';
+import { PtySpawnOptions, spawnPtyTree } from '../pty/spawnPtyTree';
+import { SpawnError } from '../spawn/spawnError';
+import { SpawnedTree, spawnTree, SpawnTreeOptions, TreeRoot } from '../spawn/spawnTree';
+import type { TreeQuery } from '../tracking/listing';
 import { Watchdog, WatchdogOptions } from './watchdog';
 
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
@@ -41,7 +42,23 @@ export interface OwnedTree<R extends TreeRoot = TreeRoot> {
   lastKill?: KillReport;
 }
 
+/**
+ * The core parts an owner works through (see core.ts: the front ends pass this process's). One table (warm
+ * caches) and one killer (requests for one tree join) per process.
+ */
+export interface OwnerParts {
+  readonly platform: NodeJS.Platform;
+  readonly table: ProcessTable;
+  readonly killer: TreeKiller;
+  readonly cgroups: CgroupControl;
+  readonly cgroupProber: CgroupProber;
+  readonly guard: SignalGuard;
+  cgroupTier(mode: CgroupMode): CgroupProbeResult;
+}
+
 export interface TreeOwnerOptions {
+  /** The core parts this owner works through. */
+  core: OwnerParts;
   recordsDir: string;
   log?: Logger;
   cgroups?: CgroupMode;
@@ -52,8 +69,6 @@ export interface TreeOwnerOptions {
    * synchronously in the 'exit' event. Their record stays, so a sweep confirms and removes it.
    */
   killTreesOnExit?: boolean;
-  /** The core parts this owner works through; by default this process's (see core.ts). */
-  core?: Core;
   /**
    * A watchdog that outlives this process and sweeps its record the moment it dies (see watchdog.ts): started
    * with the first tree, told to quit when the record goes. None when omitted.
@@ -78,7 +93,7 @@ export type OwnerSpawnOptions = SpawnTreeOptions & {
 export class TreeOwner extends EventEmitter {
   readonly store: RecordStore;
   readonly self: OwnerInfo;
-  readonly core: Core;
+  readonly core: OwnerParts;
   private readonly trees = new Map<string, OwnedTree>();
   private readonly log: Logger;
   private watchTimer: NodeJS.Timeout | undefined;
@@ -90,7 +105,7 @@ export class TreeOwner extends EventEmitter {
     super();
     this.store = new RecordStore(options.recordsDir);
     this.log = options.log ?? silentLogger;
-    this.core = options.core ?? processCore();
+    this.core = options.core;
     this.watchTracker = new MemberTracker(this.core, {}, 'owner watch');
     this.self = selfIdentity(this.core.table);
     const previous = setAsidePreviousRecord(this.store, this.self);
@@ -368,7 +383,7 @@ export class TreeOwner extends EventEmitter {
 
   private startWatchdog(): void {
     if (!this.options.watchdog || this.watchdog?.running) return;
-    this.watchdog = Watchdog.start(this.store.dir, this.options.watchdog, this.log, this.options.cgroups, this.core);
+    this.watchdog = Watchdog.start(this.core, { ...this.options.watchdog, recordsDir: this.store.dir, log: this.log, cgroups: this.options.cgroups });
   }
 
   private stopWatchdog(): void {
