@@ -4,7 +4,8 @@
  * read; otherwise one full snapshot serves everything, resolved by the core's own rules (`listMembers`). It lives
  * here, not in the product: nothing but the benchmark refreshes this way.
  */
-import { ListingDeps, listMembers, MemberListing, ProcessTable, TreeQuery, ViewExtras } from '../src/proc';
+import { ProcessTable } from '../src/proc/platform/processTable';
+import { ListingDeps, listMembers, MemberListing, TreeQuery, ViewExtras } from '../src/proc/tracking/listing';
 
 export function fullScanRefresh(table: ProcessTable, trees: TreeQuery[], deps: ListingDeps, extras: ViewExtras = {}): MemberListing {
   const needsAll = (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;

@@ -7,8 +7,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { execFileSync, spawn } from 'child_process';
-import { localSweepParts, processCore, selfIdentity, RecordStore, resolveTreeMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
+import { localSweepParts, processCore, RecordStore, selfIdentity, sweepOrphans, TreeRecord } from '../src/proc';
 import { cgroupVerified } from '../src/proc/cgroup/treeCgroup';
+import { resolveTreeMembers } from '../src/proc/members/treeMembers';
+import { TREE_ID_VARIABLE } from '../src/proc/platform/processTable';
 import { isAlive, log, processCount, readStat, realKill, register, REPO, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
 
 export interface SweepResults {

@@ -8,17 +8,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { ChildProcess, spawn } from 'child_process';
-import {
-  canTrack,
-  LinuxProcessTable,
-  MemberListing,
-  MemberTracker,
-  OwnedTree,
-  processCore,
-  refreshMembers,
-  TreeOwner,
-  TreeQuery,
-} from '../src/proc';
+import { OwnedTree, processCore, TreeOwner } from '../src/proc';
+import { LinuxProcessTable } from '../src/proc/platform/linuxProcessTable';
+import { MemberListing, TreeQuery } from '../src/proc/tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../src/proc/tracking/memberTracker';
 import { fullScanRefresh } from './fullScanRefresh';
 import {
   log,

@@ -1,54 +1,32 @@
 /**
- * The process-tree core: spawning, finding, killing, recording and sweeping owned trees.
- * Pure Node: nothing here imports `vscode`, so the CLI, the extension and plain mocha all use it as it is.
+ * The process-tree core, as the front ends (src/extension, src/cli) and the agent runs (src/agents) see it: they
+ * import it from here only, and this exports by name exactly what they use (lint checks both). Pure Node: nothing
+ * in src/proc imports `vscode`. docs/architecture.md explains the layers below.
  */
-export * from './platform/processTable';
-export * from './platform/createProcessTable';
-export * from './platform/linuxProcessTable';
-export * from './platform/macProcessTable';
-export * from './platform/windowsProcessTable';
-export * from './platform/procParsers';
-export * from './platform/execAsync';
-export * from './platform/bootClock';
-export * from './identity/ownerIdentity';
-export * from './identity/startTimes';
-export * from './identity/processIdentity';
-export * from './platform/pidPresence';
-export * from './records/schema';
-export * from './records/fileNames';
-export * from './records/trustedFiles';
-export * from './records/store';
-export * from './records/claims';
-export * from './records/previousRecord';
-export * from './members/membership';
-export * from './members/treeMembers';
-export * from './members/subtreeMembers';
-export * from './kill/killTarget';
-export * from './platform/signaller';
-export * from './identity/guard';
-export * from './kill/posixKill';
-export * from './kill/windowsKill';
-export * from './kill/treeKiller';
-export * from './core';
-export * from './spawn/spawnTree';
-export * from './spawn/spawnError';
-export * from './spawn/executable';
-export * from './pty/ptyRoot';
-export * from './pty/spawnPtyTree';
-export * from './pty/terminalModes';
-export * from './pty/ptyFlow';
-export * from './owner/treeOwner';
-export * from './sweep/sweepOrphans';
-export * from './sweep/recordedTrees';
-export * from './platform/log';
-export { CgroupLocation, CgroupMode, CgroupProbeDeps, CgroupProbeResult, CgroupProber, CgroupTier, cgroup2Mount, probeCgroupTier } from './cgroup/probe';
-export { CgroupControl, cgroupVerified } from './cgroup/treeCgroup';
-export * from './tracking/listing';
-export * from './tracking/treeMembersSource';
-export * from './terminals/membership';
-export * from './terminals/leftovers';
-export * from './terminals/ending';
-export * from './records/judge';
-export * from './owner/watchdog';
-export * from './owner/windowLease';
-export * from './tracking/memberTracker';
+export { localSweepParts, processCore } from './core';
+export { Logger, silentLogger, stderrLogger } from './platform/log';
+export { WINDOW_TAG_VARIABLE } from './platform/processTable';
+export { guardedPidOf } from './identity/guard';
+export { OwnerInfo, OwnerState, ownerIsChildOf, selfIdentity } from './identity/ownerIdentity';
+export { parseOwnerSpec, ProcessIdentity, processKey } from './identity/processIdentity';
+export { CgroupMode } from './cgroup/probe';
+export { RecordStore } from './records/claims';
+export { classifyRecords, OwnerRecords } from './records/judge';
+export { RecordFile, TreeRecord } from './records/schema';
+export { KillReport } from './kill/killTarget';
+export { SpawnError } from './spawn/spawnError';
+export { checkSpawn } from './spawn/spawnTree';
+export { FlowStats, TerminalFlow } from './pty/ptyFlow';
+export { clampSize, PtyRoot } from './pty/ptyRoot';
+export { ptyProblem } from './pty/spawnPtyTree';
+export { DEFAULT_TERM, RESTORE_TERMINAL_MODES } from './pty/terminalModes';
+export { endLeftovers, endTerminalTree } from './terminals/ending';
+export { deferredLeftoversNow, liveOwnership, settleLeftovers, terminalLeftovers } from './terminals/leftovers';
+export { readShell, TerminalQuery, TerminalShell } from './terminals/membership';
+export { MemberInfo, recordedTreeQuery, TerminalMembers } from './tracking/listing';
+export { SourceStats, TreeMembersSource } from './tracking/treeMembersSource';
+export { killTreeById, listOwnedTrees } from './sweep/recordedTrees';
+export { sweepOrphans, SweepResult } from './sweep/sweepOrphans';
+export { OwnedTree, TreeOwner } from './owner/treeOwner';
+export { awaitOwnerExit, ownerInfoOf, WATCHDOG_GRACE_MS } from './owner/watchdog';
+export { WindowLease, windowKey } from './owner/windowLease';

@@ -3,7 +3,8 @@ import * as path from 'path';
 import { expandVariables, validateDefinition, validateDefinitions } from '../../src/agents/definition';
 import { chooseDefinitions } from '../../src/agents/definitionSource';
 import { AgentRuns, Clock } from '../../src/agents/runs';
-import { MemberTracker, processCore, refreshMembers, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
 import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
 
 describe('agent definitions', () => {

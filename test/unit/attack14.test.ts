@@ -6,22 +6,10 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn, spawnSync } from 'child_process';
-import {
-  canTrack,
-  endTerminalTree,
-  LinuxProcessTable,
-  listMembers,
-  MemberListing,
-  MemberTracker,
-  processCore,
-  processKey,
-  readShell,
-  refreshMembers,
-  TreeOwner,
-  TreeQuery,
-  ViewExtras,
-  WINDOW_TAG_VARIABLE,
-} from '../../src/proc';
+import { endTerminalTree, processCore, processKey, readShell, TreeOwner, WINDOW_TAG_VARIABLE } from '../../src/proc';
+import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
+import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../src/proc/tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
 import { aliveOf, register, tmpDir, waitAllDead, waitFor } from './helpers';
 
 const core = processCore();

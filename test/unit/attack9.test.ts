@@ -12,7 +12,10 @@ import { AgentDefinition, expandVariables, validateDefinitions } from '../../src
 import { commandLineDefinition, findAgent, LaunchContext, resolveDefinition } from '../../src/agents/resolveDefinition';
 import { AgentRuns } from '../../src/agents/runs';
 import { RunMembers } from '../../src/extension/runMembers';
-import { createCore, hostClock, OwnerInfo, ownerIsChildOf, ProcessInfo, processCore, SpawnError, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { OwnerInfo, ownerIsChildOf, processCore, SpawnError, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { createCore } from '../../src/proc/core';
+import { hostClock } from '../../src/proc/platform/bootClock';
+import { ProcessInfo } from '../../src/proc/platform/processTable';
 import { aliveOf, FIXTURE, fixturePids, REPO, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
 import { hasTool } from './recordHelpers';
 
@@ -207,7 +210,8 @@ describe('attack probes, issue 9 (the controller split)', () => {
       const script = path.join(dir, 'probe.js');
       fs.writeFileSync(
         script,
-        `const { TreeOwner, LinuxProcessTable, processCore } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc'))});
+        `const { TreeOwner, processCore } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc'))});
+const { LinuxProcessTable } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc', 'platform', 'linuxProcessTable'))});
 const { spawn } = require('child_process');
 (async () => {
   const table = new LinuxProcessTable();

@@ -7,7 +7,8 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync, spawn } from 'child_process';
-import { RecordStore, sameProcess } from '../../src/proc';
+import { RecordStore } from '../../src/proc';
+import { sameProcess } from '../../src/proc/identity/ownerIdentity';
 import { CLI, register, table, tmpDir, waitFor } from './helpers';
 import { hasTool, identity, runBounded, treeRecord } from './recordHelpers';
 

@@ -2,7 +2,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { TreeOwner, spawnTree, resolveTreeMembers, processCore } from '../../src/proc';
+import { processCore, TreeOwner } from '../../src/proc';
+import { resolveTreeMembers } from '../../src/proc/members/treeMembers';
+import { spawnTree } from '../../src/proc/spawn/spawnTree';
 
 const core = processCore();
 const treeKiller = core.killer;

@@ -8,27 +8,11 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import {
-  CensusOptions,
-  canTrack,
-  LinuxProcessTable,
-  listMembers,
-  MemberInfo,
-  MemberListing,
-  MemberTracker,
-  ProcessInfo,
-  ProcessTable,
-  processKey,
-  processCore,
-  readShell,
-  refreshMembers,
-  Snapshot,
-  TreeMembersSource,
-  TreeOwner,
-  TreeQuery,
-  ViewExtras,
-  WINDOW_TAG_VARIABLE,
-} from '../../src/proc';
+import { MemberInfo, processCore, processKey, readShell, TreeMembersSource, TreeOwner, WINDOW_TAG_VARIABLE } from '../../src/proc';
+import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
+import { CensusOptions, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
+import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../src/proc/tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
 import { SCENARIOS } from '../fixtures/scenarios';
 import { aliveOf, FIXTURE, fixturePids, register, REPO, sleep, tmpDir, waitAllDead, waitFor } from './helpers';
 

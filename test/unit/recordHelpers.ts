@@ -5,24 +5,12 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn, SpawnOptions, spawnSync } from 'child_process';
-import {
-  hostClock,
-  HostClock,
-  localSweepParts,
-  OwnerInfo,
-  PresenceProbe,
-  ProcessInfo,
-  processCore,
-  ProcessTable,
-  RecordStore,
-  selfIdentity,
-  Snapshot,
-  sweepOrphans,
-  SweepOptions,
-  TreeRecord,
-} from '../../src/proc';
-import { childrenOf } from '../../src/proc/platform/processTable';
+import { localSweepParts, OwnerInfo, processCore, RecordStore, selfIdentity, sweepOrphans, TreeRecord } from '../../src/proc';
+import { PresenceProbe } from '../../src/proc/identity/ownerIdentity';
+import { hostClock, HostClock } from '../../src/proc/platform/bootClock';
+import { childrenOf, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
 import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
+import { SweepOptions } from '../../src/proc/sweep/sweepOrphans';
 import { FIXTURE, fixturePids, register, tmpDir, waitFor } from './helpers';
 import { startCli } from './cliHelpers';
 

@@ -6,7 +6,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { AgentRuns } from '../../src/agents/runs';
 import { RunMembers } from '../../src/extension/runMembers';
-import { createCore, processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { createCore } from '../../src/proc/core';
 import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor } from './helpers';
 
 describe('the members of the runs, on request', () => {

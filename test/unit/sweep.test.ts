@@ -2,7 +2,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { KillReport, processCore, processTag, RecordStore, TreeIdentity, TreeOwner, TreeRecord } from '../../src/proc';
+import { KillReport, processCore, RecordStore, TreeOwner, TreeRecord } from '../../src/proc';
+import { TreeIdentity } from '../../src/proc/members/membership';
+import { processTag } from '../../src/proc/records/fileNames';
 
 const processTable = () => processCore().table;
 import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';

@@ -42,7 +42,7 @@ export function launchInCgroup(
  * Pids in a cgroup and in every cgroup below it (empty when it is gone): a member may make a child cgroup and
  * move into it, and it is still in the tree's.
  */
-export function cgroupProcs(cgroupDir: string): number[] {
+function cgroupProcs(cgroupDir: string): number[] {
   const pids: number[] = [];
   for (const dir of cgroupsBelow(cgroupDir)) {
     try {

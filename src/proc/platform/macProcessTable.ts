@@ -5,7 +5,7 @@
 import { execFileSync } from 'child_process';
 import { listedSnapshot, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from './processTable';
 
-export const MAC_PS_ARGS = ['-axww', '-o', 'pid=,ppid=,pgid=,sess=,state=,uid=,rss=,time=,lstart=,command='];
+const MAC_PS_ARGS = ['-axww', '-o', 'pid=,ppid=,pgid=,sess=,state=,uid=,rss=,time=,lstart=,command='];
 
 /**
  * Parses `ps -axww -o pid=,ppid=,pgid=,sess=,state=,uid=,rss=,time=,lstart=,command=` (macOS).

@@ -196,7 +196,7 @@ export function resolveWithClosing(
 }
 
 /** Processes carrying one of the window's tags. */
-export function windowTagged(snap: Snapshot, tags: string[]): ProcessInfo[] {
+function windowTagged(snap: Snapshot, tags: string[]): ProcessInfo[] {
   const byTag = snap.tagged(WINDOW_TAG_VARIABLE);
   const out = new Map<number, ProcessInfo>();
   for (const tag of new Set(tags)) for (const p of byTag.get(tag) ?? []) out.set(p.pid, p);

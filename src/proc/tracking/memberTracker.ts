@@ -27,14 +27,14 @@ import { parseProcessKey } from '../identity/processIdentity';
 import { CgroupLocator, ListingDeps, listMembers, MemberListing, recordedTreeQuery, TreeQuery, ViewExtras } from './listing';
 
 /** How often a full scan looks for members that left the parent chain, while the view refreshes. */
-export const FULL_SCAN_INTERVAL_MS = 10_000;
+const FULL_SCAN_INTERVAL_MS = 10_000;
 /**
  * Every this many full scans, one reads every process. A census trusts what it read of a pid until ns_last_pid and
  * the fork count say allocation may have come round to it, but forks that fail after their pid was allocated (in a
  * pid namespace whose init exited, in a full pids cgroup) move allocation on and count nowhere: a member left at
  * a pid seen before stays hidden from the view for at most this many scans, not for ever.
  */
-export const THOROUGH_SCAN_EVERY = 6;
+const THOROUGH_SCAN_EVERY = 6;
 /**
  * A full scan that is due this soon runs with the refresh at hand: at 1 Hz the 10th refresh after a scan may
  * come a few ms before the 10 s are up, and waiting for the 11th would make the interval 11 s.
