@@ -53,16 +53,22 @@ export function parseArgs(argv: string[]): ParsedArgs {
     return { command: 'help', graceMs: 5000, json: false, verbose: false };
   }
   if (!['run', 'sweep', 'ps', 'kill'].includes(command)) throw new UsageError(`unknown command "${command}"`, true);
+  return commandArgs(command, splitArgs(command, rest));
+}
 
+/** A command's words, sorted: its options (by name), its positional arguments, and `run`'s command line. */
+interface SplitArgs {
+  values: Record<string, string | true>;
+  positional: string[];
+  cmd?: string[];
+}
+
+function splitArgs(command: string, rest: string[]): SplitArgs {
   const values: Record<string, string | true> = {};
   const positional: string[] = [];
-  let cmd: string[] | undefined;
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i];
-    if (a === '--') {
-      cmd = rest.slice(i + 1);
-      break;
-    }
+    if (a === '--') return { values, positional, cmd: rest.slice(i + 1) };
     if (a.startsWith('--')) {
       const [name, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
       const spec = OPTIONS[name];
@@ -78,12 +84,14 @@ export function parseArgs(argv: string[]): ParsedArgs {
       }
       continue;
     }
-    if (command === 'run') {
-      cmd = rest.slice(i); // the command starts at the first word that is not an option
-      break;
-    }
+    // `run`'s command starts at the first word that is not an option.
+    if (command === 'run') return { values, positional, cmd: rest.slice(i) };
     positional.push(a);
   }
+  return { values, positional };
+}
+
+function commandArgs(command: string, { values, positional, cmd }: SplitArgs): ParsedArgs {
   const common: Common = {
     records: typeof values['--records'] === 'string' ? (values['--records'] as string) : undefined,
     graceMs: values['--grace'] !== undefined ? seconds('--grace', values['--grace'] as string, true) : 5000,

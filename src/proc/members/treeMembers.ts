@@ -68,50 +68,25 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
   const taggedPids = new Set(tagged.map((p) => p.pid));
 
   // Group and session: sid == pgid == rootPid for trees we spawned; each is checked on its own anyway.
-  let groupProven = false;
-  let groupDoubt: string | undefined;
   const groupMembers: ProcessInfo[] = [];
   const sessionMembers: ProcessInfo[] = [];
   for (const p of procs.values()) {
     if (p.pgid === tree.pgid) groupMembers.push(p);
     if (p.sid === tree.sid) sessionMembers.push(p);
   }
-  const precision = snap.startPrecision;
-  const check = (leaderPid: number, members: ProcessInfo[], what: string): boolean => {
-    if (members.length === 0) return false;
-    const leader = procs.get(leaderPid);
-    if (leader && !provesIdentity(precision)) {
-      // No start times (Windows): a process at the leader's pid may be anyone's; only the owner knows.
-      if (options.continuouslyOwned) return true;
-      groupDoubt = `${what} ${leaderPid}: this platform gives no start times to prove its leader`;
-      return false;
-    }
-    if (leader && options.rootStartKey !== undefined && leaderPid === tree.rootPid) {
-      if (leader.startKey === options.rootStartKey) return true;
-      groupDoubt = `${what} ${leaderPid} is led by another process than the recorded one`;
-      return false;
-    }
-    if (leader) {
-      if (startedNoLaterThanTrackingBy(precision, leader, tree)) return true;
-      groupDoubt =
-        precision.unit === 'ticks' && tree.trackedAtTicks === undefined && tree.rootStartTicks === undefined
-          ? `${what} ${leaderPid} has a leader whose start cannot be compared with the record (no boot-clock times in it)`
-          : `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
-      return false;
-    }
-    if (options.continuouslyOwned) return true;
-    if (members.some((m) => seeds.has(m.pid) || (taggedPids.has(m.pid) && deps.guard.otherUid?.(m) === undefined))) return true;
-    groupDoubt = `${what} ${leaderPid} has no leader and no member carrying the tree's tag`;
-    return false;
-  };
-  if (check(tree.pgid, groupMembers, 'process group')) {
-    groupProven = true;
-    for (const p of groupMembers) add(p);
-  }
-  if (check(tree.sid, sessionMembers, 'session')) for (const p of sessionMembers) add(p);
+  const evidence: GroupEvidence = { tree, snap, options, deps, seeds, taggedPids };
+  let groupDoubt: string | undefined;
+  const group = groupProof(evidence, tree.pgid, groupMembers, 'process group');
+  const groupProven = group === true;
+  if (groupProven) for (const p of groupMembers) add(p);
+  else if (group) groupDoubt = group;
+  const session = groupProof(evidence, tree.sid, sessionMembers, 'session');
+  if (session === true) for (const p of sessionMembers) add(p);
+  else if (session) groupDoubt = session;
 
   // The root itself, if it is not its own group leader (it always is for trees spawned here).
   const root = procs.get(tree.rootPid);
+  const precision = snap.startPrecision;
   if (root && root.pid !== tree.pgid && provesIdentity(precision) && isRecordedRoot(root, tree, precision.unit === 'ticks', precision.errorMs)) add(root);
 
   // Tagged processes of our own uid; another user's only if lineage makes it a member anyway.
@@ -127,4 +102,45 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
     if (!members.has(pid)) excluded.add(`pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`);
   }
   return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+}
+
+/** What a group or session is proven by: the tree, the snapshot, the resolution's options, and the members so far. */
+interface GroupEvidence {
+  tree: TreeIdentity;
+  snap: Snapshot;
+  options: ResolveOptions;
+  deps: MemberDeps;
+  /** Members by lineage so far (the cgroup, proven seeds, and the group once it is proven). */
+  seeds: Map<number, ProcessInfo>;
+  /** Processes carrying the tree's tag. */
+  taggedPids: Set<number>;
+}
+
+/**
+ * Whether the process group (or session) led by `leaderPid`, of `members`, provably is the tree's: true, or why
+ * not; undefined when it has no member. A running leader proves it only if it provably started no later than the
+ * tree was tracked; a leaderless one only for a continuous owner, or through a member of the tree's lineage or tag.
+ */
+function groupProof(e: GroupEvidence, leaderPid: number, members: ProcessInfo[], what: string): true | string | undefined {
+  const { tree, options } = e;
+  if (members.length === 0) return undefined;
+  const precision = e.snap.startPrecision;
+  const leader = e.snap.processes.get(leaderPid);
+  if (leader && !provesIdentity(precision)) {
+    // No start times (Windows): a process at the leader's pid may be anyone's; only the owner knows.
+    return options.continuouslyOwned ? true : `${what} ${leaderPid}: this platform gives no start times to prove its leader`;
+  }
+  if (leader && options.rootStartKey !== undefined && leaderPid === tree.rootPid) {
+    return leader.startKey === options.rootStartKey ? true : `${what} ${leaderPid} is led by another process than the recorded one`;
+  }
+  if (leader) {
+    if (startedNoLaterThanTrackingBy(precision, leader, tree)) return true;
+    return precision.unit === 'ticks' && tree.trackedAtTicks === undefined && tree.rootStartTicks === undefined
+      ? `${what} ${leaderPid} has a leader whose start cannot be compared with the record (no boot-clock times in it)`
+      : `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
+  }
+  if (options.continuouslyOwned) return true;
+  const vouched = (m: ProcessInfo) => e.seeds.has(m.pid) || (e.taggedPids.has(m.pid) && e.deps.guard.otherUid?.(m) === undefined);
+  if (members.some(vouched)) return true;
+  return `${what} ${leaderPid} has no leader and no member carrying the tree's tag`;
 }

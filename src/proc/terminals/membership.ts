@@ -138,28 +138,7 @@ export function resolveWithClosing(
 ): (TerminalMembership & { deferred: ProcessInfo[] })[] {
   const kept = new Set(query.kept);
   const tagged = windowTagged(snap, query.windowTags).filter((p) => !kept.has(processKey(p)));
-  const resolve = (shell: TerminalShell, more: ProcessInfo[]) => {
-    const extraSeeds: ProcessInfo[] = [...more];
-    for (const key of query.seen[shell.key] ?? []) {
-      const k = parseProcessKey(key);
-      const p = k && snap.processes.get(k.pid);
-      if (p && p.startKey === k.startKey && !kept.has(key)) extraSeeds.push(p);
-    }
-    // Tagged members of the shell's session: they prove the session once the shell (its leader) is gone.
-    for (const p of tagged) if (p.sid === shell.sid) extraSeeds.push(p);
-    return resolveTreeMembers(
-      terminalIdentity(shell),
-      snap,
-      {
-        continuouslyOwned: false,
-        cgroupVerified: false,
-        extraSeeds,
-        rootStartKey: shell.startKey,
-        protectedReason: options.protectedReason,
-      },
-      options.deps,
-    ).members;
-  };
+  const resolve = (shell: TerminalShell, more: ProcessInfo[]) => resolveShell({ snap, query, options, kept, tagged }, shell, more);
 
   const memberships = query.shells.map((shell) => ({
     shell,
@@ -193,6 +172,34 @@ export function resolveWithClosing(
     unclaimed: u.map((p) => p.pid),
     deferred,
   }));
+}
+
+/** What every shell of one query is resolved against: the snapshot, the query, and the window's tagged processes. */
+interface ShellContext {
+  snap: Snapshot;
+  query: TerminalQuery;
+  options: TerminalResolveOptions;
+  /** Keys of processes the user chose to keep. */
+  kept: Set<string>;
+  /** The window's tagged processes, less the kept ones. */
+  tagged: ProcessInfo[];
+}
+
+/**
+ * The members of one shell's tree by the owned-tree rules, seeded with `more`, with what was seen as its members
+ * before (still the same processes) and with tagged members of its session.
+ */
+function resolveShell(c: ShellContext, shell: TerminalShell, more: ProcessInfo[]): ProcessInfo[] {
+  const extraSeeds: ProcessInfo[] = [...more];
+  for (const key of c.query.seen[shell.key] ?? []) {
+    const k = parseProcessKey(key);
+    const p = k && c.snap.processes.get(k.pid);
+    if (p && p.startKey === k.startKey && !c.kept.has(key)) extraSeeds.push(p);
+  }
+  // Tagged members of the shell's session: they prove the session once the shell (its leader) is gone.
+  for (const p of c.tagged) if (p.sid === shell.sid) extraSeeds.push(p);
+  const options = { continuouslyOwned: false, cgroupVerified: false, extraSeeds, rootStartKey: shell.startKey, protectedReason: c.options.protectedReason };
+  return resolveTreeMembers(terminalIdentity(shell), c.snap, options, c.options.deps).members;
 }
 
 /** Processes carrying one of the window's tags. */
