@@ -24,5 +24,5 @@ export function fullScanRefresh(table: ProcessTable, trees: TreeQuery[], deps: L
       windowRecords: [],
     };
   }
-  return { ...listMembers(table.snapshot(), trees, deps, extras), fullScan: true };
+  return { ...listMembers(table.snapshot(), trees, deps, { extras }), fullScan: true };
 }

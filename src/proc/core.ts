@@ -1,19 +1,20 @@
 /**
- * The core context: the parts every path through the core needs (the process table, the signaller, the
- * guard, the cgroups and their probe, and the one killer), built in one place. The front ends take the
- * process's context from `processCore()`, so the CLI and the extension each have one table (warm caches) and
- * one killer (requests for one tree join); tests build their own with synthetic parts.
+ * The composition root: the parts every path through the core needs (the process table, the signaller, the
+ * guard, the cgroups and their probe, and the one killer), built in one place. The front ends take this process's
+ * core from `processCore()` and pass its parts down, so the CLI and the extension each have one table (warm
+ * caches) and one killer (requests for one tree join); nothing below them builds or looks up a core. Tests build
+ * their own with synthetic parts (`createCore`).
  */
-import { CgroupMode, CgroupProbeResult, CgroupProber } from './cgroup/probe';
+import { CgroupMode, CgroupProber, CgroupProbeResult } from './cgroup/probe';
 import { CgroupControl, linuxCgroups } from './cgroup/treeCgroup';
 import { currentSelf, SignalGuard } from './identity/guard';
+import { TreeKiller } from './kill/treeKiller';
 import { MemberDeps } from './members/membership';
 import { createProcessTable } from './platform/createProcessTable';
+import { execAsync, ExecAsync } from './platform/execAsync';
 import { ProcessTable } from './platform/processTable';
 import { processSignaller, Signaller } from './platform/signaller';
-import { TreeKiller } from './kill/treeKiller';
 import { SweepOptions } from './sweep/sweepOrphans';
-import { execAsync, ExecAsync } from './platform/execAsync';
 
 export interface Core extends MemberDeps {
   readonly platform: NodeJS.Platform;

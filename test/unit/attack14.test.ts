@@ -122,7 +122,7 @@ describe('attack probes of issue 14: a terminal of the window', function () {
       const shell = await waitFor('the shell', () => readShell(shellChild.pid!, core.table));
       const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: editor.pid! } };
       const { clock, refresh } = tracked();
-      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, extras).terminals[0].members.map((m) => m.pid);
+      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, { extras }).terminals[0].members.map((m) => m.pid);
       const observe = (r: MemberListing) => {
         // As the extension's WindowTerminals.observe does.
         const t = r.terminals[0];

@@ -227,7 +227,7 @@ describe('member tracking: a terminal of the window', function () {
     try {
       const shell = readShell(child.pid!, core.table)!;
       const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [] } };
-      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, extras).terminals[0].members.map((m) => m.pid);
+      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, { extras }).terminals[0].members.map((m) => m.pid);
       const { clock, refresh } = tracked(new RecordingTable());
       const first = refresh([], extras);
       assert.strictEqual(first.fullScan, true, 'a terminal it knows nothing of: every process read');

@@ -5,9 +5,9 @@
  * `systemd-run --user --scope`. Where our cgroups live (`cgroupLocation`) is read from mountinfo alone; whether we
  * can make them (`CgroupProber`) is probed once per process, asynchronously where it runs `systemd-run`.
  */
+import { execFile } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { execFile } from 'child_process';
 
 export type CgroupMode = 'auto' | 'off';
 

@@ -18,13 +18,8 @@ export function treeCgroupPath(tier: CgroupLocation, treeId: string): string {
  * The command line that starts `command` inside the tree's cgroup: the launcher moves itself into the cgroup,
  * then execs the command, so the root is inside before it can fork.
  */
-export function launchInCgroup(
-  tier: CgroupLocation,
-  cgroupDir: string,
-  treeId: string,
-  command: string,
-  args: string[],
-): { file: string; args: string[] } {
+export function launchInCgroup(tier: CgroupLocation, treeId: string, command: string, args: string[]): { file: string; args: string[] } {
+  const cgroupDir = treeCgroupPath(tier, treeId);
   if (tier.kind === 'systemd-scope') {
     return {
       file: 'systemd-run',

@@ -1,7 +1,7 @@
 /**
  * The processes this program must never signal: PID 0 and 1, itself, its ancestors and its own process group,
  * on every path (one process, a group, a whole cgroup). Other users' processes are never members on a tag
- * alone (see members.ts); a member that changed uid is proven by cgroup or parentage, and the kernel decides
+ * alone (see members/treeMembers.ts); a member that changed uid is proven by cgroup or parentage, and the kernel decides
  * whether we may signal it.
  */
 import { ProcessInfo, ProcessTable } from '../platform/processTable';

@@ -2,7 +2,7 @@
  * Process identity: a pid names a process only together with its start time, on one boot, in one pid
  * namespace, since pids are reused.
  *
- * On Linux every comparison is in clock ticks since boot (see bootClock.ts): exact, and blind to wall-clock
+ * On Linux every comparison is in clock ticks since boot (see platform/bootClock.ts): exact, and blind to wall-clock
  * steps. A record written by an older version has only epoch milliseconds; those are never compared with the
  * clock (a step of a few seconds made a live owner look replaced, a step back made a fresh process look
  * older than a record), so such a record's owner counts as dead only once its pid is gone, and its trees are

@@ -3,8 +3,8 @@
  * Windows kill (windowsKill.ts) and the registry that runs one kill per target (treeKiller.ts).
  */
 import type { SignalGuard } from '../identity/guard';
-import { Logger } from '../platform/log';
 import { Membership, TreeIdentity } from '../members/membership';
+import { Logger } from '../platform/log';
 import { Snapshot } from '../platform/processTable';
 
 /**

@@ -9,12 +9,12 @@
 import { CgroupControl } from '../cgroup/treeCgroup';
 import { SignalGuard } from '../identity/guard';
 import { startedNoLaterThanTrackingBy } from '../identity/startTimes';
-import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 import { Membership, TreeIdentity } from '../members/membership';
 import { resolveSubtreeMembers } from '../members/subtreeMembers';
 import { resolveTreeMembers } from '../members/treeMembers';
 import { ProcessInfo, ProcessTable } from '../platform/processTable';
 import { Signaller } from '../platform/signaller';
+import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 
 /** What a kill reads and signals through; tests pass synthetic ones. */
 export interface KillDeps {

@@ -6,15 +6,15 @@
 import { EventEmitter } from 'events';
 import { CgroupProber } from '../cgroup/probe';
 import { CgroupControl, cgroupVerified } from '../cgroup/treeCgroup';
-import { TreeRecord } from '../records/schema';
 import { SignalGuard } from '../identity/guard';
-import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
-import { Logger, silentLogger } from '../platform/log';
 import { Membership, TreeIdentity } from '../members/membership';
-import { interruptGroup, PosixTreeKill } from './posixKill';
+import { ExecAsync } from '../platform/execAsync';
+import { Logger, silentLogger } from '../platform/log';
 import { ProcessTable, Snapshot } from '../platform/processTable';
 import { Signaller } from '../platform/signaller';
-import { ExecAsync } from '../platform/execAsync';
+import { TreeRecord } from '../records/schema';
+import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
+import { interruptGroup, PosixTreeKill } from './posixKill';
 import { killWindows } from './windowsKill';
 
 /** Everything a killer reads and signals through. */

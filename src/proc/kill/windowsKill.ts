@@ -7,8 +7,8 @@
  * holds its root's handle) may kill on Windows. A sweep of another owner's tree is refused.
  */
 import { ExecAsync } from '../platform/execAsync';
-import { emptyReport, KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 import { ProcessTable } from '../platform/processTable';
+import { emptyReport, KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 
 /** Longest any taskkill call may take: a stalled taskkill must never stretch the caller's own timeout. */
 export const TASKKILL_TIMEOUT_MS = 3000;

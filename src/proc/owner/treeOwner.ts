@@ -4,28 +4,27 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { hostClock } from '../platform/bootClock';
-import { CgroupMode, CgroupProbeResult, CgroupProber } from '../cgroup/probe';
+import { CgroupMode, CgroupProber, CgroupProbeResult } from '../cgroup/probe';
 import { CgroupControl } from '../cgroup/treeCgroup';
 import { SignalGuard } from '../identity/guard';
-import { killRecordedTree, TreeKiller } from '../kill/treeKiller';
-import { selfIdentity } from '../identity/ownerIdentity';
+import { OwnerInfo, selfIdentity } from '../identity/ownerIdentity';
 import { emptyReport, KillReport } from '../kill/killTarget';
-import { Logger, silentLogger } from '../platform/log';
-import { canTrack, MemberTracker, refreshMembers } from '../tracking/memberTracker';
+import { killRecordedTree, TreeKiller } from '../kill/treeKiller';
 import { resolveTreeMembers } from '../members/treeMembers';
+import { hostClock } from '../platform/bootClock';
 import { freshProcessTable } from '../platform/createProcessTable';
+import { Logger, silentLogger } from '../platform/log';
 import { ProcessInfo, ProcessTable, Snapshot } from '../platform/processTable';
-import { OwnerInfo } from '../identity/ownerIdentity';
+import { PtyRoot } from '../pty/ptyRoot';
+import { PtySpawnOptions, spawnPtyTree } from '../pty/spawnPtyTree';
 import { RecordStore } from '../records/claims';
 import { setAsidePreviousRecord } from '../records/previousRecord';
 import { TreeRecord } from '../records/schema';
 import { UntrustedFileError } from '../records/trustedFiles';
-import { PtyRoot } from '../pty/ptyRoot';
-import { PtySpawnOptions, spawnPtyTree } from '../pty/spawnPtyTree';
 import { SpawnError } from '../spawn/spawnError';
 import { SpawnedTree, spawnTree, SpawnTreeOptions, TreeRoot } from '../spawn/spawnTree';
 import type { TreeQuery } from '../tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../tracking/memberTracker';
 import { Watchdog, WatchdogOptions } from './watchdog';
 
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
@@ -150,7 +149,7 @@ export class TreeOwner extends EventEmitter {
     return this.spawnWatched(() => spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core), deadline);
   }
 
-  /** Spawns an owned tree on a pseudo-terminal of its own (pty.ts), recorded like any other. */
+  /** Spawns an owned tree on a pseudo-terminal of its own (pty/spawnPtyTree.ts), recorded like any other. */
   spawnTerminal(options: PtySpawnOptions & Pick<OwnerSpawnOptions, 'deadline'>): OwnedTree<PtyRoot> {
     this.checkCanSpawn();
     const { deadline, ...spawnOptions } = options;
@@ -332,7 +331,7 @@ export class TreeOwner extends EventEmitter {
   }
 
   /**
-   * One look of the watch, at a cost that follows the members (see memberTracker.ts): a walk from the members seen
+   * One look of the watch, at a cost that follows the members (see tracking/memberTracker.ts): a walk from the members seen
    * at the last look, and a full resolution only for a tree the walk finds empty, before it is dropped.
    */
   private watchOnce(): void {

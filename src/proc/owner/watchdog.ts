@@ -18,13 +18,13 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from '../platform/bootClock';
 import { CgroupMode, CgroupProbeResult } from '../cgroup/probe';
+import { OwnerInfo } from '../identity/ownerIdentity';
+import { ProcessIdentity, processKey } from '../identity/processIdentity';
+import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from '../platform/bootClock';
 import { Logger, silentLogger } from '../platform/log';
 import { pidPresence } from '../platform/pidPresence';
 import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
-import { OwnerInfo } from '../identity/ownerIdentity';
-import { ProcessIdentity, processKey } from '../identity/processIdentity';
 
 /** Every watchdog carries `AGENT_TREES_WATCHDOG=<owner pid>:<owner start key>`: leak checks find it by this. */
 export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';

@@ -24,11 +24,11 @@ import * as crypto from 'crypto';
 import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as path from 'path';
+import { ProcessIdentity } from '../identity/processIdentity';
 import { readUptimeTicks, START_KEYS_ARE_BOOT_TICKS } from '../platform/bootClock';
 import { Logger, silentLogger } from '../platform/log';
 import { pidPresence } from '../platform/pidPresence';
 import { ProcessTable } from '../platform/processTable';
-import { ProcessIdentity } from '../identity/processIdentity';
 
 export const WINDOW_FILE_PREFIX = 'window-';
 const WINDOW_FILE = /^window-([0-9a-f]{16})-(\d{1,10})-(\d{1,20})$/;

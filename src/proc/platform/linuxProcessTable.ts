@@ -4,8 +4,8 @@
  * and dead (X) processes are left out: they count as gone.
  */
 import * as fs from 'fs';
-import { CensusOptions, childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision, TagVariable, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processTable';
 import { censusFilter, PidCounters, readPidCounters } from './pidCensus';
+import { CensusOptions, childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision, TagVariable, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processTable';
 import { readSmall, readWhole } from './procFiles';
 import { envValue, parseProcStat, parseStatusUid, START_PRECISION_MS } from './procParsers';
 

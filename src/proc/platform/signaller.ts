@@ -1,7 +1,7 @@
 /**
  * The two calls that send a signal. Every signal Agent Trees sends leaves through a `Signaller`: the real one
  * here, or a recording one in tests. What may be signalled is decided before (the guard, the proofs of
- * membership); the kill checks the guard once more right before each call (see posixKill.ts).
+ * membership); the kill checks the guard once more right before each call (see kill/posixKill.ts).
  */
 
 /** 'sent'; 'gone' (ESRCH: no such process or group); 'denied' (EPERM: not ours to signal). */

@@ -50,7 +50,7 @@ interface MasterSocket {
 /**
  * The root of a tree on a pseudo-terminal, as the owner sees any root (pid, exitCode, signalCode, 'exit',
  * 'error'), plus the terminal's side: 'data' (output), write (input, raw), resize, pause/resume (flow control).
- * It has no kill: see treeKiller.ts.
+ * It has no kill: see kill/treeKiller.ts.
  *
  * Every byte the agent wrote arrives before 'exit'. On Linux a master whose slave side has closed may answer
  * EIO while output is still queued (node-pty issues #72, #85, #726: the tail of a fast writer's output is lost),

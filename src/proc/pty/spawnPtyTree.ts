@@ -6,7 +6,7 @@
 import { StringDecoder } from 'string_decoder';
 import { ProcessTable } from '../platform/processTable';
 import { SpawnError } from '../spawn/spawnError';
-import { SpawnedTree, SpawnParts, spawnTreeWith, SpawnTreeOptions } from '../spawn/spawnTree';
+import { SpawnedTree, SpawnParts, SpawnTreeOptions, spawnTreeWith } from '../spawn/spawnTree';
 import { clampSize, NodePty, PtyRoot } from './ptyRoot';
 import { DEFAULT_TERM } from './terminalModes';
 

@@ -4,8 +4,8 @@
  * `<pid>.json.claimed-<claimant tag>-<random>`. A tag names a process (pid and start, on one machine and boot),
  * so whether its process still runs can be told from the name alone.
  */
-import * as path from 'path';
 import { createHash, randomBytes } from 'crypto';
+import * as path from 'path';
 import { OwnerInfo } from '../identity/ownerIdentity';
 import type { HostClock } from '../platform/bootClock';
 

@@ -3,11 +3,10 @@
  * owner's, or a gone owner's (an orphan's). The sweep, `ps`, `kill` and the view all ask here (`judgeRecord`),
  * so all apply the same self check (pid and start tick) and the same liveness, origin and trust rules.
  */
-import { HostClock, hostClock } from '../platform/bootClock';
-import { OwnerState, ownerState, PresenceProbe, recordOrigin, sameProcess, selfIdentity } from '../identity/ownerIdentity';
+import { OwnerInfo, OwnerState, ownerState, PresenceProbe, recordOrigin, sameProcess, selfIdentity } from '../identity/ownerIdentity';
 import { recordTimeProblem } from '../identity/startTimes';
+import { HostClock, hostClock } from '../platform/bootClock';
 import { ProcessTable } from '../platform/processTable';
-import { OwnerInfo } from '../identity/ownerIdentity';
 import { RecordStore } from './claims';
 import { OwnerRecord, RecordFile, RecordProblem } from './schema';
 

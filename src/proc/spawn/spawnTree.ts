@@ -8,13 +8,13 @@ import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupMode, CgroupProbeResult } from '../cgroup/probe';
-import { cmdLine, resolveExecutable } from './executable';
-import { SpawnError } from './spawnError';
 import { launchInCgroup, removeCgroup, treeCgroupPath } from '../cgroup/treeCgroup';
-import { hostClock } from '../platform/bootClock';
 import { latestStart } from '../identity/startTimes';
+import { hostClock } from '../platform/bootClock';
 import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
 import { TreeRecord } from '../records/schema';
+import { cmdLine, resolveExecutable } from './executable';
+import { SpawnError } from './spawnError';
 
 export interface SpawnTreeOptions {
   command: string;
@@ -151,7 +151,7 @@ export function spawnTreeWith<R extends TreeRoot>(
     if (probe.tier) {
       const dir = treeCgroupPath(probe.tier, id);
       try {
-        ({ file, args: argv } = launchInCgroup(probe.tier, dir, id, executable, args));
+        ({ file, args: argv } = launchInCgroup(probe.tier, id, executable, args));
         cgroup = dir;
       } catch (e) {
         tierNote = `cannot create cgroup ${dir}: ${(e as Error).message}`;

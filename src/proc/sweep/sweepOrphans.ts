@@ -9,7 +9,7 @@
  *   2. claim the file by renaming it to a name unique to this claim (only one rename of a file succeeds);
  *   3. read the claimed file again and judge that content: it is what the sweep acts on. A record that turns
  *      out to belong to a live owner (rewritten between 1 and 2, say) goes back under its name as the owner says
- *      now (its `.current` link, see records.ts): nothing, if it removed its record meanwhile. A claimed file
+ *      now (its `.current` link, see records/claims.ts): nothing, if it removed its record meanwhile. A claimed file
  *      that cannot be read as a record is set aside once, as a corrupt record is;
  *   4. claims whose claimant is gone are taken over the same way (renamed, re-read, re-judged).
  * A record from an earlier boot is only cleaned up (nothing of it can run); a record from another pid
@@ -280,7 +280,7 @@ class Sweep {
         try {
           const swept = cleanUpOnly
             ? record.trees.map((tree) => recordOnly(record, tree))
-            : await Promise.all(record.trees.map((tree) => sweepTree(record, tree, snap!, this.options, this.log)));
+            : await Promise.all(record.trees.map((tree) => this.sweepTree(record, tree, snap!)));
           const remaining = record.trees.filter((_, i) => swept[i].outcome === 'survivors' || swept[i].outcome === 'refused');
           for (const s of swept) {
             this.result.trees.push(s);
@@ -293,6 +293,50 @@ class Sweep {
         }
       }),
     );
+  }
+
+  /** One tree of a claimed record: refused, found gone, or killed, each member proven in `snap` first. */
+  private async sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot): Promise<SweptTree> {
+    const { options, log } = this;
+    if (!provesIdentity(snap.startPrecision)) {
+      const note = `not swept: this platform's process table has no start times, so no process of another owner's tree can be proven`;
+      log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
+      return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
+    }
+    const rootRefusal = protectedRoot(tree, snap, options.guard);
+    if (rootRefusal) {
+      const note = `not swept: its recorded root is alive and protected (${rootRefusal}); nothing of it is signalled`;
+      log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
+      return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
+    }
+    const parts = options.cgroupParts;
+    const verified = options.cgroups !== 'off' && cgroupVerified(tree, parts);
+    if (tree.cgroup && options.cgroups !== 'off' && !verified)
+      log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
+    const protectedReason = (p: ProcessInfo) => options.guard.protectedReason(p);
+    const membership = resolveTreeMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason }, { guard: options.guard, cgroups: parts.cgroups });
+    if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
+    if (membership.members.length === 0) {
+      if (verified && tree.cgroup) parts.cgroups.remove(tree.cgroup);
+      return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
+    }
+    const report = await options.killer.kill(tree, {
+      graceMs: options.graceMs,
+      continuouslyOwned: false,
+      cgroupVerified: verified,
+      log,
+    });
+    log.info(
+      `tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${report.signalled} processes` +
+        (report.survivors ? `, ${report.survivors} survived` : ''),
+    );
+    return {
+      ...base(record, tree),
+      outcome: report.survivors > 0 ? 'survivors' : 'killed',
+      killed: report.signalled,
+      survivors: report.survivors,
+      note: report.groupDoubt ?? membership.groupDoubt,
+    };
   }
 
   // ------------------------------------------------------------------------------------------ tidy
@@ -339,44 +383,3 @@ function protectedRoot(tree: TreeRecord, snap: Snapshot, guard: SweepGuard): str
   return guard.protectedReason(root) ?? (root.pid <= 1 ? `pid ${root.pid}` : undefined);
 }
 
-async function sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot, options: SweepOptions, log: Logger): Promise<SweptTree> {
-  if (!provesIdentity(snap.startPrecision)) {
-    const note = `not swept: this platform's process table has no start times, so no process of another owner's tree can be proven`;
-    log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
-    return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
-  }
-  const rootRefusal = protectedRoot(tree, snap, options.guard);
-  if (rootRefusal) {
-    const note = `not swept: its recorded root is alive and protected (${rootRefusal}); nothing of it is signalled`;
-    log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
-    return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
-  }
-  const parts = options.cgroupParts;
-  const verified = options.cgroups !== 'off' && cgroupVerified(tree, parts);
-  if (tree.cgroup && options.cgroups !== 'off' && !verified)
-    log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
-  const protectedReason = (p: ProcessInfo) => options.guard.protectedReason(p);
-  const membership = resolveTreeMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason }, { guard: options.guard, cgroups: parts.cgroups });
-  if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
-  if (membership.members.length === 0) {
-    if (verified && tree.cgroup) parts.cgroups.remove(tree.cgroup);
-    return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
-  }
-  const report = await options.killer.kill(tree, {
-    graceMs: options.graceMs,
-    continuouslyOwned: false,
-    cgroupVerified: verified,
-    log,
-  });
-  log.info(
-    `tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${report.signalled} processes` +
-      (report.survivors ? `, ${report.survivors} survived` : ''),
-  );
-  return {
-    ...base(record, tree),
-    outcome: report.survivors > 0 ? 'survivors' : 'killed',
-    killed: report.signalled,
-    survivors: report.survivors,
-    note: report.groupDoubt ?? membership.groupDoubt,
-  };
-}

@@ -12,12 +12,12 @@
  * the tag), and never one the user chose to keep. A closing terminal leaves it only when no other live shell of
  * the window could also have started it (see `deferredLeftovers`): nothing is ended on a guess.
  */
-import { hostClock, START_KEYS_ARE_BOOT_TICKS } from '../platform/bootClock';
-import { ProcessInfo, ProcessTable, Snapshot, WINDOW_TAG_VARIABLE } from '../platform/processTable';
-import { START_PRECISION_MS } from '../platform/procParsers';
 import { parseProcessKey, processKey } from '../identity/processIdentity';
 import { MemberDeps, TreeIdentity } from '../members/membership';
 import { resolveTreeMembers } from '../members/treeMembers';
+import { hostClock, START_KEYS_ARE_BOOT_TICKS } from '../platform/bootClock';
+import { ProcessInfo, ProcessTable, Snapshot, WINDOW_TAG_VARIABLE } from '../platform/processTable';
+import { START_PRECISION_MS } from '../platform/procParsers';
 import { RecordFile } from '../records/schema';
 
 /** A terminal's shell as first seen. `key` (pid:startKey) names it for as long as it runs. */
@@ -30,7 +30,7 @@ export interface TerminalShell {
   sid: number;
   /** When it was first seen: it started no later. */
   trackedAt: number;
-  /** The same in clock ticks since boot (Linux): what identities are compared in (see bootClock.ts). */
+  /** The same in clock ticks since boot (Linux): what identities are compared in (see platform/bootClock.ts). */
   trackedAtTicks?: number;
 }
 

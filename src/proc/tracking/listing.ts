@@ -4,9 +4,9 @@
  * (snapshotWorker.ts) when the process table is large.
  */
 import { CgroupProber } from '../cgroup/probe';
+import { cgroupVerified } from '../cgroup/treeCgroup';
 import { MemberDeps, TreeIdentity } from '../members/membership';
 import { resolveTreeMembers } from '../members/treeMembers';
-import { cgroupVerified } from '../cgroup/treeCgroup';
 import { ProcessInfo, Snapshot } from '../platform/processTable';
 import { RecordFile, TreeRecord } from '../records/schema';
 import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords } from '../terminals/membership';
@@ -61,18 +61,23 @@ export function recordedTreeQuery(tree: TreeRecord, deps: CgroupLocator): TreeQu
   return { ...tree, continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, deps) };
 }
 
+/** What a listing asks besides trees, and how it reads what its snapshot lacks. */
+export interface ListingExtras {
+  extras?: ViewExtras;
+  /**
+   * Reads a process the snapshot does not hold (a snapshot of some processes only: a tagged process is under the
+   * editor only if its ancestors up to the editor are read).
+   */
+  readProcess?: (pid: number) => ProcessInfo | undefined;
+}
+
 /**
  * Everything the view asks for, resolved in one snapshot by the core's rules (resolveTreeMembers, resolveTerminalTrees,
  * windowRecords), with command lines. Members come in pid order, whatever order the snapshot read them in: the
  * view compares refreshes to fire only what changed.
  */
-export function listMembers(
-  snap: Snapshot,
-  trees: TreeQuery[],
-  deps: ListingDeps,
-  extras: ViewExtras = {},
-  readProcess?: (pid: number) => ProcessInfo | undefined,
-): MemberListing {
+export function listMembers(snap: Snapshot, trees: TreeQuery[], deps: ListingDeps, more: ListingExtras = {}): MemberListing {
+  const { extras = {}, readProcess } = more;
   const withCommand = (members: ProcessInfo[]) => [...members].sort((a, b) => a.pid - b.pid).map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
   const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals, { deps, readProcess }) : [];
   const ofWindow = extras.liveRecords && extras.terminals

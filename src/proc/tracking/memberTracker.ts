@@ -22,8 +22,8 @@
  * Nothing here reads a process unless a refresh is asked for: no timers. Kills and sweeps never use it; they
  * resolve on a full scan every time, so their reach does not depend on what a refresh saw.
  */
-import { ProcessTable } from '../platform/processTable';
 import { parseProcessKey } from '../identity/processIdentity';
+import { ProcessTable } from '../platform/processTable';
 import { CgroupLocator, ListingDeps, listMembers, MemberListing, recordedTreeQuery, TreeQuery, ViewExtras } from './listing';
 
 /** How often a full scan looks for members that left the parent chain, while the view refreshes. */
@@ -120,11 +120,11 @@ export function refreshMembers(table: ProcessTable, request: RefreshRequest, tre
     // finds is among these, and no walk is needed.
     const { read, walk } = seedsOf(request, deps);
     const snap = table.snapshotOfNewcomers([...read, ...walk], [], { everything: request.thorough, channel: request.channel });
-    return { ...listMembers(snap, trees, deps, extras, readProcess), fullScan: true };
+    return { ...listMembers(snap, trees, deps, { extras, readProcess }), fullScan: true };
   }
-  if (request.full || !walking) return { ...listMembers(table.snapshot(), trees, deps, extras), fullScan: true };
+  if (request.full || !walking) return { ...listMembers(table.snapshot(), trees, deps, { extras }), fullScan: true };
   const { read, walk } = seedsOf(request, deps);
-  return { ...listMembers(table.snapshotOf!(read, walk), trees, deps, extras, readProcess), fullScan: false };
+  return { ...listMembers(table.snapshotOf!(read, walk), trees, deps, { extras, readProcess }), fullScan: false };
 }
 
 /** The processes a refresh starts from: cgroup listings, owners and leaders to read, and known members to walk from. */

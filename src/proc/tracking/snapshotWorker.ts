@@ -7,9 +7,9 @@ import { parentPort } from 'worker_threads';
 import { CgroupProber } from '../cgroup/probe';
 import { linuxCgroups } from '../cgroup/treeCgroup';
 import { currentSelf, SignalGuard } from '../identity/guard';
-import { refreshMembers } from './memberTracker';
 import { createProcessTable } from '../platform/createProcessTable';
 import { LinuxProcessTable } from '../platform/linuxProcessTable';
+import { refreshMembers } from './memberTracker';
 import type { WorkerReply, WorkerRequest } from './treeMembersSource';
 
 const table = createProcessTable();

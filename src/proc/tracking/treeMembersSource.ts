@@ -9,7 +9,7 @@ import { freshProcessTable } from '../platform/createProcessTable';
 import { LinuxProcessTable } from '../platform/linuxProcessTable';
 import { ProcessTable } from '../platform/processTable';
 import { ListingDeps, MemberListing, TreeQuery, ViewExtras } from './listing';
-import { canTrack, MemberTracker, MemberTrackerOptions, RefreshRequest, refreshMembers } from './memberTracker';
+import { canTrack, MemberTracker, MemberTrackerOptions, refreshMembers, RefreshRequest } from './memberTracker';
 
 /** Above this many processes a refresh costs enough (~5 ms and up) to move off the caller's thread. */
 const WORKER_THRESHOLD = 400;
