@@ -9,7 +9,20 @@
 const { importsOf, loadProgram, projectFiles, ts } = require('./program');
 
 /** The core's folders, lowest first. */
-const CORE_LAYERS = ['platform', 'identity', 'cgroup', 'records', 'members', 'kill', 'spawn', 'pty', 'terminals', 'tracking', 'sweep', 'owner'];
+const CORE_LAYERS = [
+  'platform',
+  'identity',
+  'cgroup',
+  'records',
+  'members',
+  'kill',
+  'spawn',
+  'pty',
+  'terminals',
+  'tracking',
+  'sweep',
+  'owner',
+];
 /** The core's top: the composition root and the one entry of the front ends. */
 const CORE_TOP = ['src/proc/core.ts', 'src/proc/index.ts'];
 const CORE_ENTRY = 'src/proc/index.ts';
@@ -34,7 +47,8 @@ function importProblem(from, imp) {
   if (fromPart === 'proc' && (imp.specifier === 'vscode' || imp.specifier.startsWith('vscode/'))) return 'the core never imports vscode';
   if (!imp.file || !imp.file.startsWith('src/')) return undefined;
   const toPart = srcPart(imp.file);
-  if (toPart !== fromPart && !(SRC_PARTS[fromPart] ?? []).includes(toPart)) return `src/${fromPart} may not import src/${toPart} (${imp.file})`;
+  if (toPart !== fromPart && !(SRC_PARTS[fromPart] ?? []).includes(toPart))
+    return `src/${fromPart} may not import src/${toPart} (${imp.file})`;
   if (toPart !== 'proc') return undefined;
   if (fromPart !== 'proc') return imp.file === CORE_ENTRY ? undefined : `the core is imported through ${CORE_ENTRY} only, not ${imp.file}`;
   const [a, b] = [coreLevel(from), coreLevel(imp.file)];
@@ -84,7 +98,9 @@ function main() {
   for (const [file, sf] of projectFiles(program)) {
     if (!file.startsWith('src/')) continue;
     if (srcPart(file) === 'proc' && coreLevel(file) === undefined) {
-      problems.push(`${file}:1: a core file belongs in one of the layer folders (${CORE_LAYERS.join(', ')}) or is one of ${CORE_TOP.join(', ')}`);
+      problems.push(
+        `${file}:1: a core file belongs in one of the layer folders (${CORE_LAYERS.join(', ')}) or is one of ${CORE_TOP.join(', ')}`,
+      );
     }
     const edges = new Set();
     for (const imp of importsOf(program, sf)) {

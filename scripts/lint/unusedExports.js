@@ -96,7 +96,8 @@ function usedInOwnFile(checker, sf, symbol) {
   let used = false;
   const visit = (node) => {
     if (used) return;
-    if (ts.isIdentifier(node) && node.text === symbol.name && !declarations.has(node) && checker.getSymbolAtLocation(node) === symbol) used = true;
+    if (ts.isIdentifier(node) && node.text === symbol.name && !declarations.has(node) && checker.getSymbolAtLocation(node) === symbol)
+      used = true;
     else ts.forEachChild(node, visit);
   };
   visit(sf);

@@ -2,7 +2,10 @@
 import { parseOwnerSpec, ProcessIdentity } from '../proc';
 
 export class UsageError extends Error {
-  constructor(message: string, readonly showUsage = false) {
+  constructor(
+    message: string,
+    readonly showUsage = false,
+  ) {
     super(message);
   }
 }
@@ -16,7 +19,16 @@ interface Common {
 
 export type ParsedArgs =
   | ({ command: 'help' } & Common)
-  | ({ command: 'run'; cmd: string[]; timeoutMs: number; label?: string; keepDescendants: boolean; cgroups: boolean; mcp: boolean; watchdog: boolean } & Common)
+  | ({
+      command: 'run';
+      cmd: string[];
+      timeoutMs: number;
+      label?: string;
+      keepDescendants: boolean;
+      cgroups: boolean;
+      mcp: boolean;
+      watchdog: boolean;
+    } & Common)
   | ({ command: 'sweep'; cgroups: boolean; owner?: ProcessIdentity } & Common)
   | ({ command: 'ps'; cgroups: boolean } & Common)
   | ({ command: 'kill'; treeId: string } & Common);
@@ -43,7 +55,10 @@ function seconds(option: string, text: string, allowZero: boolean): number {
   const n = Number(text);
   if (!allowZero && n === 0) throw new UsageError(`${option} must be more than 0`);
   const ms = Math.round(n * 1000);
-  if (!(ms <= MAX_DURATION_MS)) throw new UsageError(`${option} must be at most ${Math.floor(MAX_DURATION_MS / 1000)} seconds, not ${text.length > 24 ? `${text.slice(0, 20)}... (${text.length} digits)` : text}`);
+  if (!(ms <= MAX_DURATION_MS))
+    throw new UsageError(
+      `${option} must be at most ${Math.floor(MAX_DURATION_MS / 1000)} seconds, not ${text.length > 24 ? `${text.slice(0, 20)}... (${text.length} digits)` : text}`,
+    );
   return ms;
 }
 
@@ -119,7 +134,10 @@ function commandArgs(command: string, { values, positional, cmd }: SplitArgs): P
       const cgroups = values['--no-cgroup'] !== true;
       if (values['--owner'] === undefined) return { command, cgroups, ...common };
       const owner = parseOwnerSpec(values['--owner'] as string);
-      if (!owner) throw new UsageError(`--owner takes PID:START_KEY (the owner's pid and its start time in clock ticks since boot), not "${values['--owner']}"`);
+      if (!owner)
+        throw new UsageError(
+          `--owner takes PID:START_KEY (the owner's pid and its start time in clock ticks since boot), not "${values['--owner']}"`,
+        );
       return { command, cgroups, owner, ...common };
     }
     case 'kill':

@@ -63,8 +63,25 @@ const WATCHDOG_RUN_LIMIT_MS = 60_000;
  * the tree's record stays for a sweep), SIGPIPE (Node ignores it: nothing is orphaned) and the real-time
  * signals (Node cannot listen to them).
  */
-const FATAL_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTRAP', 'SIGABRT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGTERM', 'SIGSTKFLT',
-  'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGIO', 'SIGPWR', 'SIGSYS'] as const;
+const FATAL_SIGNALS = [
+  'SIGHUP',
+  'SIGINT',
+  'SIGQUIT',
+  'SIGTRAP',
+  'SIGABRT',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGALRM',
+  'SIGTERM',
+  'SIGSTKFLT',
+  'SIGXCPU',
+  'SIGXFSZ',
+  'SIGVTALRM',
+  'SIGPROF',
+  'SIGIO',
+  'SIGPWR',
+  'SIGSYS',
+] as const;
 
 const SIGNAL_WHY: Partial<Record<NodeJS.Signals, string>> = { SIGINT: 'interrupted', SIGTERM: 'terminated', SIGHUP: 'hung up' };
 
@@ -206,7 +223,12 @@ function superviseRun(run: SupervisedRun): Promise<number> {
 /** Ends a run: `why` (empty for CMD's own exit) is logged; `ended`, how CMD ended when something else ended it. */
 type Finish = (code: number, why: string, keep?: boolean, ended?: string) => Promise<void>;
 
-async function endRun({ owner, args, log, tree, relay }: SupervisedRun, why: string, keep: boolean, ended: string | undefined): Promise<void> {
+async function endRun(
+  { owner, args, log, tree, relay }: SupervisedRun,
+  why: string,
+  keep: boolean,
+  ended: string | undefined,
+): Promise<void> {
   const id = tree.record.id;
   // The agent's output may stop mid-line: ours starts on a line of its own.
   const sayEnded = () => ended && process.stderr.write(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
@@ -221,7 +243,9 @@ async function endRun({ owner, args, log, tree, relay }: SupervisedRun, why: str
     sayEnded();
     if (why) log.warn(`${why}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived` : ''));
     else if (report.signalled > 0 || report.survivors > 0) {
-      log.info(`ended ${report.signalled} processes ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''));
+      log.info(
+        `ended ${report.signalled} processes ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''),
+      );
     }
   }
   await owner.dispose(args.graceMs);
@@ -231,7 +255,7 @@ async function endRun({ owner, args, log, tree, relay }: SupervisedRun, why: str
 function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): (() => void)[] {
   const cancels: (() => void)[] = [];
   tree.child.on('exit', (code, signal) => {
-    const exitCode = code ?? 128 + (signal ? os.constants.signals[signal] ?? 0 : 0);
+    const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
     // A signal this command did not send (Kill Agent Tree in the view, `agent-trees kill`, kill(1)): say so on
     // a line of its own, as a shell says "Terminated"; otherwise the prompt lands on the agent's last line.
     void finish(exitCode, '', args.keepDescendants, signal ? `${args.cmd[0]} was ended by ${signal}` : undefined);
@@ -273,13 +297,17 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
   if (args.owner) {
     // An owner's watchdog never outlives its job: every wait below is bounded, and this bounds the whole of it.
     setTimeout(() => {
-      process.stderr.write(`agent-trees: sweep of owner ${args.owner!.pid} still running after ${WATCHDOG_RUN_LIMIT_MS / 1000} s: giving up\n`);
+      process.stderr.write(
+        `agent-trees: sweep of owner ${args.owner!.pid} still running after ${WATCHDOG_RUN_LIMIT_MS / 1000} s: giving up\n`,
+      );
       process.exit(1);
     }, WATCHDOG_RUN_LIMIT_MS).unref();
     // Only once that very process is proven gone.
     const state = await awaitOwnerExit(args.owner, parts.table);
     if (state !== 'dead') {
-      process.stderr.write(`agent-trees: owner ${args.owner.pid} is ${state === 'alive' ? 'still running' : 'not provably gone'}: nothing swept\n`);
+      process.stderr.write(
+        `agent-trees: owner ${args.owner.pid} is ${state === 'alive' ? 'still running' : 'not provably gone'}: nothing swept\n`,
+      );
       return 0;
     }
   }
@@ -295,13 +323,20 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } else {
     for (const t of result.trees) {
-      process.stdout.write(`${t.treeId}\t${t.label}\towner ${t.ownerPid}\t${t.outcome}\tkilled ${t.killed}` +
-        (t.survivors ? `\tsurvivors ${t.survivors}` : '') + (t.note ? `\t(${t.note})` : '') + '\n');
+      process.stdout.write(
+        `${t.treeId}\t${t.label}\towner ${t.ownerPid}\t${t.outcome}\tkilled ${t.killed}` +
+          (t.survivors ? `\tsurvivors ${t.survivors}` : '') +
+          (t.note ? `\t(${t.note})` : '') +
+          '\n',
+      );
     }
     for (const s of result.skipped) process.stdout.write(`left alone\t${s.file}\t${s.reason}\n`);
-    for (const p of result.problems) process.stdout.write(`problem\t${p.file}\t${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}\n`);
-    process.stdout.write(`swept ${result.trees.length} tree(s) of dead owners, ended ${result.killed} processes; ` +
-      `${result.liveOwners} live owner(s) left alone\n`);
+    for (const p of result.problems)
+      process.stdout.write(`problem\t${p.file}\t${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}\n`);
+    process.stdout.write(
+      `swept ${result.trees.length} tree(s) of dead owners, ended ${result.killed} processes; ` +
+        `${result.liveOwners} live owner(s) left alone\n`,
+    );
   }
   return result.trees.some((t) => t.outcome === 'survivors' || t.outcome === 'refused') ? 1 : 0;
 }
@@ -343,7 +378,9 @@ async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promis
   for (const c of claims) {
     process.stdout.write(
       `claim ${c.file}: ` +
-        (c.problem ? `${c.problem}: left in place\n` : `owner ${c.ownerPid}'s record, claimed by sweeper ${c.claimant.pid} (${claimState[c.claimant.state]})\n`),
+        (c.problem
+          ? `${c.problem}: left in place\n`
+          : `owner ${c.ownerPid}'s record, claimed by sweeper ${c.claimant.pid} (${claimState[c.claimant.state]})\n`),
     );
   }
   for (const p of problems) process.stdout.write(`problem: ${p.file}: ${p.problem}\n`);

@@ -34,7 +34,12 @@ export interface RecordTimes {
  * start tick); any other leader must have started no later than the tracking tick. A tree recorded without
  * ticks proves nothing this way on Linux. The caller passes only trees of records from here (`recordOrigin`).
  */
-export function startedNoLaterThanTracking(p: ProcessInfo, tree: TreeTimes, bootTicks = START_KEYS_ARE_BOOT_TICKS, errorMs = START_PRECISION_MS): boolean {
+export function startedNoLaterThanTracking(
+  p: ProcessInfo,
+  tree: TreeTimes,
+  bootTicks = START_KEYS_ARE_BOOT_TICKS,
+  errorMs = START_PRECISION_MS,
+): boolean {
   if (bootTicks) {
     if (p.pid === tree.rootPid && tree.rootStartTicks !== undefined) return p.startKey === tree.rootStartTicks;
     return tree.trackedAtTicks !== undefined && p.startKey <= tree.trackedAtTicks;
@@ -53,7 +58,12 @@ export function startedNoLaterThanTrackingBy(precision: StartPrecision, p: Proce
 }
 
 /** Whether `p` is the tree's recorded root: its exact start tick, or (no boot clock) within the rounding. */
-export function isRecordedRoot(p: ProcessInfo, tree: TreeTimes, bootTicks = START_KEYS_ARE_BOOT_TICKS, errorMs = START_PRECISION_MS): boolean {
+export function isRecordedRoot(
+  p: ProcessInfo,
+  tree: TreeTimes,
+  bootTicks = START_KEYS_ARE_BOOT_TICKS,
+  errorMs = START_PRECISION_MS,
+): boolean {
   if (p.pid !== tree.rootPid) return false;
   if (bootTicks) return tree.rootStartTicks !== undefined && p.startKey === tree.rootStartTicks;
   return Math.abs(p.startTime - tree.rootStartTime) <= 2 * errorMs;

@@ -7,7 +7,10 @@ import { SignalGuard } from '../identity/guard';
 import { ProcessInfo, Snapshot } from '../platform/processTable';
 import { TreeRecord } from '../records/schema';
 
-export type TreeIdentity = Pick<TreeRecord, 'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'>;
+export type TreeIdentity = Pick<
+  TreeRecord,
+  'id' | 'rootPid' | 'pgid' | 'sid' | 'rootStartTime' | 'trackedAt' | 'cgroup' | 'rootStartTicks' | 'trackedAtTicks'
+>;
 
 export interface Membership {
   members: ProcessInfo[];
@@ -29,7 +32,11 @@ export interface MemberDeps {
 }
 
 /** The seeds and every descendant of theirs, whatever the pid order (pids wrap around). */
-export function withDescendants(seeds: Map<number, ProcessInfo>, snap: Snapshot, isProtected: (p: ProcessInfo) => boolean): Map<number, ProcessInfo> {
+export function withDescendants(
+  seeds: Map<number, ProcessInfo>,
+  snap: Snapshot,
+  isProtected: (p: ProcessInfo) => boolean,
+): Map<number, ProcessInfo> {
   const children = snap.children();
   const members = new Map(seeds);
   const queue = [...seeds.values()];

@@ -87,7 +87,13 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
   // The root itself, if it is not its own group leader (it always is for trees spawned here).
   const root = procs.get(tree.rootPid);
   const precision = snap.startPrecision;
-  if (root && root.pid !== tree.pgid && provesIdentity(precision) && isRecordedRoot(root, tree, precision.unit === 'ticks', precision.errorMs)) add(root);
+  if (
+    root &&
+    root.pid !== tree.pgid &&
+    provesIdentity(precision) &&
+    isRecordedRoot(root, tree, precision.unit === 'ticks', precision.errorMs)
+  )
+    add(root);
 
   // Tagged processes of our own uid; another user's only if lineage makes it a member anyway.
   const foreign = new Map<number, number>();
@@ -99,7 +105,8 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
   }
   const members = withDescendants(seeds, snap, isProtected);
   for (const [pid, uid] of foreign) {
-    if (!members.has(pid)) excluded.add(`pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`);
+    if (!members.has(pid))
+      excluded.add(`pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`);
   }
   return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
 }

@@ -109,7 +109,9 @@ export class TreeOwner extends EventEmitter {
     this.self = selfIdentity(this.core.table);
     const previous = setAsidePreviousRecord(this.store, this.self);
     if (previous.outcome === 'set-aside') {
-      this.log.info(`record ${this.store.fileOf(this.self.pid)} was left by an earlier process with our pid; kept for the sweep as ${previous.claim}`);
+      this.log.info(
+        `record ${this.store.fileOf(this.self.pid)} was left by an earlier process with our pid; kept for the sweep as ${previous.claim}`,
+      );
     } else if (previous.outcome === 'unreadable') {
       this.log.warn(`record ${this.store.fileOf(this.self.pid)}: ${previous.problem}`);
     }
@@ -163,7 +165,10 @@ export class TreeOwner extends EventEmitter {
     } catch (e) {
       // A tree is never started without a record it can be swept by: a folder that cannot be made, or that
       // others could plant records in, refuses the spawn with one line saying why.
-      throw new SpawnError(e instanceof UntrustedFileError ? e.message : `records folder ${this.store.dir}: ${(e as Error).message}`, 'EACCES');
+      throw new SpawnError(
+        e instanceof UntrustedFileError ? e.message : `records folder ${this.store.dir}: ${(e as Error).message}`,
+        'EACCES',
+      );
     }
     // Under a /proc of another pid namespace (`unshare -p` without --mount-proc) no pid read from it is ours:
     // the tree could be neither seen nor ended (a timeout ended 0 of it and said so), so it is not started.
@@ -196,8 +201,11 @@ export class TreeOwner extends EventEmitter {
     this.trees.set(tree.record.id, tree);
     this.writeRecord();
     const r = tree.record;
-    this.log.info(`tree ${r.id} (${r.label}): spawned pid ${r.rootPid}, group ${r.pgid}, tier ${tree.tier}` +
-      (spawned.tierNote ? ` (no cgroup: ${spawned.tierNote})` : '') + `: ${r.command.join(' ')}`);
+    this.log.info(
+      `tree ${r.id} (${r.label}): spawned pid ${r.rootPid}, group ${r.pgid}, tier ${tree.tier}` +
+        (spawned.tierNote ? ` (no cgroup: ${spawned.tierNote})` : '') +
+        `: ${r.command.join(' ')}`,
+    );
     spawned.child.on('error', (e) => this.log.error(`tree ${r.id}: ${e.message}`));
     spawned.child.on('exit', (code, signal) => {
       tree.rootExit = { code, signal };
@@ -228,7 +236,8 @@ export class TreeOwner extends EventEmitter {
   members(id: string, snap: Snapshot = this.core.table.snapshot()): ProcessInfo[] {
     const tree = this.trees.get(id);
     if (!tree) return [];
-    return resolveTreeMembers(tree.record, snap, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null }, this.core).members;
+    return resolveTreeMembers(tree.record, snap, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null }, this.core)
+      .members;
   }
 
   /** Kills a whole tree; a second call while one runs joins it. The tree is dropped once empty. */
@@ -368,7 +377,10 @@ export class TreeOwner extends EventEmitter {
 
   private writeRecord(): void {
     try {
-      this.store.write(this.self, [...this.trees.values()].map((t) => t.record));
+      this.store.write(
+        this.self,
+        [...this.trees.values()].map((t) => t.record),
+      );
     } catch (e) {
       this.log.error(`cannot write the owned-trees record in ${this.store.dir}: ${(e as Error).message}`);
     }
@@ -382,7 +394,12 @@ export class TreeOwner extends EventEmitter {
 
   private startWatchdog(): void {
     if (!this.options.watchdog || this.watchdog?.running) return;
-    this.watchdog = Watchdog.start(this.core, { ...this.options.watchdog, recordsDir: this.store.dir, log: this.log, cgroups: this.options.cgroups });
+    this.watchdog = Watchdog.start(this.core, {
+      ...this.options.watchdog,
+      recordsDir: this.store.dir,
+      log: this.log,
+      cgroups: this.options.cgroups,
+    });
   }
 
   private stopWatchdog(): void {

@@ -5,7 +5,17 @@
  */
 import * as fs from 'fs';
 import { censusFilter, PidCounters, readPidCounters } from './pidCensus';
-import { CensusOptions, childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision, TagVariable, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from './processTable';
+import {
+  CensusOptions,
+  childrenOf,
+  ProcessInfo,
+  ProcessTable,
+  Snapshot,
+  StartPrecision,
+  TagVariable,
+  TREE_ID_VARIABLE,
+  WINDOW_TAG_VARIABLE,
+} from './processTable';
 import { readSmall, readWhole } from './procFiles';
 import { envValue, parseProcStat, parseStatusUid, START_PRECISION_MS } from './procParsers';
 
@@ -180,7 +190,8 @@ export class LinuxProcessTable implements ProcessTable {
     };
     for (const pid of pids) readOne(pid);
     const queue = [...descendantsOf];
-    if (queue.length > 0 && !this.listsChildren()) throw new Error('this kernel does not list children (/proc/<pid>/task/<tid>/children, CONFIG_PROC_CHILDREN)');
+    if (queue.length > 0 && !this.listsChildren())
+      throw new Error('this kernel does not list children (/proc/<pid>/task/<tid>/children, CONFIG_PROC_CHILDREN)');
     const walked = new Set<number>();
     while (queue.length > 0) {
       const pid = queue.pop()!;
@@ -272,4 +283,3 @@ export class LinuxProcessTable implements ProcessTable {
     };
   }
 }
-

@@ -7,7 +7,17 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { hasBootIdentity, OwnerInfo } from '../identity/ownerIdentity';
 import type { HostClock } from '../platform/bootClock';
-import { CURRENT_NAME, currentPath, identityOfTag, OLD_TEMP_NAME, randomSuffix, RECORD_NAME, recordPath, TEMP_NAME, tempPath } from './fileNames';
+import {
+  CURRENT_NAME,
+  currentPath,
+  identityOfTag,
+  OLD_TEMP_NAME,
+  randomSuffix,
+  RECORD_NAME,
+  recordPath,
+  TEMP_NAME,
+  tempPath,
+} from './fileNames';
 import { OwnerRecord, parseRecord, RECORD_VERSION, RecordError, RecordFile, RecordProblem, RecordVersionError, TreeRecord } from './schema';
 import { euid, makeFolders, readTrusted, rmQuiet, UntrustedFileError } from './trustedFiles';
 

@@ -108,7 +108,12 @@ export function checkSpawn(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'c
   prepare(options);
 }
 
-function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env'>): { id: string; cwd: string; env: NodeJS.ProcessEnv; executable: string } {
+function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env'>): {
+  id: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  executable: string;
+} {
   const id = options.id ?? newTreeId();
   if (!ID_PATTERN.test(id)) throw new SpawnError(`tree id "${id}": use letters, digits, '.', '_' and '-' only`, 'EINVAL');
   const cwd = options.cwd ?? process.cwd();
@@ -134,11 +139,7 @@ function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env
  * The one path every owned tree starts through, whatever its stdio: tag, cgroup launcher, root identity, record.
  * `start` starts the root (pipes: spawnTree; a pseudo-terminal: pty/spawnPtyTree.ts) or throws.
  */
-export function spawnTreeWith<R extends TreeRoot>(
-  options: SpawnTreeOptions,
-  start: RootStarter<R>,
-  core: SpawnParts,
-): SpawnedTree<R> {
+export function spawnTreeWith<R extends TreeRoot>(options: SpawnTreeOptions, start: RootStarter<R>, core: SpawnParts): SpawnedTree<R> {
   const { id, cwd, env, executable } = prepare(options);
   const args = options.args ?? [];
 
@@ -191,7 +192,10 @@ export function spawnTreeWith<R extends TreeRoot>(
     // Never earlier than the latest moment the root can have started, with one more precision step for the
     // boot-time estimate of another process (the sweeper's), so the sweep's "leader started no later than
     // trackedAt" holds for the real root whatever the start-time rounding.
-    trackedAt: Math.max(Date.now(), root ? latestStart(root, core.table.startPrecision.errorMs) + core.table.startPrecision.errorMs : spawnedAt),
+    trackedAt: Math.max(
+      Date.now(),
+      root ? latestStart(root, core.table.startPrecision.errorMs) + core.table.startPrecision.errorMs : spawnedAt,
+    ),
     envTag: `${TREE_ID_VARIABLE}=${id}`,
     cgroup,
     ...ticks,

@@ -314,7 +314,12 @@ class Sweep {
     if (tree.cgroup && options.cgroups !== 'off' && !verified)
       log.warn(`tree ${tree.id}: cgroup ${tree.cgroup} is not ours (or was made afresh): not used`);
     const protectedReason = (p: ProcessInfo) => options.guard.protectedReason(p);
-    const membership = resolveTreeMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: verified, protectedReason }, { guard: options.guard, cgroups: parts.cgroups });
+    const membership = resolveTreeMembers(
+      tree,
+      snap,
+      { continuouslyOwned: false, cgroupVerified: verified, protectedReason },
+      { guard: options.guard, cgroups: parts.cgroups },
+    );
     if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
     if (membership.members.length === 0) {
       if (verified && tree.cgroup) parts.cgroups.remove(tree.cgroup);
@@ -365,7 +370,13 @@ class Sweep {
 
 /** A tree of a record from before the last boot: nothing of it can run, only the record goes. */
 function recordOnly(record: OwnerRecord, tree: TreeRecord): SweptTree {
-  return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: 'recorded before the last boot: nothing of it can still run' };
+  return {
+    ...base(record, tree),
+    outcome: 'gone',
+    killed: 0,
+    survivors: 0,
+    note: 'recorded before the last boot: nothing of it can still run',
+  };
 }
 
 function base(record: OwnerRecord, tree: TreeRecord) {
@@ -382,4 +393,3 @@ function protectedRoot(tree: TreeRecord, snap: Snapshot, guard: SweepGuard): str
   if (!root || !isRecordedRoot(root, tree, snap.startPrecision.unit === 'ticks', snap.startPrecision.errorMs)) return undefined;
   return guard.protectedReason(root) ?? (root.pid <= 1 ? `pid ${root.pid}` : undefined);
 }
-

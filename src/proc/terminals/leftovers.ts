@@ -58,12 +58,7 @@ export function terminalLeftovers(
  * `shellKey` could have started but so could another live shell of the window: not its leftovers, they stay
  * until the last terminal that could have started them closes.
  */
-export function deferredLeftovers(
-  snap: Snapshot,
-  query: TerminalQuery,
-  shellKey: string,
-  options: TerminalResolveOptions,
-): ProcessInfo[] {
+export function deferredLeftovers(snap: Snapshot, query: TerminalQuery, shellKey: string, options: TerminalResolveOptions): ProcessInfo[] {
   return resolveWithClosing(snap, query, options, shellKey).find((m) => m.shellKey === shellKey)?.deferred ?? [];
 }
 

@@ -198,7 +198,13 @@ function resolveShell(c: ShellContext, shell: TerminalShell, more: ProcessInfo[]
   }
   // Tagged members of the shell's session: they prove the session once the shell (its leader) is gone.
   for (const p of c.tagged) if (p.sid === shell.sid) extraSeeds.push(p);
-  const options = { continuouslyOwned: false, cgroupVerified: false, extraSeeds, rootStartKey: shell.startKey, protectedReason: c.options.protectedReason };
+  const options = {
+    continuouslyOwned: false,
+    cgroupVerified: false,
+    extraSeeds,
+    rootStartKey: shell.startKey,
+    protectedReason: c.options.protectedReason,
+  };
   return resolveTreeMembers(terminalIdentity(shell), c.snap, options, c.options.deps).members;
 }
 

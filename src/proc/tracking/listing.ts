@@ -78,11 +78,18 @@ export interface ListingExtras {
  */
 export function listMembers(snap: Snapshot, trees: TreeQuery[], deps: ListingDeps, more: ListingExtras = {}): MemberListing {
   const { extras = {}, readProcess } = more;
-  const withCommand = (members: ProcessInfo[]) => [...members].sort((a, b) => a.pid - b.pid).map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
+  const withCommand = (members: ProcessInfo[]) =>
+    [...members].sort((a, b) => a.pid - b.pid).map((p) => ({ ...p, command: snap.commandLine(p.pid) }));
   const terminals = extras.terminals?.shells.length ? resolveTerminalTrees(snap, extras.terminals, { deps, readProcess }) : [];
-  const ofWindow = extras.liveRecords && extras.terminals
-    ? windowRecords(extras.liveRecords, snap, extras.terminals.windowTags, terminals.flatMap((t) => t.members))
-    : [];
+  const ofWindow =
+    extras.liveRecords && extras.terminals
+      ? windowRecords(
+          extras.liveRecords,
+          snap,
+          extras.terminals.windowTags,
+          terminals.flatMap((t) => t.members),
+        )
+      : [];
   return {
     takenAt: snap.takenAt,
     processCount: snap.processes.size,

@@ -82,7 +82,8 @@ export class TreeMembersSource {
     const tracker = this.trackerOf(channel);
     const request = tracker.next(trees, extras, canTrack(table, trees, extras, this.core));
     const kind: Kind = request.full ? 'full' : 'tracked';
-    const useWorker = this.workerScript !== undefined && (this.lastCount.get(kind) ?? 0) > this.threshold && fs.existsSync(this.workerScript);
+    const useWorker =
+      this.workerScript !== undefined && (this.lastCount.get(kind) ?? 0) > this.threshold && fs.existsSync(this.workerScript);
     this.lastInWorker = useWorker;
     const result = useWorker ? await this.inWorker({ seq: 0, request }) : refreshMembers(table, request, this.core);
     tracker.learn(result);
