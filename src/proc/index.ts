@@ -13,6 +13,7 @@ export { CgroupMode } from './cgroup/probe';
 export { RecordStore } from './records/claims';
 export { classifyRecords, OwnerRecords } from './records/judge';
 export { RecordFile, TreeRecord } from './records/schema';
+export { makeFolders } from './records/trustedFiles';
 export { KillReport } from './kill/killTarget';
 export { SpawnError } from './spawn/spawnError';
 export { checkSpawn } from './spawn/spawnTree';
