@@ -21,6 +21,7 @@ import {
 import { OwnerRecord, parseRecord, RECORD_VERSION, RecordError, RecordFile, RecordProblem, RecordVersionError, TreeRecord } from './schema';
 import { euid, makeFolders, readTrusted, rmQuiet, UntrustedFileError } from './trustedFiles';
 
+/** One records folder of ours: its records read, written, listed and set aside (the claims are `RecordStore`'s). */
 export class RecordFolder {
   /** The uid files and the folder must belong to: ours (undefined where there are no uids: Windows). */
   protected readonly uid: number | undefined;

@@ -51,6 +51,7 @@ export interface TreeMembersSourceOptions {
   tracker?: MemberTrackerOptions;
 }
 
+/** The view's members: one tracker per asker, each refresh on this thread or in the worker (see the top of this file). */
 export class TreeMembersSource {
   private worker: Worker | undefined;
   private seq = 0;
