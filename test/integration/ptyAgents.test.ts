@@ -278,12 +278,10 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       terminal.sendText('\x03', false);
       await event(file, (e) => e.event === 'sigint', 'SIGINT in the agent');
       terminal.sendText('q', true);
-      assert.ok(await waitFor(() => fs.existsSync(`${file}.exit`), 10_000), 'run ended with its agent');
-      assert.strictEqual(
-        fs.readFileSync(`${file}.exit`, 'utf8').trim(),
-        'relay-exit=0',
-        "the agent's exit code, not an interrupted run's 130",
-      );
+      // The shell creates the file at the redirection, before echo writes to it: wait for the whole line.
+      const exitLine = () => (fs.existsSync(`${file}.exit`) ? fs.readFileSync(`${file}.exit`, 'utf8') : '');
+      assert.ok(await waitFor(() => exitLine().endsWith('\n'), 10_000), 'run ended with its agent');
+      assert.strictEqual(exitLine().trim(), 'relay-exit=0', "the agent's exit code, not an interrupted run's 130");
     } finally {
       terminal.dispose();
     }
