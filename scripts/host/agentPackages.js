@@ -49,13 +49,17 @@ function installedVersion(dir, name) {
   return readJson(path.join(dir, 'node_modules', name, 'package.json'))?.version;
 }
 
+/** Whether an installed version is the one wanted ('latest': whichever was installed). */
+const matches = (installed, wanted) => wanted === 'latest' || installed === wanted;
+
 /** Whether every pinned package is installed at its version (the manifest is written last, after a good install). */
 function upToDate(dir, packages) {
   const manifest = readJson(path.join(dir, MANIFEST));
   if (!manifest) return false;
-  return Object.entries(packages).every(
-    ([name, version]) => manifest.packages?.[name]?.version === version && installedVersion(dir, name) === version,
-  );
+  return Object.entries(packages).every(([name, version]) => {
+    const got = installedVersion(dir, name);
+    return got !== undefined && matches(got, version) && manifest.packages?.[name]?.version === got;
+  });
 }
 
 /** The status of `dir` as a test reads it: { available, why?, dir, packages: { name: { version, path } } }. */
@@ -64,7 +68,7 @@ function status(dir = DEFAULT_DIR, packages = PACKAGES) {
   const missing = [];
   for (const [name, wanted] of Object.entries(packages)) {
     const version = installedVersion(dir, name);
-    if (version === wanted) out.packages[name] = { version, path: path.join(dir, 'node_modules', name) };
+    if (version !== undefined && matches(version, wanted)) out.packages[name] = { version, path: path.join(dir, 'node_modules', name) };
     else missing.push(version ? `${name}@${version} (wanted ${wanted})` : `${name}@${wanted}`);
   }
   if (missing.length) {
