@@ -5,7 +5,19 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'out/**', 'node_modules/**', '.tools/**', '.vscode-test/**', 'bench/results/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'out/**',
+      'node_modules/**',
+      '.tools/**',
+      '.vscode-test/**',
+      'bench/results/**',
+      // The real agents' files that test/fixtures/extensions/standIns.js links into the stand-ins.
+      'test/fixtures/extensions/*/bin/**',
+      'test/fixtures/extensions/*/resources/**',
+    ],
+  },
   js.configs.recommended,
   // `catch {}` is how the code says "gone, or not ours to read"; everything else empty is a mistake.
   { rules: { 'no-empty': ['error', { allowEmptyCatch: true }] } },
