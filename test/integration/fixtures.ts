@@ -6,6 +6,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
+import type { AgentTreesTestExports, AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { EXTENSION_ID, log, processes, REPO, waitFor } from './harness';
 
 export { REPO };
@@ -34,6 +35,13 @@ export const anyAlive = (pids: number[]) => pids.filter((p) => processes.isAlive
 
 export async function api(): Promise<AgentTreesApi> {
   return vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!.activate();
+}
+
+/** The test hooks the exports carry in this host (the suite runs the extension in `ExtensionMode.Test`). */
+export async function testHooks(): Promise<AgentTreesTestHooks> {
+  const exports: Partial<AgentTreesTestExports> = await vscode.extensions.getExtension<AgentTreesTestExports>(EXTENSION_ID)!.activate();
+  assert.ok(exports.testHooks, 'the exports of an extension host running tests carry testHooks');
+  return exports.testHooks;
 }
 
 /**
