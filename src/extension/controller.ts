@@ -67,7 +67,7 @@ export class AgentTreesController implements vscode.Disposable {
     this.windowLease = this.leaseWindow();
     const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh } = this.parts;
     this.disposables.push(terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh);
-    this.connectEvents();
+    this.connectEvents(this.contextKeys, this.windowLease);
     this.disposables.push(...registerCommands(this.parts));
     this.start();
   }
@@ -90,20 +90,23 @@ export class AgentTreesController implements vscode.Disposable {
     return lease;
   }
 
-  /** What each part tells the others: the view and the context keys follow the runs, terminals and settings. */
-  private connectEvents(): void {
+  /**
+   * What each part tells the others: the view and the context keys follow the runs, terminals and settings, and the
+   * window lease whether this host owns trees. Given what it connects, so it cannot run before they exist.
+   */
+  private connectEvents(contextKeys: ContextKeys, windowLease: WindowLease): void {
     const { owner, runs, windowTerminals, viewRefresh, sweeper, mcp } = this.parts;
-    const owning = () => this.windowLease.setActive(owner.list().length > 0);
+    const owning = () => windowLease.setActive(owner.list().length > 0);
     owner.on('spawned', owning);
     owner.on('ended', owning);
     runs.on('changed', () => {
-      this.contextKeys.update();
+      contextKeys.update();
       viewRefresh.refreshIfVisible();
     });
     runs.on('finished', () => runs.prune());
     this.disposables.push(
       windowTerminals.onDidChange(() => {
-        this.contextKeys.update();
+        contextKeys.update();
         viewRefresh.schedule();
       }),
       vscode.workspace.onDidChangeConfiguration((e) => {
