@@ -4,27 +4,9 @@
  * servers of VS Code, and the window trees Kill Agent Tree acts on, from the same records.
  */
 import * as assert from 'assert';
-import type { MemberInfo, TreeRecord } from '../../src/proc';
+import type { TreeRecord } from '../../src/proc';
 import { McpServerSource, RecordSource, RunSource, ViewSources, viewInputOf } from '../../src/extension/viewInput';
-
-const NOW = 1_800_000_000_000;
-
-function member(pid: number, ppid: number, command = `proc-${pid}`): MemberInfo {
-  return {
-    pid,
-    ppid,
-    pgid: pid,
-    sid: pid,
-    state: 'S',
-    startKey: pid * 10,
-    startTime: NOW - 60_000 + pid,
-    uid: 0,
-    name: command,
-    rssBytes: 1048576,
-    cpuMs: 100,
-    command,
-  };
-}
+import { member, NOW } from './viewFixtures';
 
 function tree(id: string, rootPid: number, extra: Partial<TreeRecord> = {}): TreeRecord {
   return {
@@ -77,19 +59,19 @@ function sources(): ViewSources {
     snapshot: {
       takenAt: NOW - 10,
       trees: [
-        { id: 'later', members: [member(100, 1), member(101, 100)] },
-        { id: 'mcp-live', members: [member(501, 500)] },
+        { id: 'later', members: [member(100, 1, 'proc-100'), member(101, 100, 'proc-101')] },
+        { id: 'mcp-live', members: [member(501, 500, 'proc-501')] },
       ],
-      terminals: [{ shellKey: '200:2000', members: [member(200, 150, 'bash'), member(201, 200)] }],
+      terminals: [{ shellKey: '200:2000', members: [member(200, 150, 'bash'), member(201, 200, 'sleep 300')] }],
       windowRecords: [
         {
           file: '/records/300.json',
           trees: [
-            { id: 'cli', members: [member(301, 300)] },
+            { id: 'cli', members: [member(301, 300, 'proc-301')] },
             { id: 'cli-empty', members: [] },
           ],
         },
-        { file: '/records/gone-since.json', trees: [{ id: 'unrecorded', members: [member(901, 900)] }] },
+        { file: '/records/gone-since.json', trees: [{ id: 'unrecorded', members: [member(901, 900, 'proc-901')] }] },
       ],
     },
     terminals: [{ shellKey: '200:2000', name: 'bash', shellPid: 200 }],
