@@ -30,6 +30,21 @@ export default tseslint.config(
       '@typescript-eslint/no-require-imports': ['error', { allow: ['^tree-kill$'] }],
     },
   },
+  // Type-aware rules for the product: a promise nobody awaits must say what happens when it fails, and no promise
+  // goes where a plain value is expected (an async listener whose rejection nobody would see).
+  {
+    files: ['src/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  // In the extension `void` does not count as handling either: background work goes through inBackground(), which
+  // logs a failure with what was being done. VS Code's own Thenables are not Promises and stay unchecked: a
+  // notification or a context key settles when the window answers or goes, and there is nothing to do if it fails
+  // (state the extension keeps, workspaceState, goes through inBackground() all the same).
+  { files: ['src/extension/**/*.ts'], rules: { '@typescript-eslint/no-floating-promises': ['error', { ignoreVoid: false }] } },
   {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
