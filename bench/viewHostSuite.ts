@@ -12,7 +12,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { AgentTreesApi } from '../src/extension/api';
+import type { AgentTreesTestExports } from '../src/extension/testHooks';
 
 export type HostCondition = 'hidden' | 'visible-tracked';
 
@@ -96,12 +96,12 @@ async function until(what: string, probe: () => boolean, timeoutMs: number): Pro
   }
 }
 
-async function show(api: AgentTreesApi, visible: boolean): Promise<void> {
+async function show(api: AgentTreesTestExports, visible: boolean): Promise<void> {
   await vscode.commands.executeCommand(visible ? 'agentTrees.processTrees.focus' : 'workbench.view.explorer');
-  await until(`the view ${visible ? 'shown' : 'hidden'}`, () => api.viewRefresh().visible === visible, 15_000);
+  await until(`the view ${visible ? 'shown' : 'hidden'}`, () => api.testHooks.viewRefresh().visible === visible, 15_000);
 }
 
-async function escapeOnce(api: AgentTreesApi, capMs: number): Promise<HostEscape> {
+async function escapeOnce(api: AgentTreesTestExports, capMs: number): Promise<HostEscape> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-escape-'));
   const file = path.join(dir, 'daemon');
   const script =
@@ -109,7 +109,7 @@ async function escapeOnce(api: AgentTreesApi, capMs: number): Promise<HostEscape
   const id = await api.launch({ name: 'escaping', command: 'sh', args: ['-c', script, file], kind: 'mcp', timeoutSeconds: 0 });
   try {
     const root = api.list().find((t) => t.id === id)!.rootPid;
-    await until('the view to show the root', () => (api.viewRefresh().shown[`run:${id}`] ?? []).includes(root), 15_000);
+    await until('the view to show the root', () => (api.testHooks.viewRefresh().shown[`run:${id}`] ?? []).includes(root), 15_000);
     // A moment unrelated to the 10 s full-scan clock: somewhere within it.
     await sleep(Math.random() * 10_000);
     const goAt = Date.now();
@@ -120,7 +120,7 @@ async function escapeOnce(api: AgentTreesApi, capMs: number): Promise<HostEscape
     let shownAt: number | undefined;
     const deadline = goAt + capMs;
     while (!shownAt && Date.now() < deadline) {
-      if ((api.viewRefresh().shown[`run:${id}`] ?? []).includes(daemon)) shownAt = Date.now();
+      if ((api.testHooks.viewRefresh().shown[`run:${id}`] ?? []).includes(daemon)) shownAt = Date.now();
       else await sleep(20);
     }
     const k0 = performance.now();
@@ -146,7 +146,7 @@ export async function run(): Promise<void> {
   const windowS = Number(process.env.AGENT_TREES_VIEW_BENCH_WINDOW_S || 20);
   const rounds = Number(process.env.AGENT_TREES_VIEW_BENCH_ROUNDS || 3);
   const escapes = Number(process.env.AGENT_TREES_VIEW_BENCH_ESCAPES || 2);
-  const api = await vscode.extensions.getExtension<AgentTreesApi>('agent-trees.agent-trees')!.activate();
+  const api = await vscode.extensions.getExtension<AgentTreesTestExports>('agent-trees.agent-trees')!.activate();
   const result: HostViewResult = {
     tier: '',
     hostPid: process.pid,
@@ -180,8 +180,8 @@ export async function run(): Promise<void> {
     // Warm-up, not measured: the refresh once (its caches: command lines, environments), then the host settles
     // after start-up.
     await show(api, true);
-    const warm = api.viewRefresh().refreshes;
-    await until('three refreshes', () => api.viewRefresh().refreshes >= warm + 3, 20_000);
+    const warm = api.testHooks.viewRefresh().refreshes;
+    await until('three refreshes', () => api.testHooks.viewRefresh().refreshes >= warm + 3, 20_000);
     await show(api, false);
     await sleep(15_000);
 
@@ -191,19 +191,19 @@ export async function run(): Promise<void> {
         const condition = conditions[(k + round) % conditions.length];
         await show(api, condition !== 'hidden');
         if (condition !== 'hidden') {
-          const r0 = api.viewRefresh().refreshes;
-          await until('two refreshes', () => api.viewRefresh().refreshes >= r0 + 2, 15_000);
+          const r0 = api.testHooks.viewRefresh().refreshes;
+          await until('two refreshes', () => api.testHooks.viewRefresh().refreshes >= r0 + 2, 15_000);
         } else {
           await sleep(2000);
         }
         const processes = processCount();
-        const s0 = api.viewRefresh();
+        const s0 = api.testHooks.viewRefresh();
         const c0 = hostCpuMs();
         const t0 = performance.now();
         await sleep(windowS * 1000);
         const cpuMs = hostCpuMs() - c0;
         const seconds = (performance.now() - t0) / 1000;
-        const s1 = api.viewRefresh();
+        const s1 = api.testHooks.viewRefresh();
         result.windows.push({
           condition,
           round,

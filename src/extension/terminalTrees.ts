@@ -29,6 +29,7 @@ import {
   TerminalShell,
   WINDOW_TAG_VARIABLE,
 } from '../proc';
+import { inBackground } from './background';
 import { writeCliLauncher } from './cliLauncher';
 import { commandLabel } from './viewFormat';
 
@@ -76,8 +77,6 @@ export interface WindowTerminalsDeps {
   graceMs: () => number;
   /** Records of other live owners (an `agent-trees run` in a terminal ends its own tree when the terminal closes). */
   liveRecords: () => RecordFile[];
-  /** Something shown changed (a terminal opened or closed). */
-  onChanged: () => void;
 }
 
 const WINDOW_ID_KEY = 'agentTrees.windowId';
@@ -94,7 +93,10 @@ export class WindowTerminals implements vscode.Disposable {
     { question: TerminalQuestion; answer: (a: CloseAnswer | 'dismissed') => void; done: Promise<TerminalClosing> }
   >();
   readonly closings: TerminalClosing[] = [];
-  private readonly disposables: vscode.Disposable[] = [];
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Something shown changed: a terminal opened, or one closed or its shell exited. */
+  readonly onDidChange = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [this.changed];
   private shuttingDown = false;
 
   constructor(
@@ -104,7 +106,7 @@ export class WindowTerminals implements vscode.Disposable {
     let id = context.workspaceState.get<string>(WINDOW_ID_KEY);
     if (!id || !/^[0-9a-f]{16}$/.test(id)) {
       id = crypto.randomBytes(8).toString('hex');
-      void context.workspaceState.update(WINDOW_ID_KEY, id);
+      inBackground(context.workspaceState.update(WINDOW_ID_KEY, id), deps.log, "keeping the window's id");
     }
     this.windowId = id;
     this.kept = new Set(context.workspaceState.get<string[]>(KEPT_KEY) ?? []);
@@ -113,10 +115,10 @@ export class WindowTerminals implements vscode.Disposable {
     delete process.env[WINDOW_TAG_VARIABLE];
 
     this.disposables.push(
-      vscode.window.onDidOpenTerminal((t) => void this.add(t)),
+      vscode.window.onDidOpenTerminal((t) => this.addInBackground(t)),
       vscode.window.onDidCloseTerminal((t) => this.closed(t)),
     );
-    for (const t of vscode.window.terminals) void this.add(t);
+    for (const t of vscode.window.terminals) this.addInBackground(t);
   }
 
   /**
@@ -131,15 +133,18 @@ export class WindowTerminals implements vscode.Disposable {
     collection.replace(WINDOW_TAG_VARIABLE, this.windowId);
     collection.replace(RECORDS_VARIABLE, recordsDir);
     try {
-      const bin = writeCliLauncher(
-        path.join(this.context.globalStorageUri.fsPath, 'bin'),
-        process.execPath,
-        path.join(this.context.extensionPath, 'dist', 'cli.js'),
-      );
+      const bin = writeCliLauncher(path.join(this.context.globalStorageUri.fsPath, 'bin'), {
+        execPath: process.execPath,
+        cliScript: path.join(this.context.extensionPath, 'dist', 'cli.js'),
+      });
       collection.prepend('PATH', bin + path.delimiter);
     } catch (e) {
       this.deps.log.warn(`cannot write the agent-trees launcher for terminals: ${(e as Error).message}`);
     }
+  }
+
+  private addInBackground(terminal: vscode.Terminal): void {
+    inBackground(this.add(terminal), this.deps.log, `looking at terminal '${terminal.name}'`);
   }
 
   private async add(terminal: vscode.Terminal): Promise<void> {
@@ -154,7 +159,7 @@ export class WindowTerminals implements vscode.Disposable {
     if (!shell) return;
     this.entries.set(terminal, { terminal, shell, seen: [], ending: false });
     this.deps.log.info(`terminal '${terminal.name}': shell ${shell.pid}, session ${shell.sid}`);
-    this.deps.onChanged();
+    this.changed.fire();
   }
 
   /** The open terminals with a shell, in the order VS Code lists them. */
@@ -187,7 +192,7 @@ export class WindowTerminals implements vscode.Disposable {
       // Unclaimed tagged processes are only shown here, not seen as this terminal's: a close judges them again.
       const unclaimed = new Set(m.unclaimed);
       if (!entry.ending) entry.seen = m.members.filter((p) => p.pid !== entry.shell.pid && !unclaimed.has(p.pid)).map(processKey);
-      if (!m.shellAlive && !entry.ending) void this.end(entry, 'shell exited');
+      if (!m.shellAlive && !entry.ending) this.endInBackground(entry, 'shell exited');
     }
     this.pruneKept();
   }
@@ -200,13 +205,17 @@ export class WindowTerminals implements vscode.Disposable {
       this.entries.delete(terminal);
       return;
     }
-    void this.end(entry, 'closed');
+    this.endInBackground(entry, 'closed');
+  }
+
+  private endInBackground(entry: Entry, why: TerminalClosing['why']): void {
+    inBackground(this.end(entry, why), this.deps.log, `terminal '${entry.terminal.name}' ${why}: ending what it left`);
   }
 
   /** The terminal closed or its shell exited: find what it left once things settled, then end, keep or ask. */
   private async end(entry: Entry, why: TerminalClosing['why']): Promise<TerminalClosing> {
     entry.ending = true;
-    this.deps.onChanged();
+    this.changed.fire();
     const name = entry.terminal.name;
     const { shell } = entry;
     const owners = liveOwnership(this.deps.liveRecords());
@@ -286,7 +295,7 @@ export class WindowTerminals implements vscode.Disposable {
 
   private keep(left: MemberInfo[]): void {
     for (const p of left) this.kept.add(processKey(p));
-    void this.context.workspaceState.update(KEPT_KEY, [...this.kept]);
+    this.saveKept();
   }
 
   private async ask(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {
@@ -359,7 +368,11 @@ export class WindowTerminals implements vscode.Disposable {
         changed = true;
       }
     }
-    if (changed) void this.context.workspaceState.update(KEPT_KEY, [...this.kept]);
+    if (changed) this.saveKept();
+  }
+
+  private saveKept(): void {
+    inBackground(this.context.workspaceState.update(KEPT_KEY, [...this.kept]), this.deps.log, 'keeping the list of kept processes');
   }
 
   /** The window reloads or closes: nothing of the terminals is ended from here on (VS Code may keep them). */
