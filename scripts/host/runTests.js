@@ -51,7 +51,7 @@ const PHASE_VAR = 'AGENT_TREES_PHASE';
 /** Tells the suite which VS Code it runs in, as the runner installed it (the suite checks vscode.version against it). */
 const HOST_VSCODE_VAR = 'AGENT_TREES_HOST_VSCODE';
 const TRUST_VAR = 'AGENT_TREES_WORKSPACE_TRUST';
-/** Every owner's watchdog carries this (src/proc/watchdog.ts). */
+/** Every owner's watchdog carries this (src/proc/owner/watchdog.ts). */
 const WATCHDOG_VAR = 'AGENT_TREES_WATCHDOG';
 
 /** What cleanup() must undo when the run ends or is interrupted. */

@@ -8,7 +8,7 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
-import { ProcessIdentity, TreeMembersSource, TreeOwner, WATCHDOG_GRACE_MS, WindowLease, windowKey } from '../proc';
+import { ProcessIdentity, processCore, TreeMembersSource, TreeOwner, WATCHDOG_GRACE_MS, WindowLease, windowKey } from '../proc';
 import { AgentTreesApi, createApi } from './api';
 import { inBackground } from './background';
 import { registerCommands } from './commands';
@@ -74,8 +74,8 @@ export class AgentTreesController implements vscode.Disposable {
 
   /**
    * A host whose window went away without deactivating it (kept alive for the reconnection grace) ends its trees
-   * once a newer host of its window starts: see src/proc/takeover.ts. The window is the one the terminals tag: its
-   * id lives in workspaceState, so it survives reloads, and two windows on one workspace share it.
+   * once a newer host of its window starts: see src/proc/owner/windowLease.ts. The window is the one the terminals
+   * tag: its id lives in workspaceState, so it survives reloads, and two windows on one workspace share it.
    */
   private leaseWindow(): WindowLease {
     const { owner, windowTerminals } = this.parts;
@@ -85,6 +85,7 @@ export class AgentTreesController implements vscode.Disposable {
       probe: () => vscode.commands.executeCommand('setContext', 'agentTrees.windowAnswers', true),
       onGone: (newer) => inBackground(this.handOver(newer), this.log, `handing the window over to extension host ${newer.pid}`),
       log: this.log,
+      table: owner.core.table,
     });
     lease.register();
     return lease;
@@ -193,6 +194,7 @@ function buildProcessParts({ context, log, settings }: Basics): ProcessParts {
   // The host may cut deactivate() short (code-server gives it ~0.3 s): what is left is SIGKILLed on exit.
   // If the host dies outright (crash, SIGKILL, the whole editor killed), the watchdog ends its trees.
   const owner = new TreeOwner({
+    core: processCore(),
     recordsDir,
     log,
     cgroups: settings().cgroups,
@@ -201,7 +203,7 @@ function buildProcessParts({ context, log, settings }: Basics): ProcessParts {
   });
   const runs = new AgentRuns(owner, settings, log);
   const records = new OwnerRecordsReader(owner.store, owner.self);
-  const source = new TreeMembersSource(dist('snapshotWorker.js'), undefined, owner.core);
+  const source = new TreeMembersSource(owner.core, { workerScript: dist('snapshotWorker.js') });
   const liveRecords = () => records.get().live;
   const windowTerminals = new WindowTerminals(context, { log, onClose: () => settings().terminalsOnClose, graceMs, liveRecords });
   windowTerminals.applyEnvironment(recordsDir);

@@ -15,7 +15,7 @@
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import { resolveDefinition } from '../agents/resolveDefinition';
-import { OwnerInfo, ownerIsChildOf, RecordFile, RecordStore, TreeRecord } from '../proc';
+import { OwnerInfo, ownerIsChildOf, processCore, RecordFile, RecordStore, TreeRecord } from '../proc';
 import { Settings } from './settings';
 import { launchContext } from './workspace';
 
@@ -213,7 +213,7 @@ export class McpServers implements vscode.Disposable {
       this.seenRecords = live;
       const running = new Set<string>();
       for (const { record } of live) {
-        if (!ownerIsChildOf(record.owner, process.pid)) continue;
+        if (!ownerIsChildOf(record.owner, process.pid, processCore().table)) continue;
         for (const tree of record.trees) {
           running.add(tree.id);
           if (!this.known.has(tree.id))

@@ -4,7 +4,7 @@
  * `sweepIntervalSeconds`. A failing sweep is logged and the next one still runs.
  */
 import * as vscode from 'vscode';
-import { CgroupMode, localSweepParts, Logger, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
+import { CgroupMode, localSweepParts, Logger, processCore, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
 
 const RECHECK_LIVE_OWNERS_MS = 6000;
 
@@ -40,7 +40,7 @@ export class Sweeper implements vscode.Disposable {
     this.running ??= (async () => {
       try {
         const { store, self, graceMs, cgroups, log } = this.options;
-        const result = await sweepOrphans(store, { ...localSweepParts(), self, graceMs: graceMs(), cgroups: cgroups(), log });
+        const result = await sweepOrphans(store, { ...localSweepParts(processCore()), self, graceMs: graceMs(), cgroups: cgroups(), log });
         this.log.info(
           `sweep (${reason}): ${result.trees.length} orphaned tree(s), ${result.killed} process(es) ended, ` +
             `${result.liveOwners} live owner(s) skipped${result.problems.length ? `, ${result.problems.length} bad record file(s)` : ''}`,

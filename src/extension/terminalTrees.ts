@@ -18,6 +18,7 @@ import {
   KillReport,
   liveOwnership,
   MemberInfo,
+  processCore,
   processKey,
   readShell,
   RecordFile,
@@ -154,7 +155,7 @@ export class WindowTerminals implements vscode.Disposable {
       return;
     }
     if (pid === undefined || this.entries.has(terminal) || this.shuttingDown) return; // an extension terminal: no shell of its own
-    const shell = readShell(pid);
+    const shell = readShell(pid, processCore().table);
     if (!shell) return;
     this.entries.set(terminal, { terminal, shell, seen: [], ending: false });
     this.deps.log.info(`terminal '${terminal.name}': shell ${shell.pid}, session ${shell.sid}`);
@@ -220,8 +221,12 @@ export class WindowTerminals implements vscode.Disposable {
     const owners = liveOwnership(this.deps.liveRecords());
     let left: MemberInfo[];
     try {
-      left = await settleLeftovers(shell, (snap) =>
-        terminalLeftovers(snap, this.query(), shell.key, owners).map((p) => ({ ...p, command: snap.commandLine(p.pid) })),
+      const core = processCore();
+      left = await settleLeftovers(
+        shell,
+        (snap) =>
+          terminalLeftovers(snap, this.query(), shell.key, { owners, deps: core }).map((p) => ({ ...p, command: snap.commandLine(p.pid) })),
+        { table: core.table },
       );
     } catch (e) {
       this.deps.log.error(`terminal '${name}': cannot read what it left: ${(e as Error).message}`);
@@ -240,7 +245,7 @@ export class WindowTerminals implements vscode.Disposable {
       if (this.closings.length > HISTORY) this.closings.shift();
       return c;
     };
-    if (readShell(shell.pid)?.key === shell.key) {
+    if (readShell(shell.pid, processCore().table)?.key === shell.key) {
       this.deps.log.info(`terminal '${name}' ${why}, but its shell ${shell.pid} still runs: nothing of it is ended`);
       return record({ ...closing, outcome: 'shell still runs' });
     }
@@ -264,7 +269,7 @@ export class WindowTerminals implements vscode.Disposable {
   /** Names the tagged processes another open terminal could also have started: they stay, for the last of those. */
   private logDeferred(what: string, shellKey: string): void {
     try {
-      const deferred = deferredLeftoversNow(this.query(), shellKey);
+      const deferred = deferredLeftoversNow(this.query(), shellKey, processCore());
       if (deferred.length === 0) return;
       this.deps.log.info(
         `${what}: ${deferred.length} process(es) of the window that another open terminal could also have started stay ` +
@@ -276,7 +281,7 @@ export class WindowTerminals implements vscode.Disposable {
   }
 
   private async endLeft(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {
-    const report = await endLeftovers(shell, left, this.deps.graceMs(), this.deps.log);
+    const report = await endLeftovers(processCore().killer, { shell, left, graceMs: this.deps.graceMs(), log: this.deps.log });
     this.deps.log.info(
       `${what}: ended ${report.signalled} process(es)` +
         (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
@@ -348,7 +353,7 @@ export class WindowTerminals implements vscode.Disposable {
     const entry = this.byShellKey(shellKey);
     const name = entry?.terminal.name ?? shellKey;
     this.deps.log.info(`terminal '${name}': ending everything under it but its shell`);
-    return endTerminalTree(this.query(), shellKey, this.deps.graceMs(), this.deps.log);
+    return endTerminalTree(processCore().killer, { query: this.query(), shellKey, graceMs: this.deps.graceMs(), log: this.deps.log });
   }
 
   /** Forgets kept processes that are gone (their keys can never come back: start keys grow). */
@@ -357,7 +362,7 @@ export class WindowTerminals implements vscode.Disposable {
     let changed = false;
     for (const key of this.kept) {
       const pid = Number(key.split(':')[0]);
-      const now = readShell(pid);
+      const now = readShell(pid, processCore().table);
       if (!now || now.key !== key) {
         this.kept.delete(key);
         changed = true;

@@ -5,7 +5,7 @@
  * `Test`), as `testHooks`; an installed extension (`Production`) has none.
  */
 import * as vscode from 'vscode';
-import { RefreshMode, SourceStats } from '../proc';
+import { SourceStats } from '../proc';
 import type { AgentTreesApi } from './api';
 import type { ExtensionParts } from './parts';
 import type { Settings } from './settings';
@@ -39,8 +39,6 @@ export interface AgentTreesTestHooks {
    * refresh (by row id: `run:<tree id>`, `terminal:<shell key>`, ...), without refreshing.
    */
   viewRefresh(): ViewRefreshStats;
-  /** Benchmark hook: `'full-scan'` refreshes the view by reading every process (the baseline); default `'tracked'`. */
-  setViewRefreshMode(mode: RefreshMode): void;
   /** What a tree's agent terminal holds, if it has one. */
   terminalState(treeId: string): TerminalState | undefined;
   /** How many agent terminals are open. */
@@ -101,9 +99,6 @@ export function createTestHooks(parts: TestHookParts, facts: ActivationFacts): A
     answerTerminalQuestion: (id, answer) => windowTerminals.answer(id, answer),
     terminalClosings: () => [...windowTerminals.closings],
     viewRefresh: () => ({ ...source.stats(), visible: parts.view.visible, shown: shownPids(provider.currentRows()) }),
-    setViewRefreshMode: (mode) => {
-      source.mode = mode;
-    },
     terminalState: (treeId) => terminals.state(treeId),
     terminalCount: () => terminals.openCount,
     output: (treeId) => runs.get(treeId)?.output.text(),

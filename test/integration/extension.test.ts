@@ -14,7 +14,6 @@ const HOOK_MEMBERS = [
   'answerTerminalQuestion',
   'output',
   'recordsProblem',
-  'setViewRefreshMode',
   'settings',
   'statusBar',
   'terminalClosings',
