@@ -7,7 +7,7 @@
 // "Agent Trees: Kill Agent Tree" from the palette, and a check that nothing of its tree is left (every process
 // carrying its tree tag). Saves a screenshot of the Codex terminal as media/screenshots/codex-agent-terminal.png
 // (not named agent-trees-*.png: screenshots.js removes those it does not take itself), quantised with pngquant
-// as screenshots.js does (the packaged README inlines it).
+// as screenshots.js does (the README and docs/screenshots.md show it).
 // Then the ordinary-terminal path: in an integrated terminal of the window (bash, the CLIs on its PATH as a
 // global install puts them) the user types `agent-trees run -- <cli>`, then plain `<cli>`; each time its first
 // screen, its row in the view (a window tree of `agent-trees run`, or under the terminal's row), a key, and the
