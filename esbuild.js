@@ -48,8 +48,13 @@ const entries = [
     // When the bundle started loading, for the activation time the extension reports (API `timings`).
     banner: { js: common.banner.js + 'globalThis.__agentTreesLoadStart = performance.now();' },
   },
-  { entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', external: ['@lydell/node-pty'], banner: { js: '#!/usr/bin/env node\n' + common.banner.js } },
-  { entryPoints: ['src/proc/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
+  {
+    entryPoints: ['src/cli/main.ts'],
+    outfile: 'dist/cli.js',
+    external: ['@lydell/node-pty'],
+    banner: { js: '#!/usr/bin/env node\n' + common.banner.js },
+  },
+  { entryPoints: ['src/proc/tracking/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
 ];
 
 /** ps-list's Windows listing runs an .exe it looks for in `<bundle dir>/vendor/`; ship it beside the bundle. */
@@ -79,8 +84,7 @@ function copyNodePty() {
       const src = path.join(from, entry.name);
       if (entry.isDirectory()) {
         if (entry.name !== 'worker' && entry.name !== 'shared') copy(src, path.join(dest, entry.name), keep);
-      }
-      else if (keep(entry.name)) {
+      } else if (keep(entry.name)) {
         fs.mkdirSync(dest, { recursive: true });
         fs.copyFileSync(src, path.join(dest, entry.name));
         fs.chmodSync(path.join(dest, entry.name), fs.statSync(src).mode);
@@ -99,7 +103,8 @@ async function main() {
   copyPsListVendor();
   copyNodePty();
   const contexts = await Promise.all(
-    entries.filter((e) => require('fs').existsSync(path.join(__dirname, e.entryPoints[0])))
+    entries
+      .filter((e) => require('fs').existsSync(path.join(__dirname, e.entryPoints[0])))
       .map((entry) => esbuild.context({ ...common, ...entry })),
   );
   if (watch) {

@@ -62,8 +62,8 @@ async function main(): Promise<number> {
     marker: MARKER,
   };
   const owners = {
-    cgroup: new TreeOwner({ recordsDir: path.join(tmpDir(), 'records'), cgroups: 'auto' }),
-    group: new TreeOwner({ recordsDir: path.join(tmpDir(), 'records'), cgroups: 'off' }),
+    cgroup: new TreeOwner({ core: processCore(), recordsDir: path.join(tmpDir(), 'records'), cgroups: 'auto' }),
+    group: new TreeOwner({ core: processCore(), recordsDir: path.join(tmpDir(), 'records'), cgroups: 'off' }),
   };
   installInterruptHandlers();
   const tier = processCore().cgroupTier('auto').tier ? 'cgroup' : 'group';

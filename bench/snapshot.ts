@@ -6,7 +6,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFile, execFileSync } from 'child_process';
-import { canTrack, LinuxProcessTable, MemberTracker, processCore, refreshMembers, TreeOwner, TreeQuery } from '../src/proc';
+import { processCore, TreeOwner } from '../src/proc';
+import { LinuxProcessTable } from '../src/proc/platform/linuxProcessTable';
+import { TreeQuery } from '../src/proc/tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../src/proc/tracking/memberTracker';
 import {
   childrenCpuMs, log, processCount, register, registerCgroup, registerGroup, REPO, rotated,
   selfCpuMs, sleep, summarize, Summary, tmpDir, treeCommand, treeMembers, waitReady, nowNs, msSince,

@@ -7,8 +7,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { execFileSync, spawn } from 'child_process';
-import { localSweepParts, processCore, selfIdentity, RecordStore, resolveMembers, sweepOrphans, TREE_ID_VARIABLE, TreeRecord } from '../src/proc';
-import { cgroupVerified } from '../src/proc/owner';
+import { localSweepParts, processCore, RecordStore, selfIdentity, sweepOrphans, TreeRecord } from '../src/proc';
+import { cgroupVerified } from '../src/proc/cgroup/treeCgroup';
+import { resolveTreeMembers } from '../src/proc/members/treeMembers';
+import { TREE_ID_VARIABLE } from '../src/proc/platform/processTable';
 import { isAlive, log, processCount, readStat, realKill, register, REPO, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
 
 export interface SweepResults {
@@ -107,7 +109,7 @@ export async function runSweep(opts: { reps: number; mixedReps: number; records:
   const goneSamples: number[] = [];
   const sweepOnce = async (dir: string, expectTrees: number) => {
     const t0 = nowNs();
-    const result = await sweepOrphans(new RecordStore(dir), { ...localSweepParts(), self, graceMs: 1500, cgroups: 'auto' });
+    const result = await sweepOrphans(new RecordStore(dir), { ...localSweepParts(processCore()), self, graceMs: 1500, cgroups: 'auto' });
     const ms = msSince(t0);
     if (result.trees.length !== expectTrees) throw new Error(`sweep: ${result.trees.length} trees swept, expected ${expectTrees}`);
     const left = fs.readdirSync(dir);
@@ -157,7 +159,7 @@ export async function runSweep(opts: { reps: number; mixedReps: number; records:
   for (let r = 0; r < 5; r++) {
     const t0 = nowNs();
     const snap = table.snapshot();
-    for (const tree of trees) resolveMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, processCore()) }, processCore());
+    for (const tree of trees) resolveTreeMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, processCore()) }, processCore());
     shared.push(msSince(t0));
   }
 

@@ -15,7 +15,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { OutputBuffer } from '../src/agents/runs';
-import { STATUS_OK, STATUS_QUERY, TerminalFlow, TreeOwner } from '../src/proc';
+import { TerminalFlow, TreeOwner } from '../src/proc';
+import { STATUS_OK, STATUS_QUERY } from '../src/proc/pty/ptyFlow';
 import { hostMissing, log, msSince, nowNs, register, REPO, rotated, round, runInHost, summarize, Summary, tmpDir } from './lib';
 
 export const WRITER = path.join(REPO, 'bench', 'fixtures', 'ttywriter.py');

@@ -12,7 +12,7 @@ import * as path from 'path';
 import * as v8 from 'v8';
 import * as vm from 'vm';
 import * as vscode from 'vscode';
-import type { AgentTreesApi } from '../src/extension/api';
+import type { AgentTreesTestExports } from '../src/extension/testHooks';
 import type { CyclesFigure, HostResults, LatencyFigure, ThroughputFigure } from './terminal';
 
 const REPO = path.resolve(__dirname, '..', '..');
@@ -84,7 +84,10 @@ const TITLES: Record<Contender, string> = {
 
 let serial = 0;
 
-async function floodOnce(api: AgentTreesApi, c: Contender): Promise<{ ms: number; pauses?: number; answerMs?: number; cpuMs?: number }> {
+async function floodOnce(
+  api: AgentTreesTestExports,
+  c: Contender,
+): Promise<{ ms: number; pauses?: number; answerMs?: number; cpuMs?: number }> {
   const name = `bench-${c}-${++serial}`;
   const t0 = wallMs();
   const cpu0 = process.cpuUsage();
@@ -98,7 +101,7 @@ async function floodOnce(api: AgentTreesApi, c: Contender): Promise<{ ms: number
     });
     let endedAt = 0;
     await until(`${name} acknowledged`, () => {
-      const s = api.terminalState(id);
+      const s = api.testHooks.terminalState(id);
       if (s && s.ending !== null && !endedAt) endedAt = wallMs();
       return !!s && s.ending !== null && s.acked === s.written && s.written > 0;
     });
@@ -107,7 +110,7 @@ async function floodOnce(api: AgentTreesApi, c: Contender): Promise<{ ms: number
       `[bench] ${name}: the agent was done after ${Math.round(endedAt - t0)} ms, the terminal after ${Math.round(wallMs() - t0)} ms; extension host CPU ${Math.round((cpu.user + cpu.system) / 1000)} ms`,
     );
     const ms = wallMs() - t0;
-    const st = api.terminalState(id)!;
+    const st = api.testHooks.terminalState(id)!;
     console.log(`[bench] ${name}: ${st.pauses} pauses, the terminal answered in ${JSON.stringify(st.answerMs)} ms`);
     return { ms, pauses: st.pauses, answerMs: st.answerMs?.mean, cpuMs: Math.round((cpu.user + cpu.system) / 1000) };
   }
@@ -161,7 +164,7 @@ async function floodOnce(api: AgentTreesApi, c: Contender): Promise<{ ms: number
   return { ms };
 }
 
-async function keysOnce(api: AgentTreesApi, c: 'agent-terminal' | 'vscode-terminal', samples: number): Promise<number[]> {
+async function keysOnce(api: AgentTreesTestExports, c: 'agent-terminal' | 'vscode-terminal', samples: number): Promise<number[]> {
   const result = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-keys-')), 'keys');
   const name = `bench-keys-${c}-${++serial}`;
   let terminal: vscode.Terminal;
@@ -184,13 +187,13 @@ async function keysOnce(api: AgentTreesApi, c: 'agent-terminal' | 'vscode-termin
     await sleep(20);
   }
   terminal.sendText('q', false);
-  if (id) await until('ended', () => api.terminalState(id!)?.ending !== null);
+  if (id) await until('ended', () => api.testHooks.terminalState(id!)?.ending !== null);
   else terminal.dispose();
   return out;
 }
 
 /** 500 launch/kill cycles of agents with distinct names (each would need a terminal of its own). */
-async function cycles(api: AgentTreesApi, n: number): Promise<CyclesFigure> {
+async function cycles(api: AgentTreesTestExports, n: number): Promise<CyclesFigure> {
   const settle = async () => {
     for (let i = 0; i < 3; i++) {
       gc?.();
@@ -231,7 +234,7 @@ async function cycles(api: AgentTreesApi, n: number): Promise<CyclesFigure> {
 }
 
 export async function run(): Promise<void> {
-  const api = await vscode.extensions.getExtension<AgentTreesApi>('agent-trees.agent-trees')!.activate();
+  const api = await vscode.extensions.getExtension<AgentTreesTestExports>('agent-trees.agent-trees')!.activate();
   const results: HostResults = { throughput: [], latency: [], notes: [], vscode: `${vscode.version} (${vscode.env.appName})` };
   let failed = 0;
   try {

@@ -1,6 +1,6 @@
 /**
- * The view's refresh in isolation (issue 14): today's refresh (`membersOfTrees`, a full scan unless every tree
- * has its own cgroup) side by side with the tracked refresh (`MemberTracker` + `refreshMembers`, what the view
+ * The view's refresh in isolation (issue 14): the refresh before member tracking (`fullScanRefresh`, a full scan
+ * unless every tree has its own cgroup) side by side with the tracked refresh (`MemberTracker` + `refreshMembers`, what the view
  * runs now), each called once a second on a machine of ≥ 1000 processes running one 20-process agent and three
  * "terminals" of 5 processes each; then a 1000-member tree; then how long a `setsid -f` daemon that left the
  * parent chain takes to be shown, and how fast a kill ends it.
@@ -8,18 +8,11 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { ChildProcess, spawn } from 'child_process';
-import {
-  canTrack,
-  LinuxProcessTable,
-  MemberTracker,
-  membersOfTrees,
-  OwnedTree,
-  processCore,
-  refreshMembers,
-  TreeOwner,
-  TreeQuery,
-  TreesMembers,
-} from '../src/proc';
+import { OwnedTree, processCore, TreeOwner } from '../src/proc';
+import { LinuxProcessTable } from '../src/proc/platform/linuxProcessTable';
+import { MemberListing, TreeQuery } from '../src/proc/tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../src/proc/tracking/memberTracker';
+import { fullScanRefresh } from './fullScanRefresh';
 import {
   log,
   msSince,
@@ -85,7 +78,7 @@ export interface ViewResults {
   cgroupTier: boolean;
 }
 
-type Refresh = () => TreesMembers;
+type Refresh = () => MemberListing;
 
 /** Lifetime of the processes this phase starts: longer than the phase (about 10 minutes), bounded all the same. */
 const VIEW_LIFETIME_S = 1500;
@@ -94,7 +87,7 @@ function contender(kind: ViewContender, queries: TreeQuery[]): Refresh {
   // A table of its own (its caches), the process's guard and cgroups, as the view's source has them.
   const table = new LinuxProcessTable();
   const core = processCore();
-  if (kind === 'baseline') return () => membersOfTrees(table, queries, core);
+  if (kind === 'baseline') return () => fullScanRefresh(table, queries, core);
   const tracker = new MemberTracker(core);
   return () => {
     const r = refreshMembers(table, tracker.next(queries, {}, canTrack(table, queries, {}, core)), core);

@@ -2,9 +2,9 @@
  * A suite module for the real-host runner (scripts/host/runTests.js) that measures what the view costs the
  * extension host (issue 14): one 20-process agent and three integrated terminals of 5 processes each, the view
  * refreshing at 1 Hz; the host's own CPU (utime + stime of /proc/self/stat: every thread of this extension host,
- * the snapshot worker included) over windows with the view hidden, visible with the tracked refresh, and visible
- * with today's full-scan refresh (API setViewRefreshMode), alternated round by round. Then a `setsid -f` daemon
- * that leaves the parent chain: how long until the view shows it, and how fast a kill ends it.
+ * the snapshot worker included) over windows with the view hidden and visible, alternated round by round. (The
+ * refresh before member tracking is measured in isolation only, bench/view.ts: the product no longer has it.) Then
+ * a `setsid -f` daemon that leaves the parent chain: how long until the view shows it, and how fast a kill ends it.
  *
  * In:  AGENT_TREES_VIEW_BENCH_OUT (JSON result), _TREE (tree builder binary), _WINDOW_S, _ROUNDS, _ESCAPES.
  */
@@ -12,9 +12,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { AgentTreesApi } from '../src/extension/api';
+import type { AgentTreesTestExports } from '../src/extension/testHooks';
 
-export type HostCondition = 'hidden' | 'visible-tracked' | 'visible-full-scan';
+export type HostCondition = 'hidden' | 'visible-tracked';
 
 export interface HostWindow {
   condition: HostCondition;
@@ -96,12 +96,12 @@ async function until(what: string, probe: () => boolean, timeoutMs: number): Pro
   }
 }
 
-async function show(api: AgentTreesApi, visible: boolean): Promise<void> {
+async function show(api: AgentTreesTestExports, visible: boolean): Promise<void> {
   await vscode.commands.executeCommand(visible ? 'agentTrees.processTrees.focus' : 'workbench.view.explorer');
-  await until(`the view ${visible ? 'shown' : 'hidden'}`, () => api.viewRefresh().visible === visible, 15_000);
+  await until(`the view ${visible ? 'shown' : 'hidden'}`, () => api.testHooks.viewRefresh().visible === visible, 15_000);
 }
 
-async function escapeOnce(api: AgentTreesApi, capMs: number): Promise<HostEscape> {
+async function escapeOnce(api: AgentTreesTestExports, capMs: number): Promise<HostEscape> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-escape-'));
   const file = path.join(dir, 'daemon');
   const script =
@@ -109,7 +109,7 @@ async function escapeOnce(api: AgentTreesApi, capMs: number): Promise<HostEscape
   const id = await api.launch({ name: 'escaping', command: 'sh', args: ['-c', script, file], kind: 'mcp', timeoutSeconds: 0 });
   try {
     const root = api.list().find((t) => t.id === id)!.rootPid;
-    await until('the view to show the root', () => (api.viewRefresh().shown[`run:${id}`] ?? []).includes(root), 15_000);
+    await until('the view to show the root', () => (api.testHooks.viewRefresh().shown[`run:${id}`] ?? []).includes(root), 15_000);
     // A moment unrelated to the 10 s full-scan clock: somewhere within it.
     await sleep(Math.random() * 10_000);
     const goAt = Date.now();
@@ -120,7 +120,7 @@ async function escapeOnce(api: AgentTreesApi, capMs: number): Promise<HostEscape
     let shownAt: number | undefined;
     const deadline = goAt + capMs;
     while (!shownAt && Date.now() < deadline) {
-      if ((api.viewRefresh().shown[`run:${id}`] ?? []).includes(daemon)) shownAt = Date.now();
+      if ((api.testHooks.viewRefresh().shown[`run:${id}`] ?? []).includes(daemon)) shownAt = Date.now();
       else await sleep(20);
     }
     const k0 = performance.now();
@@ -146,7 +146,7 @@ export async function run(): Promise<void> {
   const windowS = Number(process.env.AGENT_TREES_VIEW_BENCH_WINDOW_S || 20);
   const rounds = Number(process.env.AGENT_TREES_VIEW_BENCH_ROUNDS || 3);
   const escapes = Number(process.env.AGENT_TREES_VIEW_BENCH_ESCAPES || 2);
-  const api = await vscode.extensions.getExtension<AgentTreesApi>('agent-trees.agent-trees')!.activate();
+  const api = await vscode.extensions.getExtension<AgentTreesTestExports>('agent-trees.agent-trees')!.activate();
   const result: HostViewResult = {
     tier: '',
     hostPid: process.pid,
@@ -177,37 +177,33 @@ export async function run(): Promise<void> {
     const record = fs.readFileSync(path.join(api.recordsDir, `${process.pid}.json`), 'utf8');
     result.tier = JSON.parse(record).trees[0].cgroup ? 'cgroup' : 'group';
 
-    // Warm-up, not measured: both refreshes once (their caches: command lines, environments), then the host
-    // settles after start-up.
-    for (const mode of ['tracked', 'full-scan'] as const) {
-      api.setViewRefreshMode(mode);
-      await show(api, true);
-      const r0 = api.viewRefresh().refreshes;
-      await until('three refreshes', () => api.viewRefresh().refreshes >= r0 + 3, 20_000);
-    }
+    // Warm-up, not measured: the refresh once (its caches: command lines, environments), then the host settles
+    // after start-up.
+    await show(api, true);
+    const warm = api.testHooks.viewRefresh().refreshes;
+    await until('three refreshes', () => api.testHooks.viewRefresh().refreshes >= warm + 3, 20_000);
     await show(api, false);
     await sleep(15_000);
 
-    const conditions: HostCondition[] = ['hidden', 'visible-tracked', 'visible-full-scan'];
+    const conditions: HostCondition[] = ['hidden', 'visible-tracked'];
     for (let round = 0; round < rounds; round++) {
       for (let k = 0; k < conditions.length; k++) {
         const condition = conditions[(k + round) % conditions.length];
-        api.setViewRefreshMode(condition === 'visible-full-scan' ? 'full-scan' : 'tracked');
         await show(api, condition !== 'hidden');
         if (condition !== 'hidden') {
-          const r0 = api.viewRefresh().refreshes;
-          await until('two refreshes', () => api.viewRefresh().refreshes >= r0 + 2, 15_000);
+          const r0 = api.testHooks.viewRefresh().refreshes;
+          await until('two refreshes', () => api.testHooks.viewRefresh().refreshes >= r0 + 2, 15_000);
         } else {
           await sleep(2000);
         }
         const processes = processCount();
-        const s0 = api.viewRefresh();
+        const s0 = api.testHooks.viewRefresh();
         const c0 = hostCpuMs();
         const t0 = performance.now();
         await sleep(windowS * 1000);
         const cpuMs = hostCpuMs() - c0;
         const seconds = (performance.now() - t0) / 1000;
-        const s1 = api.viewRefresh();
+        const s1 = api.testHooks.viewRefresh();
         result.windows.push({
           condition,
           round,
@@ -222,7 +218,6 @@ export async function run(): Promise<void> {
         });
       }
     }
-    api.setViewRefreshMode('tracked');
     await show(api, true);
     for (let i = 0; i < escapes; i++) result.escapes.push(await escapeOnce(api, 30_000));
   } catch (e) {

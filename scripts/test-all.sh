@@ -68,7 +68,7 @@ failed=$((failed + uf))
 echo "==> integration tests in real VS Code extension hosts (every host of scripts/host/hosts.json)"
 integration() {
   bash scripts/host/install.sh &&
-    node scripts/host/runTests.js --host all --phases 5
+    node scripts/host/runTests.js --host all --phases 6
 }
 integration 2>&1 | tee "$logdir/integration.log"
 int_rc=${PIPESTATUS[0]}

@@ -7,7 +7,7 @@
 // "Agent Trees: Kill Agent Tree" from the palette, and a check that nothing of its tree is left (every process
 // carrying its tree tag). Saves a screenshot of the Codex terminal as media/screenshots/codex-agent-terminal.png
 // (not named agent-trees-*.png: screenshots.js removes those it does not take itself), quantised with pngquant
-// as screenshots.js does (the packaged README inlines it).
+// as screenshots.js does (the README and docs/screenshots.md show it).
 // Then the ordinary-terminal path: in an integrated terminal of the window (bash, the CLIs on its PATH as a
 // global install puts them) the user types `agent-trees run -- <cli>`, then plain `<cli>`; each time its first
 // screen, its row in the view (a window tree of `agent-trees run`, or under the terminal's row), a key, and the
@@ -23,10 +23,10 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { spawnSync } = require('child_process');
 const { ROOT, selectHosts } = require('./hosts');
 const { writeDefaultUserSettings } = require('./codeServer');
 const processes = require('../../test/support/processes');
+const agentPackages = require('./agentPackages');
 const { prepareDemo, packageExtension } = require('./demo');
 const {
   runCommand,
@@ -47,16 +47,11 @@ const say = (msg) => process.stdout.write(`[agent-clis] ${msg}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const PACKAGES = { codex: '@openai/codex', gemini: '@google/gemini-cli', claude: '@anthropic-ai/claude-code' };
 
+/** The CLIs' newest versions, as a new user gets them, installed into this run's folder (by agentPackages.js). */
 function ensureClis(dir) {
-  const missing = Object.keys(PACKAGES).filter((bin) => !fs.existsSync(path.join(dir, 'node_modules', '.bin', bin)));
-  if (missing.length === 0) return;
-  say(`installing ${missing.map((b) => PACKAGES[b]).join(', ')} into ${dir}`);
-  fs.mkdirSync(dir, { recursive: true });
-  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefix', dir, ...missing.map((b) => PACKAGES[b])], {
-    stdio: 'inherit',
-    env: { ...process.env, npm_config_dangerously_allow_all_scripts: 'true', npm_config_yes: 'true' },
-  });
-  if (r.status !== 0) throw new Error(`npm install failed (exit code ${r.status})`);
+  const latest = Object.fromEntries(Object.values(PACKAGES).map((name) => [name, 'latest']));
+  const s = agentPackages.ensureAgentPackages({ dir, packages: latest });
+  if (!s.available) throw new Error(s.why);
 }
 
 const version = (dir, bin) => {

@@ -25,6 +25,7 @@
 // CLI: node scripts/host/runTests.js [options]
 //   --host NAME|all                  the host(s) to run in, in turn (repeatable; default all): oldest, newest
 //   --extensionDevelopmentPath DIR   default: the repository root
+//   --extension DIR                  another extension folder loaded beside it (repeatable; a stand-in, say)
 //   --extensionTestsPath FILE        default: out/test/integration/index.js
 //   --workspace DIR                  folder to open (default: an empty temp folder)
 //   --user-data-dir DIR              default: a temp folder (kept only if given; one host only)
@@ -64,7 +65,8 @@ function say(msg) {
  *
  * @param {object} options
  * @param {import('./hosts').Host} [options.host]    the host (default: the newest)
- * @param {string} options.extensionDevelopmentPath  folder of the extension under test
+ * @param {string|string[]} options.extensionDevelopmentPath  folder of the extension under test; as a list (as in
+ *   @vscode/test-electron), the others are loaded beside it as development extensions too
  * @param {string} options.extensionTestsPath        compiled suite module exporting run()
  * @param {string} [options.workspacePath]           folder to open in the workbench
  * @param {string} [options.userDataDir]             user data folder shared by all phases
@@ -78,7 +80,7 @@ function say(msg) {
 async function runTests(options) {
   const host = options.host || hosts.newestHost();
   hosts.checkInstalled(host);
-  const extensionDevelopmentPath = path.resolve(options.extensionDevelopmentPath);
+  const extensionDevelopmentPath = [options.extensionDevelopmentPath].flat().map((p) => path.resolve(p));
   const phases = options.phases && options.phases.length ? options.phases : [{}];
   await marker.sweepStale(say);
 
@@ -199,6 +201,7 @@ function parseArgs(argv) {
     extensionTestsEnv: {},
   };
   const hostNames = [];
+  const extraExtensions = [];
   let phases = 1;
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
@@ -219,6 +222,9 @@ function parseArgs(argv) {
         break;
       case '--extensionDevelopmentPath':
         opts.extensionDevelopmentPath = next();
+        break;
+      case '--extension':
+        extraExtensions.push(next());
         break;
       case '--extensionTestsPath':
         opts.extensionTestsPath = next();
@@ -269,6 +275,7 @@ function parseArgs(argv) {
   }
   if (!(phases >= 1 && Number.isInteger(phases))) throw new Error('--phases needs a positive integer');
   if (phases > 1) opts.phases = Array.from({ length: phases }, () => ({}));
+  if (extraExtensions.length) opts.extensionDevelopmentPath = [opts.extensionDevelopmentPath, ...extraExtensions];
   opts.hosts = hosts.selectHosts(hostNames);
   if (opts.userDataDir && opts.hosts.length > 1) throw new Error('--user-data-dir needs a single --host');
   return opts;

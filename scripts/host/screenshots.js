@@ -7,8 +7,8 @@
 //   agent-trees-view.png     demo-agent picked and running: its process tree expanded in the view, the
 //                            status bar countdown, the agent's terminal in the panel
 //   agent-trees-log.png      after "Agent Trees: Kill Agent Tree" and "Sweep Orphaned Trees": the log
-// Every screenshot is quantised to 256 colours (pngquant, which scripts/host/install.sh installs): the packaged
-// README inlines them, and a full-colour 1280x800 workbench is 3 times the size.
+// Every screenshot is quantised to 256 colours (pngquant, which scripts/host/install.sh installs): a full-colour
+// 1280x800 workbench is 3 times the size.
 // Then it closes the browser, stops code-server and kills every process carrying the run's marker
 // (the agent's tree was already killed through the UI). Leaves nothing running.
 //

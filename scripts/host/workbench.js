@@ -35,7 +35,9 @@ function patchWorkbenchConfig(cfg) {
     const authority = location.host;
     settings.developmentOptions = settings.developmentOptions || {};
     if (cfg.extensionDevelopmentPath) {
-      settings.developmentOptions.extensions = [{ scheme: 'vscode-remote', authority, path: cfg.extensionDevelopmentPath }];
+      // One folder or several, each loaded as a development extension (the workbench takes a list).
+      const folders = Array.isArray(cfg.extensionDevelopmentPath) ? cfg.extensionDevelopmentPath : [cfg.extensionDevelopmentPath];
+      settings.developmentOptions.extensions = folders.map((p) => ({ scheme: 'vscode-remote', authority, path: p }));
     }
     if (cfg.extensionTestsPath) {
       settings.developmentOptions.extensionTestsPath = { scheme: 'vscode-remote', authority, path: cfg.extensionTestsPath };

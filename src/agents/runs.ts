@@ -1,6 +1,6 @@
 /**
  * Agent runs: launched agents and MCP servers, each an owned tree with a name, a deadline and a state, and the
- * recent output kept so a terminal can show it. An agent runs on a pseudo-terminal of its own (pty.ts) unless
+ * recent output kept so a terminal can show it. An agent runs on a pseudo-terminal of its own (src/proc/pty) unless
  * its definition asks for pipes, as MCP servers and headless runs do; where no pseudo-terminal can be had it
  * runs on pipes and says why. Pure Node (no `vscode`): the extension shows what this holds.
  */
@@ -32,7 +32,7 @@ export interface Localizer {
 }
 
 /** What `vscode.l10n.t` does with no translation: the English as written, `{n}` replaced by the n-th argument. */
-export const asWritten: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };
+const asWritten: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };
 
 export interface RunSettings {
   defaultTimeoutSeconds: number;
@@ -78,15 +78,20 @@ export class AgentRun {
   /** Set once the ending has been told (the `finished` event). */
   told = false;
 
+  /** The agent's stdio as it got it. */
+  readonly io: TerminalMode;
+  /** Why it is on pipes although it asked for a terminal. */
+  readonly ioNote?: string;
+
   constructor(
     readonly definition: AgentDefinition,
     readonly tree: OwnedTree,
     readonly timeoutSeconds: number,
-    /** The agent's stdio as it got it. */
-    readonly io: TerminalMode = 'pipe',
-    /** Why it is on pipes although it asked for a terminal. */
-    readonly ioNote?: string,
-  ) {}
+    stdio: { io: TerminalMode; note?: string } = { io: 'pipe' },
+  ) {
+    this.io = stdio.io;
+    this.ioNote = stdio.note;
+  }
 
   get id(): string {
     return this.tree.record.id;
@@ -240,7 +245,7 @@ export class AgentRuns extends EventEmitter {
           })
         : this.owner.spawn({ ...common, env: definition.env, stdio: 'pipe' });
     const timeout = timeoutSecondsOf(definition, s.defaultTimeoutSeconds);
-    const run = new AgentRun(definition, tree, timeout, io, note);
+    const run = new AgentRun(definition, tree, timeout, { io, note });
     this.runs.set(run.id, run);
     const pty = run.pty;
     if (pty) {

@@ -1,8 +1,11 @@
 /** Command-line parsing for `agent-trees`: every mistake becomes a one-line UsageError. */
-import { parseOwnerSpec, ProcessIdentity } from '../proc/watchdog';
+import { parseOwnerSpec, ProcessIdentity } from '../proc';
 
 export class UsageError extends Error {
-  constructor(message: string, readonly showUsage = false) {
+  constructor(
+    message: string,
+    readonly showUsage = false,
+  ) {
     super(message);
   }
 }
@@ -16,7 +19,16 @@ interface Common {
 
 export type ParsedArgs =
   | ({ command: 'help' } & Common)
-  | ({ command: 'run'; cmd: string[]; timeoutMs: number; label?: string; keepDescendants: boolean; cgroups: boolean; mcp: boolean; watchdog: boolean } & Common)
+  | ({
+      command: 'run';
+      cmd: string[];
+      timeoutMs: number;
+      label?: string;
+      keepDescendants: boolean;
+      cgroups: boolean;
+      mcp: boolean;
+      watchdog: boolean;
+    } & Common)
   | ({ command: 'sweep'; cgroups: boolean; owner?: ProcessIdentity } & Common)
   | ({ command: 'ps'; cgroups: boolean } & Common)
   | ({ command: 'kill'; treeId: string } & Common);
@@ -43,7 +55,10 @@ function seconds(option: string, text: string, allowZero: boolean): number {
   const n = Number(text);
   if (!allowZero && n === 0) throw new UsageError(`${option} must be more than 0`);
   const ms = Math.round(n * 1000);
-  if (!(ms <= MAX_DURATION_MS)) throw new UsageError(`${option} must be at most ${Math.floor(MAX_DURATION_MS / 1000)} seconds, not ${text.length > 24 ? `${text.slice(0, 20)}... (${text.length} digits)` : text}`);
+  if (!(ms <= MAX_DURATION_MS))
+    throw new UsageError(
+      `${option} must be at most ${Math.floor(MAX_DURATION_MS / 1000)} seconds, not ${text.length > 24 ? `${text.slice(0, 20)}... (${text.length} digits)` : text}`,
+    );
   return ms;
 }
 
@@ -53,16 +68,22 @@ export function parseArgs(argv: string[]): ParsedArgs {
     return { command: 'help', graceMs: 5000, json: false, verbose: false };
   }
   if (!['run', 'sweep', 'ps', 'kill'].includes(command)) throw new UsageError(`unknown command "${command}"`, true);
+  return commandArgs(command, splitArgs(command, rest));
+}
 
+/** A command's words, sorted: its options (by name), its positional arguments, and `run`'s command line. */
+interface SplitArgs {
+  values: Record<string, string | true>;
+  positional: string[];
+  cmd?: string[];
+}
+
+function splitArgs(command: string, rest: string[]): SplitArgs {
   const values: Record<string, string | true> = {};
   const positional: string[] = [];
-  let cmd: string[] | undefined;
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i];
-    if (a === '--') {
-      cmd = rest.slice(i + 1);
-      break;
-    }
+    if (a === '--') return { values, positional, cmd: rest.slice(i + 1) };
     if (a.startsWith('--')) {
       const [name, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
       const spec = OPTIONS[name];
@@ -78,12 +99,14 @@ export function parseArgs(argv: string[]): ParsedArgs {
       }
       continue;
     }
-    if (command === 'run') {
-      cmd = rest.slice(i); // the command starts at the first word that is not an option
-      break;
-    }
+    // `run`'s command starts at the first word that is not an option.
+    if (command === 'run') return { values, positional, cmd: rest.slice(i) };
     positional.push(a);
   }
+  return { values, positional };
+}
+
+function commandArgs(command: string, { values, positional, cmd }: SplitArgs): ParsedArgs {
   const common: Common = {
     records: typeof values['--records'] === 'string' ? (values['--records'] as string) : undefined,
     graceMs: values['--grace'] !== undefined ? seconds('--grace', values['--grace'] as string, true) : 5000,
@@ -111,7 +134,10 @@ export function parseArgs(argv: string[]): ParsedArgs {
       const cgroups = values['--no-cgroup'] !== true;
       if (values['--owner'] === undefined) return { command, cgroups, ...common };
       const owner = parseOwnerSpec(values['--owner'] as string);
-      if (!owner) throw new UsageError(`--owner takes PID:START_KEY (the owner's pid and its start time in clock ticks since boot), not "${values['--owner']}"`);
+      if (!owner)
+        throw new UsageError(
+          `--owner takes PID:START_KEY (the owner's pid and its start time in clock ticks since boot), not "${values['--owner']}"`,
+        );
       return { command, cgroups, owner, ...common };
     }
     case 'kill':

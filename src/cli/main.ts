@@ -12,6 +12,7 @@ import {
   awaitOwnerExit,
   KillReport,
   guardedPidOf,
+  Logger,
   killTreeById,
   listOwnedTrees,
   localSweepParts,
@@ -63,8 +64,25 @@ const WATCHDOG_RUN_LIMIT_MS = 60_000;
  * the tree's record stays for a sweep), SIGPIPE (Node ignores it: nothing is orphaned) and the real-time
  * signals (Node cannot listen to them).
  */
-const FATAL_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTRAP', 'SIGABRT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGTERM', 'SIGSTKFLT',
-  'SIGXCPU', 'SIGXFSZ', 'SIGVTALRM', 'SIGPROF', 'SIGIO', 'SIGPWR', 'SIGSYS'] as const;
+const FATAL_SIGNALS = [
+  'SIGHUP',
+  'SIGINT',
+  'SIGQUIT',
+  'SIGTRAP',
+  'SIGABRT',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGALRM',
+  'SIGTERM',
+  'SIGSTKFLT',
+  'SIGXCPU',
+  'SIGXFSZ',
+  'SIGVTALRM',
+  'SIGPROF',
+  'SIGIO',
+  'SIGPWR',
+  'SIGSYS',
+] as const;
 
 const SIGNAL_WHY: Partial<Record<NodeJS.Signals, string>> = { SIGINT: 'interrupted', SIGTERM: 'terminated', SIGHUP: 'hung up' };
 
@@ -116,9 +134,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function run(args: ParsedArgs & { command: 'run' }, records: string): Promise<number> {
+type RunArgs = ParsedArgs & { command: 'run' };
+
+/** `run`: owns CMD's tree until something ends it (see `superviseRun`), then ends what is left and exits. */
+async function run(args: RunArgs, records: string): Promise<number> {
   const log = stderrLogger(args.verbose);
   const owner = new TreeOwner({
+    core: processCore(),
     recordsDir: records,
     log,
     cgroups: args.cgroups ? 'auto' : 'off',
@@ -126,33 +148,9 @@ async function run(args: ParsedArgs & { command: 'run' }, records: string): Prom
     watchdog: args.watchdog ? { cliPath: __filename, graceMs: Math.min(args.graceMs, WATCHDOG_GRACE_MS) } : undefined,
   });
   await owner.prepare();
-  let tree: OwnedTree;
-  let mcpStdin: NodeJS.WritableStream | undefined;
-  // Typed in a terminal (in its foreground): the agent gets a terminal of its own, relayed (relay.ts); otherwise
-  // stdio is passed on. --mcp keeps its stdio: that is the server's protocol.
-  const wanted = !args.mcp && relayWanted();
-  const noPty = wanted ? ptyProblem() : undefined;
-  if (noPty) log.warn(`${noPty}: ${args.cmd[0]} gets this terminal without being its controlling terminal`);
-  let relay: TtyRelay | undefined;
+  let started: StartedRun;
   try {
-    const spawn = {
-      command: args.cmd[0],
-      args: args.cmd.slice(1),
-      label: args.label,
-      deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
-    };
-    if (wanted && !noPty) {
-      const size = processTerminal().size();
-      const ptyTree = owner.spawnTerminal({ ...spawn, cols: size?.cols, rows: size?.rows, encoding: null });
-      relay = new TtyRelay(ptyTree.child);
-      relay.start();
-      tree = ptyTree;
-    } else {
-      // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
-      const piped = owner.spawn({ ...spawn, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
-      mcpStdin = piped.child.stdin ?? undefined;
-      tree = piped;
-    }
+    started = startRun(owner, args, log);
   } catch (e) {
     if (e instanceof SpawnError) {
       process.stderr.write(`agent-trees: ${e.message}\n`);
@@ -160,73 +158,139 @@ async function run(args: ParsedArgs & { command: 'run' }, records: string): Prom
     }
     throw e;
   }
-  const id = tree.record.id;
-  log.info(`tree ${id}: tier ${tree.tier}`);
+  log.info(`tree ${started.tree.record.id}: tier ${started.tree.tier}`);
+  return superviseRun({ owner, args, log, ...started });
+}
 
+/** A run's tree, and how it is connected: a terminal relayed to ours, or (--mcp) a stdin passed on. */
+interface StartedRun {
+  tree: OwnedTree;
+  relay?: TtyRelay;
+  mcpStdin?: NodeJS.WritableStream;
+}
+
+/**
+ * Spawns CMD. Typed in a terminal (in its foreground), the agent gets a terminal of its own, relayed (relay.ts);
+ * otherwise stdio is passed on. --mcp keeps its stdio: that is the server's protocol. Throws SpawnError.
+ */
+function startRun(owner: TreeOwner, args: RunArgs, log: Logger): StartedRun {
+  const wanted = !args.mcp && relayWanted();
+  const noPty = wanted ? ptyProblem() : undefined;
+  if (noPty) log.warn(`${noPty}: ${args.cmd[0]} gets this terminal without being its controlling terminal`);
+  const spawn = {
+    command: args.cmd[0],
+    args: args.cmd.slice(1),
+    label: args.label,
+    deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
+  };
+  if (wanted && !noPty) {
+    const size = processTerminal().size();
+    const tree = owner.spawnTerminal({ ...spawn, cols: size?.cols, rows: size?.rows, encoding: null });
+    const relay = new TtyRelay(tree.child);
+    relay.start();
+    return { tree, relay };
+  }
+  // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
+  const tree = owner.spawn({ ...spawn, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
+  return { tree, mcpStdin: tree.child.stdin ?? undefined };
+}
+
+interface SupervisedRun extends StartedRun {
+  owner: TreeOwner;
+  args: RunArgs;
+  log: Logger;
+}
+
+/**
+ * Waits for the first thing that ends the run: CMD's exit (or error), the end of --mcp's stdin, the timeout, a
+ * fatal signal, the death of our parent. Then ends the tree (or, with --keep-descendants after CMD's own exit,
+ * releases it) and resolves with the exit code.
+ */
+function superviseRun(run: SupervisedRun): Promise<number> {
   return new Promise<number>((resolve) => {
-    let finishing = false;
     const cancels: (() => void)[] = [];
-    /** `ended`: how CMD ended when something else ended it, said after the agent's last output. */
-    const finish = async (code: number, why: string, keep = false, ended?: string) => {
+    let finishing = false;
+    const finish: Finish = async (code, why, keep = false, ended) => {
       if (finishing) return;
       finishing = true;
       for (const cancel of cancels) cancel();
-      // The agent's output may stop mid-line: ours starts on a line of its own.
-      const sayEnded = () => ended && process.stderr.write(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
-      if (keep) {
-        relay?.restore();
-        sayEnded();
-        owner.release(id);
-      } else {
-        const report: KillReport = await owner.kill(id, args.graceMs);
-        // After the agent's last output and before ours (raw mode prints no carriage returns).
-        if (relay) await relay.drainAndRestore();
-        sayEnded();
-        if (why) log.warn(`${why}: ended ${processCount(report.signalled)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
-        else if (report.signalled > 0 || report.survivors > 0) {
-          log.info(`ended ${processCount(report.signalled)} ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''));
-        }
-      }
-      await owner.dispose(args.graceMs);
+      await endRun(run, why, keep, ended);
       resolve(code);
     };
-    tree.child.on('exit', (code, signal) => {
-      const exitCode = code ?? 128 + (signal ? os.constants.signals[signal] ?? 0 : 0);
-      // A signal this command did not send (Kill Agent Tree in the view, `agent-trees kill`, kill(1)): say so on
-      // a line of its own, as a shell says "Terminated"; otherwise the prompt lands on the agent's last line.
-      void finish(exitCode, '', args.keepDescendants, signal ? `${args.cmd[0]} was ended by ${signal}` : undefined);
-    });
-    tree.child.on('error', (e) => {
-      process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
-      void finish(EXIT.usage, '');
-    });
-    if (args.mcp && mcpStdin) {
-      const toChild = mcpStdin;
-      toChild.on('error', () => {}); // CMD exited: its exit ends the run
-      process.stdin.pipe(toChild);
-      process.stdin.on('end', () => void finish(0, 'stdin closed'));
-    }
-    if (args.timeoutMs > 0) {
-      cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
-    }
-    for (const signal of FATAL_SIGNALS) {
-      const number = os.constants.signals[signal as keyof typeof os.constants.signals];
-      if (number === undefined) continue; // not on this platform
-      const onSignal = () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
-      try {
-        process.on(signal, onSignal);
-      } catch {
-        continue; // this platform cannot listen to it (Windows)
-      }
-      cancels.push(() => process.off(signal, onSignal));
-    }
-    // The parent died: nobody is left to wait for the tree, so it goes too.
-    const parent = process.ppid;
-    const poll = setInterval(() => {
-      if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);
-    }, 500);
-    cancels.push(() => clearInterval(poll));
+    cancels.push(...watchRunEnds(run, finish));
   });
+}
+
+/** Ends a run: `why` (empty for CMD's own exit) is logged; `ended`, how CMD ended when something else ended it. */
+type Finish = (code: number, why: string, keep?: boolean, ended?: string) => Promise<void>;
+
+async function endRun(
+  { owner, args, log, tree, relay }: SupervisedRun,
+  why: string,
+  keep: boolean,
+  ended: string | undefined,
+): Promise<void> {
+  const id = tree.record.id;
+  // The agent's output may stop mid-line: ours starts on a line of its own.
+  const sayEnded = () => ended && process.stderr.write(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
+  if (keep) {
+    relay?.restore();
+    sayEnded();
+    owner.release(id);
+  } else {
+    const report: KillReport = await owner.kill(id, args.graceMs);
+    // After the agent's last output and before ours (raw mode prints no carriage returns).
+    if (relay) await relay.drainAndRestore();
+    sayEnded();
+    if (why) log.warn(`${why}: ended ${processCount(report.signalled)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
+    else if (report.signalled > 0 || report.survivors > 0) {
+      log.info(
+        `ended ${processCount(report.signalled)} ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''),
+      );
+    }
+  }
+  await owner.dispose(args.graceMs);
+}
+
+/** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
+function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): (() => void)[] {
+  const cancels: (() => void)[] = [];
+  tree.child.on('exit', (code, signal) => {
+    const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
+    // A signal this command did not send (Kill Agent Tree in the view, `agent-trees kill`, kill(1)): say so on
+    // a line of its own, as a shell says "Terminated"; otherwise the prompt lands on the agent's last line.
+    void finish(exitCode, '', args.keepDescendants, signal ? `${args.cmd[0]} was ended by ${signal}` : undefined);
+  });
+  tree.child.on('error', (e) => {
+    process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
+    void finish(EXIT.usage, '');
+  });
+  if (args.mcp && mcpStdin) {
+    mcpStdin.on('error', () => {}); // CMD exited: its exit ends the run
+    process.stdin.pipe(mcpStdin);
+    process.stdin.on('end', () => void finish(0, 'stdin closed'));
+  }
+  if (args.timeoutMs > 0) {
+    cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
+  }
+  for (const signal of FATAL_SIGNALS) {
+    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
+    if (number === undefined) continue; // not on this platform
+    const onSignal = () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
+    try {
+      process.on(signal, onSignal);
+    } catch {
+      continue; // this platform cannot listen to it (Windows)
+    }
+    cancels.push(() => process.off(signal, onSignal));
+  }
+  // The parent died: nobody is left to wait for the tree, so it goes too.
+  const parent = process.ppid;
+  const poll = setInterval(() => {
+    if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);
+  }, 500);
+  cancels.push(() => clearInterval(poll));
+  return cancels;
 }
 
 async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): Promise<number> {
@@ -234,13 +298,17 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
   if (args.owner) {
     // An owner's watchdog never outlives its job: every wait below is bounded, and this bounds the whole of it.
     setTimeout(() => {
-      process.stderr.write(`agent-trees: sweep of owner ${args.owner!.pid} still running after ${WATCHDOG_RUN_LIMIT_MS / 1000} s: giving up\n`);
+      process.stderr.write(
+        `agent-trees: sweep of owner ${args.owner!.pid} still running after ${WATCHDOG_RUN_LIMIT_MS / 1000} s: giving up\n`,
+      );
       process.exit(1);
     }, WATCHDOG_RUN_LIMIT_MS).unref();
     // Only once that very process is proven gone.
-    const state = await awaitOwnerExit(args.owner, undefined, parts.table);
+    const state = await awaitOwnerExit(args.owner, parts.table);
     if (state !== 'dead') {
-      process.stderr.write(`agent-trees: owner ${args.owner.pid} is ${state === 'alive' ? 'still running' : 'not provably gone'}: nothing swept\n`);
+      process.stderr.write(
+        `agent-trees: owner ${args.owner.pid} is ${state === 'alive' ? 'still running' : 'not provably gone'}: nothing swept\n`,
+      );
       return 0;
     }
   }
@@ -256,13 +324,20 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } else {
     for (const t of result.trees) {
-      process.stdout.write(`${t.treeId}\t${t.label}\towner ${t.ownerPid}\t${t.outcome}\tkilled ${t.killed}` +
-        (t.survivors ? `\tsurvivors ${t.survivors}` : '') + (t.note ? `\t(${t.note})` : '') + '\n');
+      process.stdout.write(
+        `${t.treeId}\t${t.label}\towner ${t.ownerPid}\t${t.outcome}\tkilled ${t.killed}` +
+          (t.survivors ? `\tsurvivors ${t.survivors}` : '') +
+          (t.note ? `\t(${t.note})` : '') +
+          '\n',
+      );
     }
     for (const s of result.skipped) process.stdout.write(`left alone\t${s.file}\t${s.reason}\n`);
-    for (const p of result.problems) process.stdout.write(`problem\t${p.file}\t${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}\n`);
-    process.stdout.write(`swept ${result.trees.length} tree(s) of dead owners, ended ${processCount(result.killed)}; ` +
-      `${result.liveOwners} live owner(s) left alone\n`);
+    for (const p of result.problems)
+      process.stdout.write(`problem\t${p.file}\t${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}\n`);
+    process.stdout.write(
+      `swept ${result.trees.length} tree(s) of dead owners, ended ${processCount(result.killed)}; ` +
+        `${result.liveOwners} live owner(s) left alone\n`,
+    );
   }
   return result.trees.some((t) => t.outcome === 'survivors' || t.outcome === 'refused') ? 1 : 0;
 }
@@ -304,7 +379,9 @@ async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promis
   for (const c of claims) {
     process.stdout.write(
       `claim ${c.file}: ` +
-        (c.problem ? `${c.problem}: left in place\n` : `owner ${c.ownerPid}'s record, claimed by sweeper ${c.claimant.pid} (${claimState[c.claimant.state]})\n`),
+        (c.problem
+          ? `${c.problem}: left in place\n`
+          : `owner ${c.ownerPid}'s record, claimed by sweeper ${c.claimant.pid} (${claimState[c.claimant.state]})\n`),
     );
   }
   for (const p of problems) process.stdout.write(`problem: ${p.file}: ${p.problem}\n`);

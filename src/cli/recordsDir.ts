@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { makeFolders } from '../proc';
 
 export function defaultRecordsDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
   if (env.AGENT_TREES_RECORDS) return env.AGENT_TREES_RECORDS;
@@ -29,8 +30,11 @@ export function recordsDirProblem(dir: string, forWriting: boolean): string | un
     const link = symlinkTarget(dir);
     if (link !== undefined) return problem(`is a symlink to ${link}, which does not exist`);
     if (!forWriting) return undefined;
-    const made = makeFolders(dir);
-    if (made) return problem(`cannot be created: ${made}`);
+    try {
+      makeFolders(dir);
+    } catch (e) {
+      return problem(`cannot be created: ${(e as Error).message}`);
+    }
     st = fs.statSync(dir);
   }
   if (!st.isDirectory()) return problem('is not a folder');
@@ -51,25 +55,4 @@ function symlinkTarget(p: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * `mkdir -p`, one level at a time from the deepest folder that exists. (`fs.mkdirSync(dir, { recursive: true })`
- * loops forever on a path such as /proc/x, where mkdir answers ENOENT under a parent that exists.)
- */
-function makeFolders(dir: string): string | undefined {
-  const missing: string[] = [];
-  let at = path.resolve(dir);
-  while (!fs.existsSync(at)) {
-    missing.unshift(at);
-    const up = path.dirname(at);
-    if (up === at) break;
-    at = up;
-  }
-  try {
-    for (const d of missing) fs.mkdirSync(d, { mode: 0o700 });
-  } catch (e) {
-    return (e as Error).message;
-  }
-  return undefined;
 }

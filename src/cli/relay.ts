@@ -56,7 +56,7 @@ export function processTerminal(): RelayTerminal {
 /**
  * Whether `run` relays a terminal of the agent's own: its stdin is a terminal it can put in raw mode, and it is
  * in that terminal's foreground. A background job (`agent-trees run ... &`) must not touch the terminal (the
- * kernel would stop it for reading or setting it): it passes its stdio on as before.
+ * kernel would stop it for reading or setting it): it passes its own stdio on to the agent.
  */
 export function relayWanted(input: RelayTerminal['input'] = process.stdin, foreground: () => boolean = inForeground): boolean {
   return input.isTTY === true && typeof input.setRawMode === 'function' && foreground();

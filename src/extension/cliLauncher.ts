@@ -5,18 +5,24 @@
 import * as fs from 'fs';
 import * as path from 'path';
 
+/** What the launcher runs, and for which platform. */
+export interface CliLauncherTarget {
+  /** The editor's Node (Electron's, which runs as Node with ELECTRON_RUN_AS_NODE=1). */
+  execPath: string;
+  /** The bundled CLI (`dist/cli.js`). */
+  cliScript: string;
+  /** Default: this process's. */
+  platform?: NodeJS.Platform;
+  /** Whether `execPath` is Electron; default: whether this process runs in it. */
+  electron?: boolean;
+}
+
 /**
  * Writes `agent-trees` (and `agent-trees.cmd` on Windows) into `dir`: a launcher that runs the bundled CLI with
- * the editor's own Node (Electron's, as Node). Rewritten only when it changes (a new version, another editor).
- * Returns `dir`.
+ * the editor's own Node. Rewritten only when it changes (a new version, another editor). Returns `dir`.
  */
-export function writeCliLauncher(
-  dir: string,
-  execPath: string,
-  cliScript: string,
-  platform = process.platform,
-  electron = !!process.versions.electron,
-): string {
+export function writeCliLauncher(dir: string, target: CliLauncherTarget): string {
+  const { execPath, cliScript, platform = process.platform, electron = !!process.versions.electron } = target;
   fs.mkdirSync(dir, { recursive: true });
   const asNode = electron ? 'ELECTRON_RUN_AS_NODE=1 ' : '';
   const [name, text, mode] =

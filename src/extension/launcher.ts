@@ -8,6 +8,7 @@ import { AgentDefinition, timeoutSecondsOf, validateDefinition } from '../agents
 import { commandLineDefinition, findAgent, LaunchableAgent, launchableAgents, resolveDefinition } from '../agents/resolveDefinition';
 import { AgentRun } from '../agents/runs';
 import { SpawnError, TreeOwner } from '../proc';
+import { recordsFolderProblem } from './recordsFolder';
 import { Settings } from './settings';
 import { AgentTerminals } from './terminal';
 import { formatDuration } from './viewFormat';
@@ -43,6 +44,9 @@ export class Launcher {
       definition = validateDefinition(arg, vscode.l10n.t('agent definition'));
     }
     const resolved = resolveDefinition(definition, launchContext());
+    // No tree starts without a record (the core refuses): said before a terminal opens for it.
+    const recordsProblem = recordsFolderProblem(this.owner.store);
+    if (recordsProblem) throw new Error(vscode.l10n.t('Cannot launch {0}: {1}', definition.name, recordsProblem));
     await this.owner.prepare(); // the cgroup probe, if it is still running (never blocking the host)
     try {
       return await this.terminals.launch(resolved.definition, { defaultCwd: resolved.defaultCwd, interactive: options.interactive });

@@ -15,7 +15,7 @@
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import { resolveDefinition } from '../agents/resolveDefinition';
-import { OwnerInfo, ownerIsChildOf, RecordFile, RecordStore, TreeRecord } from '../proc';
+import { OwnerInfo, ownerIsChildOf, processCore, RecordFile, RecordStore, TreeRecord } from '../proc';
 import { Settings } from './settings';
 import { launchContext } from './workspace';
 
@@ -89,6 +89,17 @@ export interface McpServerState {
   endedAt?: number;
 }
 
+export interface McpServersOptions {
+  /** This window's records folder: the wrapper records there. */
+  store: RecordStore;
+  /** The bundled CLI (`dist/cli.js`). */
+  cliPath: string;
+  settings: () => Settings;
+  /** The records of the other live owners in this window's records folder (read when it changes). */
+  liveRecords: () => RecordFile[];
+  log: vscode.LogOutputChannel;
+}
+
 /** How many ended servers stay listed. */
 const KEEP_ENDED = 10;
 
@@ -100,14 +111,18 @@ export class McpServers implements vscode.Disposable {
   private readonly known = new Map<string, McpServerState>();
   private seenRecords: RecordFile[] | undefined;
 
-  /** `liveRecords`: the records of the other live owners in this window's records folder (read when it changes). */
-  constructor(
-    private readonly store: RecordStore,
-    private readonly cliPath: string,
-    private readonly settings: () => Settings,
-    private readonly liveRecords: () => RecordFile[],
-    private readonly log: vscode.LogOutputChannel,
-  ) {
+  private readonly store: RecordStore;
+  private readonly cliPath: string;
+  private readonly settings: () => Settings;
+  private readonly liveRecords: () => RecordFile[];
+  private readonly log: vscode.LogOutputChannel;
+
+  constructor(options: McpServersOptions) {
+    this.store = options.store;
+    this.cliPath = options.cliPath;
+    this.settings = options.settings;
+    this.liveRecords = options.liveRecords;
+    this.log = options.log;
     if (this.api) {
       this.lastDefinitions = JSON.stringify(this.definitions());
       this.disposables.push(
@@ -116,9 +131,9 @@ export class McpServers implements vscode.Disposable {
           provideMcpServerDefinitions: () => this.definitions(),
         }),
       );
-      log.info(`MCP: providing the servers of agentTrees.agents to VS Code ${vscode.version}, each through agent-trees run`);
+      this.log.info(`MCP: providing the servers of agentTrees.agents to VS Code ${vscode.version}, each through agent-trees run`);
     } else {
-      log.info(`MCP: VS Code ${vscode.version} lets no extension provide MCP servers (1.101+); the wrapper command still works`);
+      this.log.info(`MCP: VS Code ${vscode.version} lets no extension provide MCP servers (1.101+); the wrapper command still works`);
     }
   }
 
@@ -198,14 +213,15 @@ export class McpServers implements vscode.Disposable {
       this.seenRecords = live;
       const running = new Set<string>();
       for (const { record } of live) {
-        if (!ownerIsChildOf(record.owner, process.pid)) continue;
+        if (!ownerIsChildOf(record.owner, process.pid, processCore().table)) continue;
         for (const tree of record.trees) {
           running.add(tree.id);
           if (!this.known.has(tree.id))
             this.known.set(tree.id, { id: tree.id, name: tree.label, state: 'running', owner: record.owner, tree });
         }
       }
-      for (const server of this.known.values()) if (server.state === 'running' && !running.has(server.id)) this.markEnded(server, 'stopped');
+      for (const server of this.known.values())
+        if (server.state === 'running' && !running.has(server.id)) this.markEnded(server, 'stopped');
     }
     const ended = [...this.known.values()].filter((s) => s.state !== 'running').sort((a, b) => (b.endedAt ?? 0) - (a.endedAt ?? 0));
     for (const s of ended.slice(KEEP_ENDED)) this.known.delete(s.id);

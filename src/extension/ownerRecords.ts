@@ -4,7 +4,7 @@
  * least every 10 s (an owner can die without touching the folder). One stat per refresh otherwise.
  */
 import * as fs from 'fs';
-import { classifyRecords, OwnerInfo, OwnerRecords, RecordStore } from '../proc';
+import { classifyRecords, OwnerInfo, OwnerRecords, processCore, RecordStore } from '../proc';
 
 const MAX_AGE_MS = 10_000;
 
@@ -21,7 +21,7 @@ export class OwnerRecordsReader {
   get(): OwnerRecords {
     const mtime = folderMtime(this.store.dir);
     if (!this.cached || mtime !== this.dirMtime || Date.now() - this.readAt > MAX_AGE_MS) {
-      this.cached = classifyRecords(this.store, this.self);
+      this.cached = classifyRecords(this.store, this.self, processCore().table);
       this.readAt = Date.now();
       this.dirMtime = mtime;
     }

@@ -32,14 +32,30 @@ const shellAndCount = (pid: number, n: number) =>
 /** What the status bar's deadline menu chose for a run. */
 export type DeadlineAction = { kill: true } | { extendSeconds: number };
 
+export interface PicksOptions {
+  runs: AgentRuns;
+  /** The view: the window trees it shows and its process counts. */
+  provider: ProcessTreeProvider;
+  windowTerminals: WindowTerminals;
+  mcp: McpServers;
+  /** Counts a run's processes the view has not counted. */
+  runMembers: RunMembers;
+}
+
 export class Picks {
-  constructor(
-    private readonly runs: AgentRuns,
-    private readonly provider: ProcessTreeProvider,
-    private readonly windowTerminals: WindowTerminals,
-    private readonly mcp: McpServers,
-    private readonly runMembers: RunMembers,
-  ) {}
+  private readonly runs: AgentRuns;
+  private readonly provider: ProcessTreeProvider;
+  private readonly windowTerminals: WindowTerminals;
+  private readonly mcp: McpServers;
+  private readonly runMembers: RunMembers;
+
+  constructor(options: PicksOptions) {
+    this.runs = options.runs;
+    this.provider = options.provider;
+    this.windowTerminals = options.windowTerminals;
+    this.mcp = options.mcp;
+    this.runMembers = options.runMembers;
+  }
 
   /** The kill target an argument names (tree id or view row), or one the user picks. */
   async killTarget(arg: string | Row | undefined): Promise<KillChoice | undefined> {

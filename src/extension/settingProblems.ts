@@ -14,6 +14,7 @@ export class SettingProblems {
     const messages = [...settings.agentErrors.map((e) => e.message), ...settings.problems];
     const key = messages.join('\n');
     for (const m of messages) this.log.warn(m);
+    for (const d of settings.deprecated) this.log.info(`deprecated setting in use: ${d}`);
     if (settings.workspaceAgentsIgnored) {
       this.log.info('Restricted Mode: the agentTrees.agents of the workspace settings are left out until the workspace is trusted');
     }

@@ -17,35 +17,70 @@ export interface Settings {
   killGraceSeconds: number;
   timeoutWarningSeconds: number;
   sweepOnActivation: boolean;
-  sweepIntervalMinutes: number;
-  refreshIntervalMs: number;
+  /** Between periodic sweeps; 0 = none. */
+  sweepIntervalSeconds: number;
+  /** Between refreshes of the view while it is visible. */
+  refreshIntervalSeconds: number;
   killDescendantsOnExit: boolean;
   cgroups: 'auto' | 'off';
   /** What happens to the processes a terminal's shell leaves running when the terminal closes. */
   terminalsOnClose: 'ask' | 'end' | 'keep';
   /** Settings whose value was unusable, with what was wrong (their defaults are used). */
   problems: string[];
+  /** Deprecated settings that are set and count (their new name is not set), with the name to use instead. */
+  deprecated: string[];
 }
 
+interface NumberSpec {
+  default: number;
+  min: number;
+  /** The setting's deprecated name, and how many seconds one of its units is. */
+  alias?: { key: string; secondsPerUnit: number };
+}
+
+/** Durations are in seconds; the older names in other units keep working, and count only if the new name is unset. */
 const NUMBERS = {
   defaultTimeoutSeconds: { default: 1800, min: 0 },
   killGraceSeconds: { default: 5, min: 0 },
   timeoutWarningSeconds: { default: 60, min: 0 },
-  sweepIntervalMinutes: { default: 10, min: 0 },
-  refreshIntervalMs: { default: 1000, min: 100 },
-} as const;
+  sweepIntervalSeconds: { default: 600, min: 0, alias: { key: 'sweepIntervalMinutes', secondsPerUnit: 60 } },
+  refreshIntervalSeconds: { default: 1, min: 0.1, alias: { key: 'refreshIntervalMs', secondsPerUnit: 0.001 } },
+} satisfies Record<string, NumberSpec>;
+
+/** Whether any level of the settings (user, workspace, folder, or one of their language sections) sets `key`. */
+function isSet(config: vscode.WorkspaceConfiguration, key: string): boolean {
+  const i = config.inspect(key);
+  if (!i) return false;
+  const levels = [
+    i.globalValue,
+    i.workspaceValue,
+    i.workspaceFolderValue,
+    i.globalLanguageValue,
+    i.workspaceLanguageValue,
+    i.workspaceFolderLanguageValue,
+  ];
+  return levels.some((v) => v !== undefined);
+}
 
 export function readSettings(): Settings {
   const config = vscode.workspace.getConfiguration('agentTrees');
   const problems: string[] = [];
-  const num = (key: keyof typeof NUMBERS): number => {
-    const spec = NUMBERS[key];
+  const deprecated: string[] = [];
+  const checked = (key: string, spec: { default: number; min: number }): number => {
     const v = config.get<unknown>(key, spec.default);
     if (typeof v !== 'number' || !Number.isFinite(v) || v < spec.min) {
       problems.push(vscode.l10n.t('agentTrees.{0} must be a number of at least {1}; using {2}', key, spec.min, spec.default));
       return spec.default;
     }
     return v;
+  };
+  const num = (key: keyof typeof NUMBERS): number => {
+    const spec: NumberSpec = NUMBERS[key];
+    const alias = spec.alias;
+    if (!alias || isSet(config, key) || !isSet(config, alias.key)) return checked(key, spec);
+    deprecated.push(`agentTrees.${alias.key} (use agentTrees.${key}, in seconds)`);
+    const inUnits = checked(alias.key, { default: spec.default / alias.secondsPerUnit, min: spec.min / alias.secondsPerUnit });
+    return inUnits * alias.secondsPerUnit;
   };
   const bool = (key: string, def: boolean): boolean => {
     const v = config.get<unknown>(key, def);
@@ -56,9 +91,11 @@ export function readSettings(): Settings {
     return v;
   };
   const cgroupsValue = config.get<unknown>('cgroups', 'auto');
-  if (cgroupsValue !== 'auto' && cgroupsValue !== 'off') problems.push(vscode.l10n.t('agentTrees.cgroups must be "auto" or "off"; using "auto"'));
+  if (cgroupsValue !== 'auto' && cgroupsValue !== 'off')
+    problems.push(vscode.l10n.t('agentTrees.cgroups must be "auto" or "off"; using "auto"'));
   const onClose = config.get<unknown>('terminals.onClose', 'ask');
-  if (onClose !== 'ask' && onClose !== 'end' && onClose !== 'keep') problems.push(vscode.l10n.t('agentTrees.terminals.onClose must be "ask", "end" or "keep"; using "ask"'));
+  if (onClose !== 'ask' && onClose !== 'end' && onClose !== 'keep')
+    problems.push(vscode.l10n.t('agentTrees.terminals.onClose must be "ask", "end" or "keep"; using "ask"'));
   const workspaceTrusted = vscode.workspace.isTrusted;
   const chosen = chooseDefinitions(config.inspect<unknown>('agents'), workspaceTrusted);
   const { agents, errors } = validateDefinitions(chosen.value ?? []);
@@ -72,11 +109,12 @@ export function readSettings(): Settings {
     killGraceSeconds: num('killGraceSeconds'),
     timeoutWarningSeconds: num('timeoutWarningSeconds'),
     sweepOnActivation: bool('sweepOnActivation', true),
-    sweepIntervalMinutes: num('sweepIntervalMinutes'),
-    refreshIntervalMs: num('refreshIntervalMs'),
+    sweepIntervalSeconds: num('sweepIntervalSeconds'),
+    refreshIntervalSeconds: num('refreshIntervalSeconds'),
     killDescendantsOnExit: bool('killDescendantsOnExit', true),
     cgroups: cgroupsValue === 'off' ? 'off' : 'auto',
     terminalsOnClose: onClose === 'end' || onClose === 'keep' ? onClose : 'ask',
     problems,
+    deprecated,
   };
 }

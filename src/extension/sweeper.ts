@@ -1,12 +1,10 @@
 /**
  * Orphan sweeps from the extension: once in the background after activation (an owner still alive is looked
  * at again once a few seconds later, since during a reload the old and new hosts run side by side), then every
- * `sweepIntervalMinutes`. A failing sweep is logged and the next one still runs.
+ * `sweepIntervalSeconds`. A failing sweep is logged and the next one still runs.
  */
 import * as vscode from 'vscode';
-import { CgroupMode, localSweepParts, Logger, processCount, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
-
-const RECHECK_LIVE_OWNERS_MS = 6000;
+import { CgroupMode, localSweepParts, Logger, processCore, processCount, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
 
 /** What a sweep found, in a user's words: the trees of stopped owners and what was ended, what was left alone. */
 function sweepSummary(result: SweepResult): string {
@@ -22,32 +20,41 @@ function sweepSummary(result: SweepResult): string {
   return found + cgroups + live + bad;
 }
 
+const RECHECK_LIVE_OWNERS_MS = 6000;
+
+export interface SweeperOptions {
+  store: RecordStore;
+  /** This extension host: its own record is never swept. */
+  self: OwnerInfo;
+  /** `agentTrees.killGraceSeconds`, in ms, read at each sweep. */
+  graceMs: () => number;
+  log: Logger;
+  /** `agentTrees.cgroups`: with "off" a sweep neither probes, reads nor removes cgroups. */
+  cgroups: () => CgroupMode;
+  /** Whether the user was told already that the records folder itself is unusable (by the activation check). */
+  folderProblemTold: boolean;
+}
+
 export class Sweeper implements vscode.Disposable {
   private interval: NodeJS.Timeout | undefined;
   private recheck: NodeJS.Timeout | undefined;
   private running: Promise<SweepResult> | undefined;
   private disposed = false;
 
-  constructor(
-    private readonly store: RecordStore,
-    private readonly self: OwnerInfo,
-    private readonly graceMs: () => number,
-    private readonly log: Logger,
-    /** `agentTrees.cgroups`: with "off" a sweep neither probes, reads nor removes cgroups. */
-    private readonly cgroups: () => CgroupMode,
-  ) {}
+  private readonly log: Logger;
+  private folderProblemTold: boolean;
+
+  constructor(private readonly options: SweeperOptions) {
+    this.log = options.log;
+    this.folderProblemTold = options.folderProblemTold;
+  }
 
   /** One sweep now (joins one already running). Notifies only when it ended something. */
   sweep(reason: string): Promise<SweepResult> {
     this.running ??= (async () => {
       try {
-        const result = await sweepOrphans(this.store, {
-          ...localSweepParts(),
-          self: this.self,
-          graceMs: this.graceMs(),
-          cgroups: this.cgroups(),
-          log: this.log,
-        });
+        const { store, self, graceMs, cgroups, log } = this.options;
+        const result = await sweepOrphans(store, { ...localSweepParts(processCore()), self, graceMs: graceMs(), cgroups: cgroups(), log });
         this.log.info(`sweep (${reason}): ${sweepSummary(result)}`);
         if (result.killed > 0 && !this.disposed) {
           void vscode.window.showInformationMessage(
@@ -57,6 +64,9 @@ export class Sweeper implements vscode.Disposable {
           );
         }
         for (const p of result.problems) {
+          // The folder itself is told once (each sweep logs it); a record in it, each time it is found.
+          if (p.file === store.dir && this.folderProblemTold) continue;
+          if (p.file === store.dir) this.folderProblemTold = true;
           void vscode.window.showWarningMessage(vscode.l10n.t('Agent Trees: record {0} could not be read ({1})', p.file, p.problem));
         }
         return result;
@@ -70,20 +80,23 @@ export class Sweeper implements vscode.Disposable {
   /** The activation sweep: in the background, never delaying activation. */
   startup(): void {
     setTimeout(() => {
-      this.sweep('activation').then((r) => {
-        if (r.liveOwners > 0 && !this.disposed) {
-          this.recheck = setTimeout(() => void this.sweep('activation, second look').catch((e) => this.fail(e)), RECHECK_LIVE_OWNERS_MS);
-        }
-      }, (e) => this.fail(e));
+      this.sweep('activation').then(
+        (r) => {
+          if (r.liveOwners > 0 && !this.disposed) {
+            this.recheck = setTimeout(() => void this.sweep('activation, second look').catch((e) => this.fail(e)), RECHECK_LIVE_OWNERS_MS);
+          }
+        },
+        (e) => this.fail(e),
+      );
     }, 0);
   }
 
-  /** Periodic sweeps every `minutes` (0 = off); call again when the setting changes. */
-  schedule(minutes: number): void {
+  /** Periodic sweeps every `seconds` (0 = off); call again when the setting changes. */
+  schedule(seconds: number): void {
     if (this.interval) clearInterval(this.interval);
     this.interval = undefined;
-    if (minutes > 0 && !this.disposed) {
-      this.interval = setInterval(() => void this.sweep('periodic').catch((e) => this.fail(e)), minutes * 60_000);
+    if (seconds > 0 && !this.disposed) {
+      this.interval = setInterval(() => void this.sweep('periodic').catch((e) => this.fail(e)), seconds * 1000);
     }
   }
 

@@ -16,7 +16,8 @@
 import * as vscode from 'vscode';
 import { AgentDefinition, showsTerminal } from '../agents/definition';
 import { AgentRun, AgentRuns, LaunchOptions } from '../agents/runs';
-import { FlowStats, RESTORE_TERMINAL_MODES as RESTORE_MODES, TerminalFlow } from '../proc';
+import { FlowStats, Logger, RESTORE_TERMINAL_MODES as RESTORE_MODES, TerminalFlow } from '../proc';
+import { inBackground } from './background';
 
 const toTerminal = (text: string) => text.replace(/\r?\n/g, '\r\n');
 
@@ -50,6 +51,7 @@ class AgentTerminal implements vscode.Pseudoterminal {
     private readonly runs: AgentRuns,
     readonly agentName: string,
     private readonly onClosed: (t: AgentTerminal) => void,
+    private readonly log: Logger,
   ) {}
 
   /** The run this terminal shows now. */
@@ -207,7 +209,7 @@ class AgentTerminal implements vscode.Pseudoterminal {
     for (const w of this.openWaiters.splice(0)) w();
     this.detach();
     const run = this.current;
-    if (run?.live) void this.runs.kill(run.id, 'killed');
+    if (run?.live) inBackground(this.runs.kill(run.id, 'killed'), this.log, `killing ${run.name} as its terminal closed`);
     this.onClosed(this);
     // The extension host keeps a terminal's pseudoterminal (and all it holds: the run, its output, its pty) until
     // the pseudoterminal says it closed, even after the terminal was disposed.
@@ -252,7 +254,10 @@ export class AgentTerminals implements vscode.Disposable {
   private lastSize: { cols: number; rows: number } | undefined;
   private fallbackTold = false;
 
-  constructor(private readonly runs: AgentRuns) {
+  constructor(
+    private readonly runs: AgentRuns,
+    private readonly log: Logger,
+  ) {
     const onPruned = (run: AgentRun) => this.forget(run);
     runs.on('pruned', onPruned);
     this.subscriptions.push({ dispose: () => runs.off('pruned', onPruned) });
@@ -277,7 +282,8 @@ export class AgentTerminals implements vscode.Disposable {
     try {
       run = this.runs.launch(definition, { ...options, size: entry.pty.size ?? this.lastSize });
     } catch (e) {
-      if (!reused) entry.terminal.dispose();
+      // Gone at once, not when VS Code reports the close: the next launch must not reuse a disposed terminal.
+      if (!reused) this.discard(entry);
       throw e;
     }
     if (entry.pty.size) this.lastSize = entry.pty.size;
@@ -352,11 +358,12 @@ export class AgentTerminals implements vscode.Disposable {
 
   private create(name: string, mcp: boolean): Entry {
     const entry = {} as Entry;
-    entry.pty = new AgentTerminal(this.runs, name, () => {
+    const onClosed = () => {
       this.entries.delete(entry);
       const run = entry.pty.run;
       if (run && this.byRun.get(run.id) === entry) this.byRun.delete(run.id);
-    });
+    };
+    entry.pty = new AgentTerminal(this.runs, name, onClosed, this.log);
     entry.terminal = vscode.window.createTerminal({
       name: vscode.l10n.t('Agent: {0}', name),
       pty: entry.pty,
@@ -365,6 +372,11 @@ export class AgentTerminals implements vscode.Disposable {
     });
     this.entries.add(entry);
     return entry;
+  }
+
+  private discard(entry: Entry): void {
+    this.entries.delete(entry);
+    entry.terminal.dispose();
   }
 
   /** A run forgotten from the view takes its terminal along, unless the terminal has moved on or is in front. */

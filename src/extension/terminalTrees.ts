@@ -18,6 +18,7 @@ import {
   KillReport,
   liveOwnership,
   MemberInfo,
+  processCore,
   processKey,
   readShell,
   RecordFile,
@@ -28,6 +29,7 @@ import {
   TerminalShell,
   WINDOW_TAG_VARIABLE,
 } from '../proc';
+import { inBackground } from './background';
 import { writeCliLauncher } from './cliLauncher';
 import { commandLabel } from './viewFormat';
 
@@ -75,8 +77,6 @@ export interface WindowTerminalsDeps {
   graceMs: () => number;
   /** Records of other live owners (an `agent-trees run` in a terminal ends its own tree when the terminal closes). */
   liveRecords: () => RecordFile[];
-  /** Something shown changed (a terminal opened or closed). */
-  onChanged: () => void;
 }
 
 const WINDOW_ID_KEY = 'agentTrees.windowId';
@@ -93,7 +93,10 @@ export class WindowTerminals implements vscode.Disposable {
     { question: TerminalQuestion; answer: (a: CloseAnswer | 'dismissed') => void; done: Promise<TerminalClosing> }
   >();
   readonly closings: TerminalClosing[] = [];
-  private readonly disposables: vscode.Disposable[] = [];
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Something shown changed: a terminal opened, or one closed or its shell exited. */
+  readonly onDidChange = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [this.changed];
   private shuttingDown = false;
 
   constructor(
@@ -103,7 +106,7 @@ export class WindowTerminals implements vscode.Disposable {
     let id = context.workspaceState.get<string>(WINDOW_ID_KEY);
     if (!id || !/^[0-9a-f]{16}$/.test(id)) {
       id = crypto.randomBytes(8).toString('hex');
-      void context.workspaceState.update(WINDOW_ID_KEY, id);
+      inBackground(context.workspaceState.update(WINDOW_ID_KEY, id), deps.log, "keeping the window's id");
     }
     this.windowId = id;
     this.kept = new Set(context.workspaceState.get<string[]>(KEPT_KEY) ?? []);
@@ -112,10 +115,10 @@ export class WindowTerminals implements vscode.Disposable {
     delete process.env[WINDOW_TAG_VARIABLE];
 
     this.disposables.push(
-      vscode.window.onDidOpenTerminal((t) => void this.add(t)),
+      vscode.window.onDidOpenTerminal((t) => this.addInBackground(t)),
       vscode.window.onDidCloseTerminal((t) => this.closed(t)),
     );
-    for (const t of vscode.window.terminals) void this.add(t);
+    for (const t of vscode.window.terminals) this.addInBackground(t);
   }
 
   /**
@@ -130,15 +133,18 @@ export class WindowTerminals implements vscode.Disposable {
     collection.replace(WINDOW_TAG_VARIABLE, this.windowId);
     collection.replace(RECORDS_VARIABLE, recordsDir);
     try {
-      const bin = writeCliLauncher(
-        path.join(this.context.globalStorageUri.fsPath, 'bin'),
-        process.execPath,
-        path.join(this.context.extensionPath, 'dist', 'cli.js'),
-      );
+      const bin = writeCliLauncher(path.join(this.context.globalStorageUri.fsPath, 'bin'), {
+        execPath: process.execPath,
+        cliScript: path.join(this.context.extensionPath, 'dist', 'cli.js'),
+      });
       collection.prepend('PATH', bin + path.delimiter);
     } catch (e) {
       this.deps.log.warn(`cannot write the agent-trees launcher for terminals: ${(e as Error).message}`);
     }
+  }
+
+  private addInBackground(terminal: vscode.Terminal): void {
+    inBackground(this.add(terminal), this.deps.log, `looking at terminal '${terminal.name}'`);
   }
 
   private async add(terminal: vscode.Terminal): Promise<void> {
@@ -149,11 +155,11 @@ export class WindowTerminals implements vscode.Disposable {
       return;
     }
     if (pid === undefined || this.entries.has(terminal) || this.shuttingDown) return; // an extension terminal: no shell of its own
-    const shell = readShell(pid);
+    const shell = readShell(pid, processCore().table);
     if (!shell) return;
     this.entries.set(terminal, { terminal, shell, seen: [], ending: false });
     this.deps.log.info(`terminal '${terminal.name}': shell ${shell.pid}, session ${shell.sid}`);
-    this.deps.onChanged();
+    this.changed.fire();
   }
 
   /** The open terminals with a shell, in the order VS Code lists them. */
@@ -186,7 +192,7 @@ export class WindowTerminals implements vscode.Disposable {
       // Unclaimed tagged processes are only shown here, not seen as this terminal's: a close judges them again.
       const unclaimed = new Set(m.unclaimed);
       if (!entry.ending) entry.seen = m.members.filter((p) => p.pid !== entry.shell.pid && !unclaimed.has(p.pid)).map(processKey);
-      if (!m.shellAlive && !entry.ending) void this.end(entry, 'shell exited');
+      if (!m.shellAlive && !entry.ending) this.endInBackground(entry, 'shell exited');
     }
     this.pruneKept();
   }
@@ -199,20 +205,28 @@ export class WindowTerminals implements vscode.Disposable {
       this.entries.delete(terminal);
       return;
     }
-    void this.end(entry, 'closed');
+    this.endInBackground(entry, 'closed');
+  }
+
+  private endInBackground(entry: Entry, why: TerminalClosing['why']): void {
+    inBackground(this.end(entry, why), this.deps.log, `terminal '${entry.terminal.name}' ${why}: ending what it left`);
   }
 
   /** The terminal closed or its shell exited: find what it left once things settled, then end, keep or ask. */
   private async end(entry: Entry, why: TerminalClosing['why']): Promise<TerminalClosing> {
     entry.ending = true;
-    this.deps.onChanged();
+    this.changed.fire();
     const name = entry.terminal.name;
     const { shell } = entry;
     const owners = liveOwnership(this.deps.liveRecords());
     let left: MemberInfo[];
     try {
-      left = await settleLeftovers(shell, (snap) =>
-        terminalLeftovers(snap, this.query(), shell.key, owners).map((p) => ({ ...p, command: snap.commandLine(p.pid) })),
+      const core = processCore();
+      left = await settleLeftovers(
+        shell,
+        (snap) =>
+          terminalLeftovers(snap, this.query(), shell.key, { owners, deps: core }).map((p) => ({ ...p, command: snap.commandLine(p.pid) })),
+        { table: core.table },
       );
     } catch (e) {
       this.deps.log.error(`terminal '${name}': cannot read what it left: ${(e as Error).message}`);
@@ -231,7 +245,7 @@ export class WindowTerminals implements vscode.Disposable {
       if (this.closings.length > HISTORY) this.closings.shift();
       return c;
     };
-    if (readShell(shell.pid)?.key === shell.key) {
+    if (readShell(shell.pid, processCore().table)?.key === shell.key) {
       this.deps.log.info(`terminal '${name}' ${why}, but its shell ${shell.pid} still runs: nothing of it is ended`);
       return record({ ...closing, outcome: 'shell still runs' });
     }
@@ -255,7 +269,7 @@ export class WindowTerminals implements vscode.Disposable {
   /** Names the tagged processes another open terminal could also have started: they stay, for the last of those. */
   private logDeferred(what: string, shellKey: string): void {
     try {
-      const deferred = deferredLeftoversNow(this.query(), shellKey);
+      const deferred = deferredLeftoversNow(this.query(), shellKey, processCore());
       if (deferred.length === 0) return;
       this.deps.log.info(
         `${what}: ${deferred.length} process(es) of the window that another open terminal could also have started stay ` +
@@ -267,7 +281,7 @@ export class WindowTerminals implements vscode.Disposable {
   }
 
   private async endLeft(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {
-    const report = await endLeftovers(shell, left, this.deps.graceMs(), this.deps.log);
+    const report = await endLeftovers(processCore().killer, { shell, left, graceMs: this.deps.graceMs(), log: this.deps.log });
     this.deps.log.info(
       `${what}: ended ${report.signalled} process(es)` +
         (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
@@ -283,7 +297,7 @@ export class WindowTerminals implements vscode.Disposable {
 
   private keep(left: MemberInfo[]): void {
     for (const p of left) this.kept.add(processKey(p));
-    void this.context.workspaceState.update(KEPT_KEY, [...this.kept]);
+    this.saveKept();
   }
 
   private async ask(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {
@@ -344,7 +358,7 @@ export class WindowTerminals implements vscode.Disposable {
     const entry = this.byShellKey(shellKey);
     const name = entry?.terminal.name ?? shellKey;
     this.deps.log.info(`terminal '${name}': ending everything under it but its shell`);
-    return endTerminalTree(this.query(), shellKey, this.deps.graceMs(), this.deps.log);
+    return endTerminalTree(processCore().killer, { query: this.query(), shellKey, graceMs: this.deps.graceMs(), log: this.deps.log });
   }
 
   /** Forgets kept processes that are gone (their keys can never come back: start keys grow). */
@@ -353,13 +367,17 @@ export class WindowTerminals implements vscode.Disposable {
     let changed = false;
     for (const key of this.kept) {
       const pid = Number(key.split(':')[0]);
-      const now = readShell(pid);
+      const now = readShell(pid, processCore().table);
       if (!now || now.key !== key) {
         this.kept.delete(key);
         changed = true;
       }
     }
-    if (changed) void this.context.workspaceState.update(KEPT_KEY, [...this.kept]);
+    if (changed) this.saveKept();
+  }
+
+  private saveKept(): void {
+    inBackground(this.context.workspaceState.update(KEPT_KEY, [...this.kept]), this.deps.log, 'keeping the list of kept processes');
   }
 
   /** The window reloads or closes: nothing of the terminals is ended from here on (VS Code may keep them). */

@@ -1,9 +1,9 @@
 /**
  * The "Process Trees" view: agent runs, trees that `agent-trees run` keeps in this window's terminals, the
  * window's terminals, each with its live process tree beneath, and (when the automatic sweep is off) the
- * orphaned trees of dead owners. The rows come from the pure builder (viewModel.ts); this provider feeds it one
- * snapshot per refresh and hands VS Code only what changed: top rows keep their object across refreshes, and
- * item ids are pid + start time, so expansion and selection survive.
+ * orphaned trees of dead owners. Each refresh reads one snapshot of the members, builds the view's input from it
+ * once (viewInput.ts) and the rows from that (viewModel.ts), both pure, and hands VS Code only what changed: top
+ * rows keep their object across refreshes, and item ids are pid + start time, so expansion and selection survive.
  *
  * Nothing is read while the view is hidden, so the rows VS Code asks for as it is shown come from the refresh that
  * showing starts. And VS Code drops a change of the top rows that comes while its own fetch of them is under way
@@ -12,18 +12,27 @@
  */
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
-import { MemberInfo, recordedTreeQuery, TreeMembersSource, TreeRecord } from '../proc';
+import { recordedTreeQuery, TreeMembersSource } from '../proc';
 import type { McpServerState } from './mcp';
 import { OwnerRecordsReader } from './ownerRecords';
 import { WindowTerminals } from './terminalTrees';
-import { buildView, CpuSamples, OrphanInput, Row, ViewModel, WindowTreeInput } from './viewModel';
+import { viewInputOf, WindowTree } from './viewInput';
+import { buildView, CpuSamples, Row, ViewModel } from './viewModel';
 
 export type { Row } from './viewModel';
+export type { WindowTree } from './viewInput';
 
-/** A tree of another live owner of this window, as the view last saw it. */
-export interface WindowTree {
-  record: TreeRecord;
-  ownerPid: number;
+export interface ProcessTreeProviderOptions {
+  runs: AgentRuns;
+  windowTerminals: WindowTerminals;
+  records: OwnerRecordsReader;
+  source: TreeMembersSource;
+  /** Whether the orphaned trees are listed (the automatic sweep is off). */
+  showOrphans: () => boolean;
+  /** A refresh could not read the process table. */
+  onError: (message: string) => void;
+  /** The MCP servers VS Code runs through the wrapper in this window. */
+  mcpServers: () => McpServerState[];
 }
 
 export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode.Disposable {
@@ -39,15 +48,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
   private windowTrees = new Map<string, WindowTree>();
   private refreshing: Promise<void> | undefined;
 
-  constructor(
-    private readonly runs: AgentRuns,
-    private readonly terminals: WindowTerminals,
-    private readonly records: OwnerRecordsReader,
-    private readonly source: TreeMembersSource,
-    private readonly showOrphans: () => boolean,
-    private readonly onError: (message: string) => void,
-    private readonly mcpServers: () => McpServerState[] = () => [],
-  ) {}
+  constructor(private readonly options: ProcessTreeProviderOptions) {}
 
   /** Takes a fresh look at everything shown and fires changes for what changed. Calls made meanwhile join. */
   refresh(): Promise<void> {
@@ -56,102 +57,40 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
 
   /** Whether the last refresh ran in the worker thread. */
   get lastInWorker(): boolean {
-    return this.source.lastInWorker;
+    return this.options.source.lastInWorker;
   }
 
+  /** One snapshot of the members of everything shown, then the view's input from it (viewInput.ts), then the rows. */
   private async doRefresh(): Promise<void> {
-    const runs = this.runs.list().sort((a, b) => a.startedAt - b.startedAt);
-    const owner = this.runs.owner;
-    const queries = runs.filter((r) => r.live).flatMap((r) => owner.queryOf(r.id) ?? []);
-    const records = this.records.get();
-    const servers = this.mcpServers();
+    const { runs, windowTerminals, source } = this.options;
+    const owner = runs.owner;
+    const runList = runs.list();
+    const records = this.options.records.get();
+    const mcpServers = this.options.mcpServers();
+    const queries = runList.filter((r) => r.live).flatMap((r) => owner.queryOf(r.id) ?? []);
     // The wrappers of VS Code's MCP servers own these: resolved as any other owner's recorded tree.
-    for (const s of servers) if (s.state === 'running') queries.push(recordedTreeQuery(s.tree, owner.core));
-    let result;
+    for (const s of mcpServers) if (s.state === 'running') queries.push(recordedTreeQuery(s.tree, owner.core));
+    let snapshot;
     try {
-      result = await this.source.query(queries, { terminals: this.terminals.query(), liveRecords: records.live });
+      snapshot = await source.query(queries, { terminals: windowTerminals.query(), liveRecords: records.live });
     } catch (e) {
-      this.onError(`reading the process table failed: ${(e as Error).message}`);
+      this.options.onError(`reading the process table failed: ${(e as Error).message}`);
       return;
     }
-    this.terminals.observe(result.terminals);
-
-    const members = new Map<string, MemberInfo[]>();
-    for (const t of result.trees) members.set(t.id, t.members);
-    for (const t of result.terminals) members.set(t.shellKey, t.members);
-    const windowTrees: WindowTreeInput[] = [];
-    this.windowTrees = new Map();
-    for (const w of result.windowRecords) {
-      const record = records.live.find((r) => r.file === w.file)?.record;
-      if (!record) continue;
-      for (const t of w.trees) {
-        const tree = record.trees.find((x) => x.id === t.id);
-        if (!tree || t.members.length === 0) continue;
-        members.set(tree.id, t.members);
-        this.windowTrees.set(tree.id, { record: tree, ownerPid: record.owner.pid });
-        windowTrees.push({
-          id: tree.id,
-          label: tree.label,
-          command: tree.command,
-          rootPid: tree.rootPid,
-          pgid: tree.pgid,
-          ownerPid: record.owner.pid,
-          deadline: tree.deadline,
-          tier: tree.cgroup ? 'cgroup' : 'group',
-        });
-      }
-    }
-    for (const s of servers) {
-      if (this.windowTrees.has(s.id)) continue;
-      const running = s.state === 'running';
-      if (running) {
-        members.set(s.id, result.trees.find((t) => t.id === s.id)?.members ?? []);
-        this.windowTrees.set(s.id, { record: s.tree, ownerPid: s.owner.pid });
-      }
-      windowTrees.push({
-        id: s.id,
-        label: s.name,
-        command: s.tree.command,
-        rootPid: s.tree.rootPid,
-        pgid: s.tree.pgid,
-        ownerPid: s.owner.pid,
-        deadline: s.tree.deadline,
-        tier: s.tree.cgroup ? 'cgroup' : 'group',
-        mcp: { state: s.state },
-      });
-    }
-    const orphans: OrphanInput[] = this.showOrphans()
-      ? records.gone.flatMap(({ record }) =>
-          record.trees.map((t) => ({ treeId: t.id, label: t.label, command: t.command, rootPid: t.rootPid, ownerPid: record.owner.pid })),
-        )
-      : [];
-    const model = buildView(
-      {
-        now: Date.now(),
-        takenAt: result.takenAt,
-        runs: runs.map((r) => ({
-          id: r.id,
-          name: r.name,
-          kind: r.kind,
-          state: r.state,
-          live: r.live,
-          deadline: r.deadline,
-          exitCode: r.exitCode,
-          exitSignal: r.exitSignal,
-          endingText: r.endingText(vscode.l10n),
-          command: [r.definition.command, ...(r.definition.args ?? [])],
-          rootPid: r.tree.record.rootPid,
-          pgid: r.tree.record.pgid,
-          tier: r.tree.tier,
-        })),
-        windowTrees,
-        terminals: this.terminals.list().map((t) => ({ shellKey: t.shell.key, name: t.terminal.name, shellPid: t.shell.pid })),
-        orphans,
-        members,
-        cpu: this.cpu,
-      },
-      vscode.l10n,
-    );
+    windowTerminals.observe(snapshot.terminals);
+    const { input, windowTrees } = viewInputOf({
+      now: Date.now(),
+      runs: runList,
+      snapshot,
+      terminals: windowTerminals.list().map((t) => ({ shellKey: t.shell.key, name: t.terminal.name, shellPid: t.shell.pid })),
+      liveRecords: records.live,
+      orphanRecords: this.options.showOrphans() ? records.gone : [],
+      mcpServers,
+      cpu: this.cpu,
+      l10n: vscode.l10n,
+    });
+    const model = buildView(input, vscode.l10n);
+    this.windowTrees = windowTrees;
     this.cpu = model.cpu;
     this.model = model;
     this.merge(model.rows);
@@ -209,7 +148,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
 
   /** Forget the cached records (after a sweep, say). */
   invalidateOrphans(): void {
-    this.records.invalidate();
+    this.options.records.invalidate();
   }
 
   getChildren(element?: Row): Row[] | Promise<Row[]> {

@@ -120,48 +120,41 @@ const STATE_ICONS: Record<RunState, [string, string?]> = {
   failed: ['error', 'charts.red'],
 };
 
+/** What every row builder of one build shares: the input, the samples and counts it fills, and the strings. */
+interface Build {
+  input: ViewInput;
+  l10n: Localizer;
+  /** This build's CPU samples (the next build's `input.cpu`). */
+  cpu: CpuSamples;
+  processCount: Map<string, number>;
+}
+
 /** Builds every row of the view. */
 export function buildView(input: ViewInput, l10n: Localizer): ViewModel {
-  const cpu: CpuSamples = new Map();
-  const processCount = new Map<string, number>();
+  const build: Build = { input, l10n, cpu: new Map(), processCount: new Map() };
   const rows: Row[] = [];
-  const subtree = (topId: string, top: TopTarget, members: MemberInfo[]) => {
-    const built = processRows(topId, top, members, input, cpu, l10n);
-    processCount.set(topId, members.length);
-    return built;
-  };
-
   const runs = [...input.runs].sort((a, b) => Number(b.live) - Number(a.live));
   for (const run of runs) {
     const id = `run:${run.id}`;
-    const tree = subtree(id, { kind: 'run', runId: run.id }, run.live ? (input.members.get(run.id) ?? []) : []);
-    rows.push(runRow(id, run, tree, input.now, l10n));
+    const tree = subtree(build, { topId: id, top: { kind: 'run', runId: run.id }, members: run.live ? membersOf(input, run.id) : [] });
+    rows.push(runRow(id, run, tree, build));
   }
   for (const t of input.windowTrees) {
     const id = `window:${t.id}`;
-    rows.push(
-      windowTreeRow(
-        id,
-        t,
-        subtree(id, { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid }, input.members.get(t.id) ?? []),
-        input.now,
-        l10n,
-      ),
-    );
+    const top: TopTarget = { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid };
+    rows.push(windowTreeRow(id, t, subtree(build, { topId: id, top, members: membersOf(input, t.id) }), build));
   }
   for (const t of input.terminals) {
     const id = `terminal:${t.shellKey}`;
-    rows.push(
-      terminalRow(
-        id,
-        t,
-        subtree(id, { kind: 'terminal', shellKey: t.shellKey, shellPid: t.shellPid }, input.members.get(t.shellKey) ?? []),
-        l10n,
-      ),
-    );
+    const top: TopTarget = { kind: 'terminal', shellKey: t.shellKey, shellPid: t.shellPid };
+    rows.push(terminalRow(id, t, subtree(build, { topId: id, top, members: membersOf(input, t.shellKey) }), build.l10n));
   }
   if (input.orphans.length > 0) rows.push(orphansRow(input.orphans, l10n));
-  return { rows, cpu, processCount };
+  return { rows, cpu: build.cpu, processCount: build.processCount };
+}
+
+function membersOf(input: ViewInput, key: string): MemberInfo[] {
+  return input.members.get(key) ?? [];
 }
 
 interface Subtree {
@@ -172,8 +165,28 @@ interface Subtree {
   signature: string;
 }
 
-function processRows(topId: string, top: TopTarget, members: MemberInfo[], input: ViewInput, cpu: CpuSamples, l10n: Localizer): Subtree {
-  const byPid = new Map<number, { row: Row; proc: MemberInfo; cpuPercent: number }>();
+/** The processes under one top row. */
+interface SubtreeSpec {
+  topId: string;
+  top: TopTarget;
+  members: MemberInfo[];
+}
+
+/** The process rows of a top row's subtree, by parent links, counted into `build.processCount`. */
+function subtree(build: Build, spec: SubtreeSpec): Subtree {
+  build.processCount.set(spec.topId, spec.members.length);
+  return processRows(spec, build);
+}
+
+/** A process and its row, while the subtree is put together. */
+interface ProcessEntry {
+  row: Row;
+  proc: MemberInfo;
+}
+
+function processRows({ topId, top, members }: SubtreeSpec, build: Build): Subtree {
+  const { input, cpu, l10n } = build;
+  const byPid = new Map<number, ProcessEntry>();
   let cpuTotal = 0;
   let rssTotal = 0;
   const parts: string[] = [];
@@ -185,41 +198,46 @@ function processRows(topId: string, top: TopTarget, members: MemberInfo[], input
     cpuTotal += cpuPercent;
     rssTotal += m.rssBytes;
     parts.push(`${key}:${m.ppid}:${Math.round(m.cpuMs / 100)}:${Math.round(m.rssBytes / 1048576)}`);
-    byPid.set(m.pid, {
-      proc: m,
-      cpuPercent,
-      row: {
-        id: `proc:${topId}:${key}`,
-        target: { kind: 'process', pid: m.pid, startKey: m.startKey, top },
-        label: commandLabel(m.command),
-        description: `${m.pid} · ${cpuPercent.toFixed(0)}% · ${formatBytes(m.rssBytes)}`,
-        tooltip: {
-          text: `${m.command}\n\n${l10n.t('pid {0} · ppid {1} · group {2} · session {3} · state {4}', m.pid, m.ppid, m.pgid, m.sid, m.state)}`,
-          markdown: false,
-        },
-        icon: { id: m.state === 'T' ? 'debug-pause' : cpuPercent >= 50 ? 'flame' : 'terminal' },
-        contextValue: 'process',
-        children: [],
-        signature: '',
-      },
-    });
+    byPid.set(m.pid, { proc: m, row: processRow(`proc:${topId}:${key}`, m, { top, cpuPercent }, l10n) });
   }
-  const roots: { row: Row; proc: MemberInfo }[] = [];
-  const children = new Map<number, { row: Row; proc: MemberInfo }[]>();
-  for (const entry of byPid.values()) {
-    const parent = entry.proc.ppid !== entry.proc.pid ? byPid.get(entry.proc.ppid) : undefined;
-    if (parent) children.set(parent.proc.pid, [...(children.get(parent.proc.pid) ?? []), entry]);
-    else roots.push(entry);
-  }
-  const byStart = (a: { proc: MemberInfo }, b: { proc: MemberInfo }) => a.proc.startTime - b.proc.startTime || a.proc.pid - b.proc.pid;
-  for (const [pid, list] of children) byPid.get(pid)!.row.children = list.sort(byStart).map((e) => e.row);
   return {
-    roots: roots.sort(byStart).map((e) => e.row),
+    roots: linkByParent(byPid),
     count: members.length,
     cpuPercent: cpuTotal,
     rssBytes: rssTotal,
     signature: [members.length, Math.round(cpuTotal), Math.round(rssTotal / 1048576), ...parts.sort()].join('|'),
   };
+}
+
+function processRow(id: string, m: MemberInfo, at: { top: TopTarget; cpuPercent: number }, l10n: Localizer): Row {
+  return {
+    id,
+    target: { kind: 'process', pid: m.pid, startKey: m.startKey, top: at.top },
+    label: commandLabel(m.command),
+    description: `${m.pid} · ${at.cpuPercent.toFixed(0)}% · ${formatBytes(m.rssBytes)}`,
+    tooltip: {
+      text: `${m.command}\n\n${l10n.t('pid {0} · ppid {1} · group {2} · session {3} · state {4}', m.pid, m.ppid, m.pgid, m.sid, m.state)}`,
+      markdown: false,
+    },
+    icon: { id: m.state === 'T' ? 'debug-pause' : at.cpuPercent >= 50 ? 'flame' : 'terminal' },
+    contextValue: 'process',
+    children: [],
+    signature: '',
+  };
+}
+
+/** Hangs each process row under its parent's (ordered by start time); returns the rows without a parent among them. */
+function linkByParent(byPid: Map<number, ProcessEntry>): Row[] {
+  const roots: ProcessEntry[] = [];
+  const children = new Map<number, ProcessEntry[]>();
+  for (const entry of byPid.values()) {
+    const parent = entry.proc.ppid !== entry.proc.pid ? byPid.get(entry.proc.ppid) : undefined;
+    if (parent) children.set(parent.proc.pid, [...(children.get(parent.proc.pid) ?? []), entry]);
+    else roots.push(entry);
+  }
+  const byStart = (a: ProcessEntry, b: ProcessEntry) => a.proc.startTime - b.proc.startTime || a.proc.pid - b.proc.pid;
+  for (const [pid, list] of children) byPid.get(pid)!.row.children = list.sort(byStart).map((e) => e.row);
+  return roots.sort(byStart).map((e) => e.row);
 }
 
 function stateLabel(run: RunInput, l10n: Localizer): string {
@@ -250,7 +268,7 @@ function sizeParts(tree: Subtree, l10n: Localizer): string[] {
   ];
 }
 
-function runRow(id: string, run: RunInput, tree: Subtree, now: number, l10n: Localizer): Row {
+function runRow(id: string, run: RunInput, tree: Subtree, { input: { now }, l10n }: Build): Row {
   const left = run.live ? timeLeft(run.deadline, now, l10n) : undefined;
   const parts = [stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n) : [])];
   const [icon, color] = STATE_ICONS[run.state];
@@ -272,8 +290,12 @@ function runRow(id: string, run: RunInput, tree: Subtree, now: number, l10n: Loc
   };
 }
 
-function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, now: number, l10n: Localizer): Row {
-  if (t.mcp) return mcpServerRow(id, t, t.mcp.state, tree, now, l10n);
+function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, build: Build): Row {
+  if (t.mcp) return mcpServerRow(id, { ...t, mcp: t.mcp }, tree, build);
+  const {
+    input: { now },
+    l10n,
+  } = build;
   const left = timeLeft(t.deadline, now, l10n);
   const parts = [l10n.t('agent-trees run'), ...(left ? [left] : []), ...sizeParts(tree, l10n)];
   return {
@@ -304,14 +326,12 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, now: numbe
 const MCP_STATE_COLORS = { running: 'charts.green', stopped: undefined, killed: 'charts.red' } as const;
 
 /** An MCP server of VS Code's MCP client, run through `agent-trees run --mcp`: killable while it runs. */
-function mcpServerRow(
-  id: string,
-  t: WindowTreeInput,
-  state: 'running' | 'stopped' | 'killed',
-  tree: Subtree,
-  now: number,
-  l10n: Localizer,
-): Row {
+function mcpServerRow(id: string, t: WindowTreeInput & Required<Pick<WindowTreeInput, 'mcp'>>, tree: Subtree, build: Build): Row {
+  const {
+    input: { now },
+    l10n,
+  } = build;
+  const state = t.mcp.state;
   const running = state === 'running';
   const left = running ? timeLeft(t.deadline, now, l10n) : undefined;
   const stateText = running ? l10n.t('running') : state === 'killed' ? l10n.t('killed') : l10n.t('stopped');

@@ -1,10 +1,11 @@
 /**
- * When the Process Trees view refreshes: every `refreshIntervalMs` while it is visible, never while it is hidden.
+ * When the Process Trees view refreshes: every `refreshIntervalSeconds` while it is visible, never while it is hidden.
  * While hidden, the window's terminals (if any) are still looked at every few seconds and soon after each command
  * (what a terminal leaves when it closes includes what was seen in it while open); nothing else is read.
  */
 import * as vscode from 'vscode';
 import { TreeMembersSource } from '../proc';
+import { inBackground } from './background';
 import { WindowTerminals } from './terminalTrees';
 import { ProcessTreeProvider, Row } from './treeView';
 
@@ -18,7 +19,7 @@ export interface ViewRefreshDeps {
   provider: ProcessTreeProvider;
   source: TreeMembersSource;
   windowTerminals: WindowTerminals;
-  /** `agentTrees.refreshIntervalMs`, read at each (re)schedule. */
+  /** `agentTrees.refreshIntervalSeconds` in ms, read at each (re)schedule. */
   intervalMs: () => number;
   log: vscode.LogOutputChannel;
 }
@@ -35,7 +36,7 @@ export class ViewRefresh implements vscode.Disposable {
       if (this.deps.view.visible || this.commandLook) return;
       this.commandLook = setTimeout(() => {
         this.commandLook = undefined;
-        void this.lookAtTerminals();
+        this.lookInBackground();
       }, AFTER_COMMAND_LOOK_MS);
     };
     this.disposables.push(vscode.window.onDidStartTerminalShellExecution(lookSoon), vscode.window.onDidEndTerminalShellExecution(lookSoon));
@@ -45,18 +46,26 @@ export class ViewRefresh implements vscode.Disposable {
   schedule(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    const { view, provider } = this.deps;
+    const { view } = this.deps;
     if (view.visible) {
-      void provider.refresh();
-      this.timer = setInterval(() => void provider.refresh(), this.deps.intervalMs());
+      this.refreshInBackground();
+      this.timer = setInterval(() => this.refreshInBackground(), this.deps.intervalMs());
     } else {
-      this.timer = setInterval(() => void this.lookAtTerminals(), HIDDEN_TERMINAL_LOOK_MS);
+      this.timer = setInterval(() => this.lookInBackground(), HIDDEN_TERMINAL_LOOK_MS);
     }
   }
 
   /** A refresh now, if the view is visible (something it shows changed). */
   refreshIfVisible(): void {
-    if (this.deps.view.visible) void this.deps.provider.refresh();
+    if (this.deps.view.visible) this.refreshInBackground();
+  }
+
+  private refreshInBackground(): void {
+    inBackground(this.deps.provider.refresh(), this.deps.log, 'refreshing the view');
+  }
+
+  private lookInBackground(): void {
+    inBackground(this.lookAtTerminals(), this.deps.log, 'looking at the terminals');
   }
 
   private async lookAtTerminals(): Promise<void> {

@@ -1,16 +1,20 @@
 /**
- * The core context: the parts every path through the core needs (the process table, the signaller, the
- * guard, the cgroups and their probe, and the one killer), built in one place. The front ends take the
- * process's context from `processCore()`, so the CLI and the extension each have one table (warm caches) and
- * one killer (requests for one tree join); tests build their own with synthetic parts.
+ * The composition root: the parts every path through the core needs (the process table, the signaller, the
+ * guard, the cgroups and their probe, and the one killer), built in one place. The front ends take this process's
+ * core from `processCore()` and pass its parts down, so the CLI and the extension each have one table (warm
+ * caches) and one killer (requests for one tree join); nothing below them builds or looks up a core. Tests build
+ * their own with synthetic parts (`createCore`).
  */
-import { CgroupControl, CgroupMode, CgroupProbeResult, CgroupProber, linuxCgroups } from './cgroup';
-import { currentSelf, SignalGuard } from './guard';
-import { MemberDeps } from './members';
-import { createProcessTable, ProcessTable } from './processTable';
-import { processSignaller, Signaller } from './signaller';
-import { TreeKiller } from './treeKiller';
-import { execAsync, ExecAsync } from './windowsKill';
+import { CgroupMode, CgroupProber, CgroupProbeResult } from './cgroup/probe';
+import { CgroupControl, linuxCgroups } from './cgroup/treeCgroup';
+import { currentSelf, SignalGuard } from './identity/guard';
+import { TreeKiller } from './kill/treeKiller';
+import { MemberDeps } from './members/membership';
+import { createProcessTable } from './platform/createProcessTable';
+import { execAsync, ExecAsync } from './platform/execAsync';
+import { ProcessTable } from './platform/processTable';
+import { processSignaller, Signaller } from './platform/signaller';
+import { SweepOptions } from './sweep/sweepOrphans';
 
 export interface Core extends MemberDeps {
   readonly platform: NodeJS.Platform;
@@ -70,4 +74,12 @@ let shared: Core | undefined;
 /** This process's core context, built on first use: what the front ends use. */
 export function processCore(): Core {
   return (shared ??= createCore());
+}
+
+/**
+ * The parts of `core` a sweep works through, for front ends: `sweepOrphans` itself takes them as parameters
+ * (unit tests pass synthetic ones).
+ */
+export function localSweepParts(core: Core): Pick<SweepOptions, 'table' | 'killer' | 'guard' | 'cgroupParts'> {
+  return { table: core.table, killer: core.killer, guard: core.guard, cgroupParts: core };
 }

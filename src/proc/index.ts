@@ -1,31 +1,33 @@
 /**
- * The process-tree core: spawning, finding, killing, recording and sweeping owned trees.
- * Pure Node: nothing here imports `vscode`, so the CLI, the extension and plain mocha all use it as it is.
+ * The process-tree core, as the front ends (src/extension, src/cli) and the agent runs (src/agents) see it: they
+ * import it from here only, and this exports by name exactly what they use (lint checks both). Pure Node: nothing
+ * in src/proc imports `vscode`. docs/architecture.md explains the layers below.
  */
-export * from './processTable';
-export * from './bootClock';
-export * from './identity';
-export * from './records';
-export * from './members';
-export * from './killTarget';
-export * from './signaller';
-export * from './guard';
-export * from './posixKill';
-export * from './windowsKill';
-export * from './treeKiller';
-export * from './core';
-export * from './spawn';
-export * from './pty';
-export * from './ptyFlow';
-export * from './owner';
-export * from './sweep';
-export * from './recordedTrees';
-export * from './log';
-export { CgroupControl, CgroupLocation, CgroupMode, CgroupProbeDeps, CgroupProbeResult, CgroupProber, CgroupTier, cgroup2Mount, probeCgroupTier } from './cgroup';
-export * from './treeMembers';
-export * from './treeMembersSource';
-export * from './terminalTrees';
-export * from './recordOwners';
-export * from './watchdog';
-export * from './takeover';
-export * from './memberTracker';
+export { localSweepParts, processCore } from './core';
+export { Logger, processCount, silentLogger, stderrLogger } from './platform/log';
+export { WINDOW_TAG_VARIABLE } from './platform/processTable';
+export { guardedPidOf } from './identity/guard';
+export { OwnerInfo, OwnerState, ownerIsChildOf, selfIdentity } from './identity/ownerIdentity';
+export { parseOwnerSpec, ProcessIdentity, processKey } from './identity/processIdentity';
+export { CgroupMode } from './cgroup/probe';
+export { RecordStore } from './records/claims';
+export { classifyRecords, OwnerRecords } from './records/judge';
+export { RecordFile, TreeRecord } from './records/schema';
+export { makeFolders } from './records/trustedFiles';
+export { KillReport } from './kill/killTarget';
+export { SpawnError } from './spawn/spawnError';
+export { checkSpawn } from './spawn/spawnTree';
+export { FlowStats, TerminalFlow } from './pty/ptyFlow';
+export { clampSize, PtyRoot } from './pty/ptyRoot';
+export { ptyProblem } from './pty/spawnPtyTree';
+export { DEFAULT_TERM, RESTORE_TERMINAL_MODES } from './pty/terminalModes';
+export { endLeftovers, endTerminalTree } from './terminals/ending';
+export { deferredLeftoversNow, liveOwnership, settleLeftovers, terminalLeftovers } from './terminals/leftovers';
+export { readShell, TerminalQuery, TerminalShell } from './terminals/membership';
+export { MemberInfo, recordedTreeQuery, TerminalMembers } from './tracking/listing';
+export { SourceStats, TreeMembersSource } from './tracking/treeMembersSource';
+export { killTreeById, listOwnedTrees } from './sweep/recordedTrees';
+export { sweepOrphans, SweepResult } from './sweep/sweepOrphans';
+export { OwnedTree, TreeOwner } from './owner/treeOwner';
+export { awaitOwnerExit, ownerInfoOf, WATCHDOG_GRACE_MS } from './owner/watchdog';
+export { WindowLease, windowKey } from './owner/windowLease';

@@ -5,24 +5,31 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
+import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { EXTENSION_ID, waitFor } from './harness';
-import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile } from './fixtures';
+import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile, testHooks } from './fixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
 
 describe('Agent Trees: agents in a real extension host', function () {
   this.timeout(60_000);
   let trees: AgentTreesApi;
+  let hooks: AgentTreesTestHooks;
   const setsidPids = pidFile();
 
   before(async () => {
     trees = await api();
+    hooks = await testHooks();
     await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
-    await config().update('agents', [
-      { name: 'setsid-agent', command: FIXTURE, args: ['setsid', setsidPids], timeoutSeconds: 0 },
-      { name: 'broken', command: 'x', timeoutSeconds: 'soon' },
-      { name: 'good-after-broken', command: 'sleep', args: ['60'], timeoutSeconds: 0 },
-    ], vscode.ConfigurationTarget.Global);
+    await config().update(
+      'agents',
+      [
+        { name: 'setsid-agent', command: FIXTURE, args: ['setsid', setsidPids], timeoutSeconds: 0 },
+        { name: 'broken', command: 'x', timeoutSeconds: 'soon' },
+        { name: 'good-after-broken', command: 'sleep', args: ['60'], timeoutSeconds: 0 },
+      ],
+      vscode.ConfigurationTarget.Global,
+    );
   });
 
   after(async () => {
@@ -55,7 +62,12 @@ describe('Agent Trees: agents in a real extension host', function () {
 
   it('launches by a definition argument, through the API too', async () => {
     const file = pidFile();
-    const id = await vscode.commands.executeCommand<string>('agentTrees.launchAgent', { name: 'by-argument', command: FIXTURE, args: ['daemon', file], timeoutSeconds: 0 });
+    const id = await vscode.commands.executeCommand<string>('agentTrees.launchAgent', {
+      name: 'by-argument',
+      command: FIXTURE,
+      args: ['daemon', file],
+      timeoutSeconds: 0,
+    });
     const roles = await fixturePids(file);
     const viaApi = await trees.launch({ name: 'via-api', command: 'sleep', args: ['60'], timeoutSeconds: 0 });
     assert.ok(trees.list().some((t) => t.id === viaApi && t.state === 'running'));
@@ -67,17 +79,17 @@ describe('Agent Trees: agents in a real extension host', function () {
 
   it('a timeout ends the tree, and the status bar shows the countdown, then hides it', async () => {
     const file = pidFile();
-    assert.strictEqual(trees.statusBar().visible, false);
+    assert.strictEqual(hooks.statusBar().visible, false);
     await config().update('timeoutWarningSeconds', 60, vscode.ConfigurationTarget.Global);
     const id = await trees.launch({ name: 'short-lived', command: FIXTURE, args: ['ignore-term', file], timeoutSeconds: 8 });
-    const bar = trees.statusBar(); // read at once: the deadline is 8 s away however slow the machine is
+    const bar = hooks.statusBar(); // read at once: the deadline is 8 s away however slow the machine is
     const roles = await fixturePids(file);
     assert.strictEqual(bar.visible, true);
     assert.match(bar.text, /^\$\(watch\) short-lived 0:0[0-8]$/);
     assert.strictEqual(bar.warning, true, 'under timeoutWarningSeconds: warning background');
     assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'timed out', 15_000), 'state shows timed out');
     assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000), 'SIGTERM-ignoring members die after the grace');
-    assert.ok(await waitFor(() => !trees.statusBar().visible, 5000), 'the countdown is hidden again');
+    assert.ok(await waitFor(() => !hooks.statusBar().visible, 5000), 'the countdown is hidden again');
     await config().update('timeoutWarningSeconds', undefined, vscode.ConfigurationTarget.Global);
   });
 
@@ -92,11 +104,20 @@ describe('Agent Trees: agents in a real extension host', function () {
   });
 
   it('runs an MCP server without a terminal until one is asked for', async () => {
-    const id = await trees.launch({ name: 'mcp-server', command: 'sh', args: ['-c', 'echo "starting" >&2; exec sleep 60'], kind: 'mcp', timeoutSeconds: 0 });
+    const id = await trees.launch({
+      name: 'mcp-server',
+      command: 'sh',
+      args: ['-c', 'echo "starting" >&2; exec sleep 60'],
+      kind: 'mcp',
+      timeoutSeconds: 0,
+    });
     assert.strictEqual(trees.list().find((t) => t.id === id)?.state, 'running');
     // An agent launched after it has its terminal by the time launch() returns; the MCP server, launched first, has none.
     const agent = await trees.launch({ name: 'agent-after-mcp', command: 'sleep', args: ['60'], timeoutSeconds: 0 });
-    assert.ok(vscode.window.terminals.some((t) => t.name === 'Agent: agent-after-mcp'), 'an agent gets its terminal at launch');
+    assert.ok(
+      vscode.window.terminals.some((t) => t.name === 'Agent: agent-after-mcp'),
+      'an agent gets its terminal at launch',
+    );
     assert.ok(!vscode.window.terminals.some((t) => t.name === 'Agent: mcp-server'), 'no terminal of its own');
     assert.strictEqual((await trees.kill(agent)).survivors, 0);
     await vscode.commands.executeCommand('agentTrees.showTerminal', id);
@@ -108,7 +129,10 @@ describe('Agent Trees: agents in a real extension host', function () {
   it('names the bad agents entry and its field, and still launches the good one', async () => {
     await assert.rejects(trees.launch('broken'), /agentTrees\.agents\[1\] \("broken"\): "timeoutSeconds" must be a number/);
     await assert.rejects(trees.launch({ name: 'no-command' } as never), /"command" must be a non-empty string/);
-    await assert.rejects(trees.launch({ name: 'missing', command: 'no-such-agent-cli-here' }), /Cannot launch missing: no-such-agent-cli-here: command not found on PATH/);
+    await assert.rejects(
+      trees.launch({ name: 'missing', command: 'no-such-agent-cli-here' }),
+      /Cannot launch missing: no-such-agent-cli-here: command not found on PATH/,
+    );
     const id = await trees.launch('good-after-broken');
     assert.strictEqual(trees.list().find((t) => t.id === id)?.state, 'running');
     await trees.kill(id);
@@ -117,10 +141,18 @@ describe('Agent Trees: agents in a real extension host', function () {
   it('says which agents the workspace defines, and launches them in a trusted workspace', async () => {
     assert.strictEqual(vscode.workspace.isTrusted, true, 'this run has workspace trust off: every folder is trusted');
     assert.ok(trees.agents().every((a) => a.from === 'user'));
-    await config().update('agents', [{ name: 'from-workspace', command: 'sleep', args: ['60'], kind: 'mcp', timeoutSeconds: 0 }], vscode.ConfigurationTarget.Workspace);
+    await config().update(
+      'agents',
+      [{ name: 'from-workspace', command: 'sleep', args: ['60'], kind: 'mcp', timeoutSeconds: 0 }],
+      vscode.ConfigurationTarget.Workspace,
+    );
     try {
       assert.ok(await waitFor(() => trees.agents().some((a) => a.name === 'from-workspace')), 'the workspace definition is read');
-      assert.deepStrictEqual(trees.agents(), [{ name: 'from-workspace', kind: 'mcp', from: 'workspace' }], 'a workspace value replaces the user one');
+      assert.deepStrictEqual(
+        trees.agents(),
+        [{ name: 'from-workspace', kind: 'mcp', from: 'workspace' }],
+        'a workspace value replaces the user one',
+      );
       const id = await trees.launch('from-workspace');
       assert.strictEqual((await trees.kill(id)).survivors, 0);
     } finally {
@@ -138,15 +170,25 @@ describe('Agent Trees: agents in a real extension host', function () {
     const t = record.trees.find((x: { id: string }) => x.id === id);
     assert.strictEqual(t.envTag, `AGENT_TREES_TREE_ID=${id}`);
     await trees.kill(id);
-    assert.ok(await waitFor(() => !fs.existsSync(file) || !JSON.parse(fs.readFileSync(file, 'utf8')).trees.some((x: { id: string }) => x.id === id)));
+    assert.ok(
+      await waitFor(
+        () => !fs.existsSync(file) || !JSON.parse(fs.readFileSync(file, 'utf8')).trees.some((x: { id: string }) => x.id === id),
+      ),
+    );
   });
 
   it('registers a handler for every command it contributes', async () => {
     await api();
     const registered = new Set(await vscode.commands.getCommands(true));
-    const contributed = (vscode.extensions.getExtension(EXTENSION_ID)!.packageJSON.contributes.commands as { command: string }[]).map((c) => c.command);
+    const contributed = (vscode.extensions.getExtension(EXTENSION_ID)!.packageJSON.contributes.commands as { command: string }[]).map(
+      (c) => c.command,
+    );
     assert.ok(contributed.length > 0);
-    assert.deepStrictEqual(contributed.filter((c) => !registered.has(c)), [], 'contributed commands without a handler');
+    assert.deepStrictEqual(
+      contributed.filter((c) => !registered.has(c)),
+      [],
+      'contributed commands without a handler',
+    );
   });
 });
 

@@ -10,7 +10,17 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { inPhase, killHostAfterResult, log, processes, waitFor } from './harness';
-import { allPids, api, checkEndedBeforeThisHost, FIXTURE, fixturePids, pidFile, REPO, watchAfterHostKill } from './fixtures';
+import {
+  allPids,
+  api,
+  checkEndedBeforeThisHost,
+  FIXTURE,
+  fixturePids,
+  PHASE_OUTLIVING_S,
+  pidFile,
+  REPO,
+  watchAfterHostKill,
+} from './fixtures';
 
 interface Fallback {
   ownerPid: number;
@@ -27,9 +37,11 @@ inPhase(1, 'crash: agents with helpers, then the extension host is SIGKILLed', (
     this.timeout(30_000);
     const trees = await api();
     const files = { setsid: pidFile(), stubborn: pidFile(), daemon: pidFile() };
-    await trees.launch({ name: 'crash-setsid', command: FIXTURE, args: ['setsid', files.setsid], timeoutSeconds: 0 });
-    await trees.launch({ name: 'crash-stubborn', command: FIXTURE, args: ['ignore-term', files.stubborn], timeoutSeconds: 0 });
-    await trees.launch({ name: 'crash-daemon', command: FIXTURE, args: ['daemon-devnull', files.daemon], timeoutSeconds: 0 });
+    // The rest of phase 1 runs before the host is killed: the trees must still be there then.
+    const env = { LIFETIME: String(PHASE_OUTLIVING_S) };
+    await trees.launch({ name: 'crash-setsid', command: FIXTURE, args: ['setsid', files.setsid], env, timeoutSeconds: 0 });
+    await trees.launch({ name: 'crash-stubborn', command: FIXTURE, args: ['ignore-term', files.stubborn], env, timeoutSeconds: 0 });
+    await trees.launch({ name: 'crash-daemon', command: FIXTURE, args: ['daemon-devnull', files.daemon], env, timeoutSeconds: 0 });
     const pids = [
       ...allPids(await fixturePids(files.setsid)),
       ...allPids(await fixturePids(files.stubborn)),
@@ -46,7 +58,7 @@ inPhase(1, 'crash: agents with helpers, then the extension host is SIGKILLed', (
     const pids = pidFile();
     const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), trees.recordsDir, 'setsid', pids, 'auto'], {
       stdio: ['ignore', 'pipe', 'ignore'],
-      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', WATCHDOG_CLI: '' },
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', WATCHDOG_CLI: '', LIFETIME: String(PHASE_OUTLIVING_S) },
     });
     const [, , watchdog] = (await new Promise<string>((resolve) => owner.stdout!.once('data', (d) => resolve(String(d)))))
       .trim()

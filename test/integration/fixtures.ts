@@ -6,6 +6,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
+import type { AgentTreesTestExports, AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { EXTENSION_ID, log, processes, REPO, waitFor } from './harness';
 
 export { REPO };
@@ -34,6 +35,13 @@ export const anyAlive = (pids: number[]) => pids.filter((p) => processes.isAlive
 
 export async function api(): Promise<AgentTreesApi> {
   return vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!.activate();
+}
+
+/** The test hooks the exports carry in this host (the suite runs the extension in `ExtensionMode.Test`). */
+export async function testHooks(): Promise<AgentTreesTestHooks> {
+  const exports: Partial<AgentTreesTestExports> = await vscode.extensions.getExtension<AgentTreesTestExports>(EXTENSION_ID)!.activate();
+  assert.ok(exports.testHooks, 'the exports of an extension host running tests carry testHooks');
+  return exports.testHooks;
 }
 
 /**
@@ -88,6 +96,12 @@ export interface MonitorReport {
 }
 
 /**
+ * How long a monitor and the trees it watches live at most: longer than the phase they start in (up to its 240 s
+ * timeout), since the host is killed only at the end of the phase; they end as soon as everything is gone.
+ */
+export const PHASE_OUTLIVING_S = 600;
+
+/**
  * Starts test/fixtures/monitor.js outside every tree (detached, a child of this host only until the host dies):
  * it watches this host, `pids` and `recordFile`, and writes when each was gone to `<global storage>/<name>-monitor.json`.
  */
@@ -103,7 +117,7 @@ export async function startMonitor(name: string, recordFile: string, pids: numbe
   const child = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'monitor.js'), out, JSON.stringify(spec)], {
     detached: true,
     stdio: 'ignore',
-    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', LIFETIME: String(PHASE_OUTLIVING_S) },
   });
   child.unref();
   assert.ok(await waitFor(() => fs.existsSync(out), 10_000), 'the monitor started');

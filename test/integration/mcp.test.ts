@@ -8,9 +8,10 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { AgentTreesApi, ApiRow } from '../../src/extension/api';
+import type { AgentTreesApi } from '../../src/extension/api';
+import type { AgentTreesTestHooks, ApiRow } from '../../src/extension/testHooks';
 import { EXTENSION_ID, log, processes, waitFor } from './harness';
-import { api, pidFile, REPO, shortKillGrace } from './fixtures';
+import { api, pidFile, REPO, shortKillGrace, testHooks } from './fixtures';
 
 const MCP_FIXTURE = path.join(REPO, 'test', 'fixtures', 'mcp-server.js');
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -57,14 +58,14 @@ const startTicks = new Map<number, number>();
  * description names the state, and while it runs its processes are beneath it.
  */
 async function serverRow(
-  trees: AgentTreesApi,
+  hooks: AgentTreesTestHooks,
   match: { name?: string; treeId?: string },
   state: 'running' | 'stopped' | 'killed',
 ): Promise<ApiRow> {
   let row: ApiRow | undefined;
   const until = Date.now() + 10_000;
   while (Date.now() < until) {
-    row = (await trees.view()).find(
+    row = (await hooks.view()).find(
       (r) =>
         r.target.kind === 'windowTree' &&
         (match.name === undefined || r.label === match.name) &&
@@ -200,6 +201,7 @@ describe('MCP: the wrapper command', function () {
 describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", function () {
   this.timeout(120_000);
   let trees: AgentTreesApi;
+  let hooks: AgentTreesTestHooks;
   const files = { stop: pidFile(), kill: pidFile(), added: pidFile() };
   const server = (name: string, file: string) => ({
     name,
@@ -212,6 +214,7 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
   before(async function () {
     if (!providerApi) this.skip(); // VS Code 1.100: no provider API (the wrapper tests above still run)
     trees = await api();
+    hooks = await testHooks();
     await config().update('killGraceSeconds', 1, vscode.ConfigurationTarget.Global);
     await config().update(
       'agents',
@@ -237,7 +240,7 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
     );
     wrapperOf(tree.server);
     assert.ok(processes.envOf(tree.server, 'AGENT_TREES_TREE_ID'), 'the server carries its tree tag');
-    const row = await serverRow(trees, { name: 'it-mcp-stop' }, 'running');
+    const row = await serverRow(hooks, { name: 'it-mcp-stop' }, 'running');
     assert.strictEqual(row.contextValue, 'windowTree.live', 'Kill Agent Tree applies');
     assert.deepStrictEqual(
       tree.all.filter((p) => !pidsUnder(row).includes(p)),
@@ -253,7 +256,7 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
     const tree = await serverTree(files.stop, 1);
     const wrapper = wrapperOf(tree.server);
     await stopAndWaitForTheEnd(providedId('it-mcp-stop'), [...tree.all, wrapper]);
-    const row = await serverRow(trees, { name: 'it-mcp-stop' }, 'stopped');
+    const row = await serverRow(hooks, { name: 'it-mcp-stop' }, 'stopped');
     assert.strictEqual(row.contextValue, 'mcpServer.ended');
     assert.deepStrictEqual(row.children, []);
   });
@@ -262,12 +265,12 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
     await startUntilRunning(providedId('it-mcp-kill'), files.kill);
     const first = await serverTree(files.kill, 1);
     const wrapper = wrapperOf(first.server);
-    const row = await serverRow(trees, { name: 'it-mcp-kill' }, 'running');
+    const row = await serverRow(hooks, { name: 'it-mcp-kill' }, 'running');
     // What the view's Kill action passes: the server's row.
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', row);
     assert.strictEqual(report?.survivors, 0);
     assert.ok(await waitFor(() => alive([...first.all, wrapper]).length === 0), `alive: ${described([...first.all, wrapper])}`);
-    await serverRow(trees, { name: 'it-mcp-kill' }, 'killed');
+    await serverRow(hooks, { name: 'it-mcp-kill' }, 'killed');
     // Were the server still running in VS Code's eyes, starting it would do nothing.
     await startUntilRunning(providedId('it-mcp-kill'), files.kill, 2);
     const second = await serverTree(files.kill, 2);
@@ -348,7 +351,7 @@ describe("MCP: a server of .vscode/mcp.json wrapped by the copied command, in VS
       ),
       'listed as a running MCP server',
     );
-    const row = await serverRow(trees(), { treeId: listed!.id }, 'running');
+    const row = await serverRow(await testHooks(), { treeId: listed!.id }, 'running');
     assert.deepStrictEqual(
       tree.all.filter((p) => !pidsUnder(row).includes(p)),
       [],

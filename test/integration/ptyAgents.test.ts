@@ -8,8 +8,9 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
+import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { log, processes, waitFor } from './harness';
-import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile, shortKillGrace } from './fixtures';
+import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile, shortKillGrace, testHooks } from './fixtures';
 import { events, ProbeEvent, PROBE, PYTHON } from '../support/ttyProbe';
 
 function reportFile(): string {
@@ -37,9 +38,11 @@ async function terminalOf(name: string): Promise<vscode.Terminal> {
 describe('Agent Trees: agents on a terminal of their own', function () {
   this.timeout(60_000);
   let trees: AgentTreesApi;
+  let hooks: AgentTreesTestHooks;
 
   before(async () => {
     trees = await api();
+    hooks = await testHooks();
   });
   shortKillGrace();
 
@@ -47,7 +50,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const file = reportFile();
     const id = await trees.launch({ name: 'tty-report', command: PYTHON, args: [PROBE, file, 'wait'], timeoutSeconds: 0 });
     const start = await event(file, (e) => e.event === 'start', 'start');
-    const state = trees.terminalState(id)!;
+    const state = hooks.terminalState(id)!;
     const tree = trees.list().find((t) => t.id === id)!;
     try {
       assert.deepStrictEqual(start.tty, [true, true, true]);
@@ -69,13 +72,13 @@ describe('Agent Trees: agents on a terminal of their own', function () {
           .pop()?.size ?? start.size;
       assert.ok(
         await waitFor(() => {
-          const now = trees.terminalState(id)!.size!;
+          const now = hooks.terminalState(id)!.size!;
           const seen = (events(file)
             .filter((e) => e.event === 'winch')
             .pop()?.size ?? start.size) as number[];
           return seen[0] === now.cols && seen[1] === now.rows;
         }),
-        `program size ${JSON.stringify(last)} vs terminal ${JSON.stringify(trees.terminalState(id)!.size)}`,
+        `program size ${JSON.stringify(last)} vs terminal ${JSON.stringify(hooks.terminalState(id)!.size)}`,
       );
     } finally {
       await trees.kill(id);
@@ -97,8 +100,8 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.strictEqual(trees.list().find((t) => t.id === id)?.state, 'running', 'SIGINT went to the program, not to a kill');
     terminal.sendText('q', false);
     assert.ok(
-      await waitFor(() => trees.terminalState(id)?.ending === 'exited with code 0', 10_000),
-      `ending: ${trees.terminalState(id)?.ending}`,
+      await waitFor(() => hooks.terminalState(id)?.ending === 'exited with code 0', 10_000),
+      `ending: ${hooks.terminalState(id)?.ending}`,
     );
   });
 
@@ -111,7 +114,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     await event(file, (e) => e.event === 'line' && e.line === 'hello there', 'the line');
     terminal.sendText('\x04', false);
     await event(file, (e) => e.event === 'eof', 'end of input');
-    assert.ok(await waitFor(() => trees.terminalState(id)?.ending === 'exited with code 0', 10_000));
+    assert.ok(await waitFor(() => hooks.terminalState(id)?.ending === 'exited with code 0', 10_000));
   });
 
   it('passes a resize of the panel on as SIGWINCH with the new size', async () => {
@@ -120,18 +123,18 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     await event(file, (e) => e.event === 'waiting', 'waiting');
     const terminal = await terminalOf('tty-resize');
     terminal.show(false);
-    await waitFor(() => trees.terminalState(id)?.size !== null);
-    const before = trees.terminalState(id)!.size!;
+    await waitFor(() => hooks.terminalState(id)?.size !== null);
+    const before = hooks.terminalState(id)!.size!;
     try {
       await vscode.commands.executeCommand('workbench.action.toggleMaximizedPanel');
       assert.ok(
         await waitFor(() => {
-          const now = trees.terminalState(id)!.size!;
+          const now = hooks.terminalState(id)!.size!;
           return now.rows !== before.rows || now.cols !== before.cols;
         }),
         `the terminal kept ${JSON.stringify(before)}`,
       );
-      const after = trees.terminalState(id)!.size!;
+      const after = hooks.terminalState(id)!.size!;
       await event(
         file,
         (e) => e.event === 'winch' && (e.size as number[])[0] === after.cols && (e.size as number[])[1] === after.rows,
@@ -148,18 +151,18 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const id = await trees.launch({ name: 'tty-flood', command: PYTHON, args: [PROBE, file, 'flood', '10000'], timeoutSeconds: 0 });
     await event(file, (e) => e.event === 'flooded', 'flooded');
     assert.ok(
-      await waitFor(() => trees.terminalState(id)?.ending === 'exited with code 0', 20_000),
-      `ending: ${trees.terminalState(id)?.ending}`,
+      await waitFor(() => hooks.terminalState(id)?.ending === 'exited with code 0', 20_000),
+      `ending: ${hooks.terminalState(id)?.ending}`,
     );
     const expected = Array.from({ length: 10_000 }, (_, i) => `line ${i}\r\n`).join('');
-    const output = trees.output(id)!;
+    const output = hooks.output(id)!;
     assert.strictEqual(output.length, expected.length, 'nothing lost, nothing added');
     assert.ok(output === expected, 'in order, unchanged (the tty turned \\n into \\r\\n, nothing else did)');
-    const state = trees.terminalState(id)!;
+    const state = hooks.terminalState(id)!;
     assert.strictEqual(state.written, expected.length, 'all of it went to the terminal');
     assert.ok(
-      await waitFor(() => trees.terminalState(id)!.acked === expected.length, 10_000),
-      `acknowledged ${trees.terminalState(id)!.acked} of ${expected.length}`,
+      await waitFor(() => hooks.terminalState(id)!.acked === expected.length, 10_000),
+      `acknowledged ${hooks.terminalState(id)!.acked} of ${expected.length}`,
     );
   });
 
@@ -171,13 +174,13 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       showTerminal: false,
       timeoutSeconds: 0,
     });
-    assert.ok(await waitFor(() => (trees.output(id) ?? '').includes('early-bird')));
-    assert.strictEqual(trees.terminalState(id), undefined, 'no terminal was asked for');
+    assert.ok(await waitFor(() => (hooks.output(id) ?? '').includes('early-bird')));
+    assert.strictEqual(hooks.terminalState(id), undefined, 'no terminal was asked for');
     assert.ok(!vscode.window.terminals.some((t) => t.name === 'Agent: tty-later'));
     await vscode.commands.executeCommand('agentTrees.showTerminal', id);
     await terminalOf('tty-later');
-    assert.ok(await waitFor(() => (trees.terminalState(id)?.written ?? 0) >= 'early-bird\r\n'.length), 'the backlog went to the terminal');
-    assert.strictEqual(trees.terminalState(id)!.io, 'pty');
+    assert.ok(await waitFor(() => (hooks.terminalState(id)?.written ?? 0) >= 'early-bird\r\n'.length), 'the backlog went to the terminal');
+    assert.strictEqual(hooks.terminalState(id)!.io, 'pty');
     await trees.kill(id);
   });
 
@@ -185,12 +188,12 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const pids = pidFile();
     const id = await trees.launch({ name: 'tty-kill', command: FIXTURE, args: ['setsid', pids], timeoutSeconds: 0 });
     const roles = await fixturePids(pids);
-    assert.strictEqual(trees.terminalState(id)?.io, 'pty');
+    assert.strictEqual(hooks.terminalState(id)?.io, 'pty');
     const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
     assert.strictEqual(result?.survivors, 0);
     assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0), `alive: ${anyAlive(allPids(roles))}`);
-    assert.ok(await waitFor(() => trees.terminalState(id)?.ending !== null), 'an ending line');
-    assert.strictEqual(trees.terminalState(id)!.ending, `killed: ended ${result!.signalled} processes`);
+    assert.ok(await waitFor(() => hooks.terminalState(id)?.ending !== null), 'an ending line');
+    assert.strictEqual(hooks.terminalState(id)!.ending, `killed: ended ${result!.signalled} processes`);
   });
 
   it("closing a terminal agent's terminal ends its whole tree", async () => {
@@ -203,17 +206,17 @@ describe('Agent Trees: agents on a terminal of their own', function () {
   });
 
   it("reuses an ended run's terminal for the next run of the same agent", async () => {
-    const before = trees.terminalCount();
+    const before = hooks.terminalCount();
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
       const id = await trees.launch({ name: 'tty-again', command: 'sleep', args: ['60'], timeoutSeconds: 0 });
       ids.push(id);
       await trees.kill(id);
-      assert.ok(await waitFor(() => trees.terminalState(id)?.ending !== null && trees.terminalState(id)?.ending !== undefined), 'ended');
+      assert.ok(await waitFor(() => hooks.terminalState(id)?.ending !== null && hooks.terminalState(id)?.ending !== undefined), 'ended');
     }
     assert.strictEqual(vscode.window.terminals.filter((t) => t.name === 'Agent: tty-again').length, 1);
-    assert.strictEqual(trees.terminalCount(), before + 1);
-    assert.strictEqual(trees.terminalState(ids[3])!.ending, 'killed: ended 1 process');
+    assert.strictEqual(hooks.terminalCount(), before + 1);
+    assert.strictEqual(hooks.terminalState(ids[3])!.ending, 'killed: ended 1 process');
   });
 
   it('does not pile up terminals: a forgotten run takes its terminal along', async function () {
@@ -244,7 +247,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const id = await trees.launch({ name: 'tty-piped', command: PYTHON, args: [PROBE, file, 'wait'], terminal: 'pipe', timeoutSeconds: 0 });
     const start = await event(file, (e) => e.event === 'start', 'start');
     assert.deepStrictEqual(start.tty, [false, false, false]);
-    assert.strictEqual(trees.terminalState(id)!.io, 'pipe');
+    assert.strictEqual(hooks.terminalState(id)!.io, 'pipe');
     await trees.kill(id);
     const mcp = await trees.launch({
       name: 'tty-mcp',
@@ -253,7 +256,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       kind: 'mcp',
       timeoutSeconds: 0,
     });
-    assert.strictEqual(trees.terminalState(mcp), undefined);
+    assert.strictEqual(hooks.terminalState(mcp), undefined);
     await trees.kill(mcp);
     await assert.rejects(trees.launch({ name: 'bad', command: 'sleep', terminal: 'tty' } as never), /"terminal" must be "pty"/);
     await assert.rejects(
@@ -278,12 +281,10 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       terminal.sendText('\x03', false);
       await event(file, (e) => e.event === 'sigint', 'SIGINT in the agent');
       terminal.sendText('q', true);
-      assert.ok(await waitFor(() => fs.existsSync(`${file}.exit`), 10_000), 'run ended with its agent');
-      assert.strictEqual(
-        fs.readFileSync(`${file}.exit`, 'utf8').trim(),
-        'relay-exit=0',
-        "the agent's exit code, not an interrupted run's 130",
-      );
+      // The shell creates the file at the redirection, before echo writes to it: wait for the whole line.
+      const exitLine = () => (fs.existsSync(`${file}.exit`) ? fs.readFileSync(`${file}.exit`, 'utf8') : '');
+      assert.ok(await waitFor(() => exitLine().endsWith('\n'), 10_000), 'run ended with its agent');
+      assert.strictEqual(exitLine().trim(), 'relay-exit=0', "the agent's exit code, not an interrupted run's 130");
     } finally {
       terminal.dispose();
     }
@@ -296,8 +297,8 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'timed out', 15_000));
     assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000));
     assert.ok(
-      await waitFor(() => /^timed out after 3 s: ended [1-9]\d* processes$/.test(trees.terminalState(id)?.ending ?? ''), 10_000),
-      `ending: ${trees.terminalState(id)?.ending}`,
+      await waitFor(() => /^timed out after 3 s: ended [1-9]\d* processes$/.test(hooks.terminalState(id)?.ending ?? ''), 10_000),
+      `ending: ${hooks.terminalState(id)?.ending}`,
     );
     assert.ok(allPids(roles).every((p) => !processes.isAlive(p)));
   });

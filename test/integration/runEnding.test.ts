@@ -5,7 +5,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
-import { api } from './fixtures';
+import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
+import { api, testHooks } from './fixtures';
 import { waitFor } from './harness';
 import { until } from './renderedView';
 import { evaluate, hasPage, PageElement } from './workbenchPage';
@@ -44,10 +45,12 @@ function logLines(trees: AgentTreesApi, text: string): string[] {
 describe('Agent Trees: how a run ended, told in one line', function () {
   this.timeout(60_000);
   let trees: AgentTreesApi;
+  let hooks: AgentTreesTestHooks;
 
   before(async function () {
     if (!hasPage()) this.skip(); // the notification is read through the host runner's page
     trees = await api();
+    hooks = await testHooks();
   });
 
   after(() => vscode.commands.executeCommand('notifications.clearAll'));
@@ -60,7 +63,7 @@ describe('Agent Trees: how a run ended, told in one line', function () {
       'the agent and its two helpers run',
     );
     await vscode.commands.executeCommand('agentTrees.killTree', id);
-    const ending = await until("the agent's terminal to show how it ended", async () => trees.terminalState(id)?.ending ?? undefined);
+    const ending = await until("the agent's terminal to show how it ended", async () => hooks.terminalState(id)?.ending ?? undefined);
     assert.strictEqual(ending, 'killed: ended 3 processes');
     const toast = await until('the notification', async () => (await evaluate(toastMessages)).find((m) => m.startsWith(`${name}:`)));
     assert.strictEqual(toast, `${name}: ${ending}`);

@@ -5,9 +5,9 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import type { ApiRow } from '../../src/extension/api';
+import type { ApiRow } from '../../src/extension/testHooks';
 import { inPhase, processes, waitFor } from './harness';
-import { api } from './fixtures';
+import { api, testHooks } from './fixtures';
 import { Handover, handoverFile } from './terminalFixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -20,6 +20,7 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
   it('finds the shell and its processes alive, the terminal back in the window and the view, and a sweep ends nothing of it', async function () {
     this.timeout(40_000);
     const trees = await api();
+    const hooks = await testHooks();
     const handover: Handover = JSON.parse(fs.readFileSync(await handoverFile(), 'utf8'));
     const all = [handover.shell, ...handover.children];
     try {
@@ -37,7 +38,7 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
       const childPids = handover.children.map((c) => c.pid);
       const deadline = Date.now() + 20_000;
       while (Date.now() < deadline) {
-        row = (await trees.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === handover.shell.pid);
+        row = (await hooks.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === handover.shell.pid);
         if (row && childPids.every((p) => pidsUnder(row!).includes(p))) break;
         await new Promise((r) => setTimeout(r, 200));
       }

@@ -6,9 +6,10 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import type { AgentTreesApi, ApiRow } from '../../src/extension/api';
+import type { AgentTreesApi } from '../../src/extension/api';
+import type { AgentTreesTestHooks, ApiRow } from '../../src/extension/testHooks';
 import { processes, waitFor } from './harness';
-import { api, fixturePids, pidFile, shortKillGrace } from './fixtures';
+import { api, fixturePids, pidFile, shortKillGrace, testHooks } from './fixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
 
@@ -84,14 +85,14 @@ async function shellWithChildren(name: string, started: Started): Promise<Shell>
   return { terminal, pid, roles, children };
 }
 
-async function terminalRow(trees: AgentTreesApi, shellPid: number): Promise<ApiRow | undefined> {
-  return (await trees.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === shellPid);
+async function terminalRow(hooks: AgentTreesTestHooks, shellPid: number): Promise<ApiRow | undefined> {
+  return (await hooks.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === shellPid);
 }
 
 /** Waits until the view shows every child under the shell's terminal (so they were seen while it was open). */
-async function seenUnderTerminal(trees: AgentTreesApi, shell: Shell): Promise<ApiRow> {
+async function seenUnderTerminal(hooks: AgentTreesTestHooks, shell: Shell): Promise<ApiRow> {
   return eventually(`the children ${shell.children} under terminal ${shell.pid}`, async () => {
-    const row = await terminalRow(trees, shell.pid);
+    const row = await terminalRow(hooks, shell.pid);
     return row && shell.children.every((pid) => pidsUnder(row).includes(pid)) ? row : undefined;
   });
 }
@@ -99,10 +100,12 @@ async function seenUnderTerminal(trees: AgentTreesApi, shell: Shell): Promise<Ap
 describe("Agent Trees: the window's terminals", function () {
   this.timeout(90_000);
   let trees: AgentTreesApi;
+  let hooks: AgentTreesTestHooks;
   let started: Started;
 
   before(async () => {
     trees = await api();
+    hooks = await testHooks();
   });
   shortKillGrace();
 
@@ -121,7 +124,7 @@ describe("Agent Trees: the window's terminals", function () {
   async function closeAndFind(shell: Shell) {
     shell.terminal.dispose();
     return eventually('the close to be handled', () =>
-      trees.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'),
+      hooks.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'),
     );
   }
 
@@ -138,7 +141,7 @@ describe("Agent Trees: the window's terminals", function () {
       'agent-trees is on the PATH',
     );
 
-    const row = await seenUnderTerminal(trees, shell);
+    const row = await seenUnderTerminal(hooks, shell);
     assert.strictEqual(row.label, 'it-view');
     assert.strictEqual(row.contextValue, 'terminal');
     assert.match(row.description ?? '', new RegExp(`^shell ${shell.pid} · \\d+ processes`));
@@ -165,7 +168,7 @@ describe("Agent Trees: the window's terminals", function () {
   it('onClose "end": closing the terminal ends everything its shell left running', async () => {
     await config().update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
     const shell = await shellWithChildren('it-end', started);
-    await seenUnderTerminal(trees, shell);
+    await seenUnderTerminal(hooks, shell);
     const closing = await closeAndFind(shell);
     assert.strictEqual(closing.outcome, 'ended');
     assert.deepStrictEqual(closing.left.map((p) => p.pid).sort(), [...shell.children].sort(), 'the log lists exactly what was left');
@@ -175,7 +178,7 @@ describe("Agent Trees: the window's terminals", function () {
   it('onClose "keep": closing the terminal leaves them running (and the log lists them)', async () => {
     await config().update('terminals.onClose', 'keep', vscode.ConfigurationTarget.Global);
     const shell = await shellWithChildren('it-keep', started);
-    await seenUnderTerminal(trees, shell);
+    await seenUnderTerminal(hooks, shell);
     const closing = await closeAndFind(shell);
     assert.strictEqual(closing.outcome, 'kept');
     assert.deepStrictEqual(closing.left.map((p) => p.pid).sort(), [...shell.children].sort());
@@ -191,9 +194,9 @@ describe("Agent Trees: the window's terminals", function () {
   it('onClose "ask": one notification names what is left; answering "Always End" ends them and sets "end"', async () => {
     await config().update('terminals.onClose', 'ask', vscode.ConfigurationTarget.Global);
     const shell = await shellWithChildren('it-ask', started);
-    await seenUnderTerminal(trees, shell);
+    await seenUnderTerminal(hooks, shell);
     shell.terminal.dispose();
-    const question = await eventually('the question', () => trees.terminalQuestions().find((q) => q.shellPid === shell.pid));
+    const question = await eventually('the question', () => hooks.terminalQuestions().find((q) => q.shellPid === shell.pid));
     assert.match(question.message, /^Terminal 'it-ask' left 3 processes running: (sleep 300|sh -c .*)(, (sleep 300|sh -c .*))*$/);
     assert.deepStrictEqual(question.processes.map((p) => p.pid).sort(), [...shell.children].sort());
     assert.deepStrictEqual(
@@ -201,13 +204,13 @@ describe("Agent Trees: the window's terminals", function () {
       [],
       'nothing is ended before the answer',
     );
-    const closing = await trees.answerTerminalQuestion(question.id, 'always');
+    const closing = await hooks.answerTerminalQuestion(question.id, 'always');
     assert.strictEqual(closing?.answer, 'always');
     assert.strictEqual(closing?.report?.survivors, 0);
     assert.ok(await waitFor(() => started.alive().length === 0, 10_000), `alive: ${started.alive()}`);
     assert.strictEqual(config().get('terminals.onClose'), 'end');
     assert.deepStrictEqual(
-      trees.terminalQuestions().filter((q) => q.shellPid === shell.pid),
+      hooks.terminalQuestions().filter((q) => q.shellPid === shell.pid),
       [],
     );
   });
@@ -224,7 +227,7 @@ describe("Agent Trees: the window's terminals", function () {
     const root = roles.get('root')![0];
     started.add([root]);
     const row = await eventually('the run in the view', async () =>
-      (await trees.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
+      (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
     );
     assert.strictEqual(row.contextValue, 'windowTree.live.deadline');
     assert.match(row.description ?? '', /^agent-trees run · 0:0\d left · \d+ processes/);
@@ -232,7 +235,7 @@ describe("Agent Trees: the window's terminals", function () {
     assert.ok(await waitFor(() => !processes.isAlive(root), 20_000), 'the tree died at its timeout');
     await eventually(
       'the run gone from the view',
-      async () => !(await trees.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
+      async () => !(await hooks.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
     );
     terminal.dispose();
   });
@@ -251,7 +254,7 @@ describe("Agent Trees: the window's terminals", function () {
       const root = (await fixturePids(file)).get('root')![0];
       started.add([root]);
       const row = await eventually(`${label} in the view`, async () =>
-        (await trees.view()).find((r) => r.target.kind === 'windowTree' && r.label === label),
+        (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === label),
       );
       started.add(pidsUnder(row));
       return { root, row };

@@ -6,22 +6,23 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
+import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { processes, waitFor } from './harness';
-import { api, pidFile } from './fixtures';
+import { api, pidFile, testHooks } from './fixtures';
 
-async function showView(trees: AgentTreesApi, visible: boolean): Promise<void> {
+async function showView(hooks: AgentTreesTestHooks, visible: boolean): Promise<void> {
   await vscode.commands.executeCommand(visible ? 'agentTrees.processTrees.focus' : 'workbench.view.explorer');
-  assert.ok(await waitFor(() => trees.viewRefresh().visible === visible, 10_000), `the view is ${visible ? 'shown' : 'hidden'}`);
+  assert.ok(await waitFor(() => hooks.viewRefresh().visible === visible, 10_000), `the view is ${visible ? 'shown' : 'hidden'}`);
 }
 
 /** Waits until `count` more status-bar countdown ticks have happened (its text changed that often). */
-async function countdownTicks(trees: AgentTreesApi, count: number): Promise<void> {
-  let last = trees.statusBar().text;
+async function countdownTicks(hooks: AgentTreesTestHooks, count: number): Promise<void> {
+  let last = hooks.statusBar().text;
   let seen = 0;
   assert.ok(
     await waitFor(
       () => {
-        const text = trees.statusBar().text;
+        const text = hooks.statusBar().text;
         if (text !== last) {
           last = text;
           seen++;
@@ -37,10 +38,12 @@ async function countdownTicks(trees: AgentTreesApi, count: number): Promise<void
 describe('Agent Trees: the view refresh in a real extension host', function () {
   this.timeout(60_000);
   let trees: AgentTreesApi;
+  let hooks: AgentTreesTestHooks;
   const config = () => vscode.workspace.getConfiguration('agentTrees');
 
   before(async () => {
     trees = await api();
+    hooks = await testHooks();
     // While hidden, the view still looks at the window's terminals now and then: close any an earlier test left
     // open (ending what they run), so the hidden view has nothing at all to look at.
     await config().update('terminals.onClose', 'end', vscode.ConfigurationTarget.Global);
@@ -55,37 +58,37 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     }
     // A close reads processes (what the terminal left, then the kill): wait until each one has been handled, so
     // that none of it falls into a measurement below.
-    const handled = () => closed.every((pid) => trees.terminalClosings().some((c) => c.shellPid === pid));
+    const handled = () => closed.every((pid) => hooks.terminalClosings().some((c) => c.shellPid === pid));
     assert.ok(await waitFor(handled, 30_000), `the closes of terminals ${closed.join(', ')} handled`);
-    const rows = async () => (await trees.view()).filter((r) => r.target.kind === 'terminal').length;
+    const rows = async () => (await hooks.view()).filter((r) => r.target.kind === 'terminal').length;
     for (let i = 0; i < 100 && (await rows()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
     assert.strictEqual(await rows(), 0, 'no terminal in the view');
   });
 
   after(async () => {
-    await showView(trees, false);
+    await showView(hooks, false);
     await config().update('terminals.onClose', undefined, vscode.ConfigurationTarget.Global);
   });
 
   it('reads no process while the view is hidden; the status-bar countdown needs none', async () => {
-    await showView(trees, false);
+    await showView(hooks, false);
     // An MCP server: no agent terminal opens (a terminal opening is looked at once, to know its shell).
     const id = await trees.launch({ name: 'far-deadline', command: 'sleep', args: ['120'], kind: 'mcp', timeoutSeconds: 600 });
     try {
-      assert.ok(await waitFor(() => trees.statusBar().visible), 'the countdown shows');
+      assert.ok(await waitFor(() => hooks.statusBar().visible), 'the countdown shows');
       // What earlier tests set going (a terminal's close, a kill, a sweep) reads processes on its own: wait for
       // 2 s without a read, then count over a longer window, so a reader that comes back is caught.
       let quietSince = Date.now();
-      let reads = trees.viewRefresh().processReads;
+      let reads = hooks.viewRefresh().processReads;
       const quiet = () => {
-        const now = trees.viewRefresh().processReads;
+        const now = hooks.viewRefresh().processReads;
         if (now !== reads) [reads, quietSince] = [now, Date.now()];
         return Date.now() - quietSince >= 2000;
       };
       assert.ok(await waitFor(quiet, 30_000), 'the reads of earlier tests are over');
-      const before = trees.viewRefresh();
-      await countdownTicks(trees, 6);
-      const after = trees.viewRefresh();
+      const before = hooks.viewRefresh();
+      await countdownTicks(hooks, 6);
+      const after = hooks.viewRefresh();
       assert.strictEqual(after.refreshes, before.refreshes, 'no refresh while hidden');
       assert.strictEqual(after.processReads, before.processReads, 'no process read while hidden');
     } finally {
@@ -102,23 +105,22 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
       timeoutSeconds: 0,
     });
     try {
-      await showView(trees, true);
-      assert.ok(await waitFor(() => (trees.viewRefresh().shown[`run:${id}`] ?? []).length === 5, 10_000), 'the view shows its 5 processes');
-      const r0 = trees.viewRefresh().refreshes;
-      assert.ok(await waitFor(() => trees.viewRefresh().refreshes >= r0 + 2, 8000), 'steady refreshing');
-      const before = trees.viewRefresh();
-      assert.ok(await waitFor(() => trees.viewRefresh().refreshes >= before.refreshes + 3, 8000), 'three refreshes');
-      const reads = trees.viewRefresh().processReads - before.processReads;
+      await showView(hooks, true);
+      assert.ok(await waitFor(() => (hooks.viewRefresh().shown[`run:${id}`] ?? []).length === 5, 10_000), 'the view shows its 5 processes');
+      const r0 = hooks.viewRefresh().refreshes;
+      assert.ok(await waitFor(() => hooks.viewRefresh().refreshes >= r0 + 2, 8000), 'steady refreshing');
+      const before = hooks.viewRefresh();
+      assert.ok(await waitFor(() => hooks.viewRefresh().refreshes >= before.refreshes + 3, 8000), 'three refreshes');
+      const reads = hooks.viewRefresh().processReads - before.processReads;
       const machine = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length;
       assert.ok(reads < machine, `${reads} reads in three refreshes, ${machine} processes on the machine`);
-      assert.strictEqual(trees.viewRefresh().mode, 'tracked');
     } finally {
       assert.strictEqual((await trees.kill(id)).survivors, 0);
     }
   });
 
   it('shows a daemon that left the parent chain, and Kill Agent Tree ends it at once', async () => {
-    await showView(trees, true);
+    await showView(hooks, true);
     const file = pidFile();
     const go = `${file}.go`;
     const script =
@@ -126,7 +128,7 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
       'setsid -f sh -c \'echo "daemon $$" >> "$0"; exec sleep 120 </dev/null >/dev/null 2>&1\' "$0" </dev/null >/dev/null 2>&1; exec sleep 120';
     const id = await trees.launch({ name: 'escaping', command: 'sh', args: ['-c', script, file], kind: 'mcp', timeoutSeconds: 0 });
     const root = trees.list().find((t) => t.id === id)!.rootPid;
-    const shown = () => trees.viewRefresh().shown[`run:${id}`] ?? [];
+    const shown = () => hooks.viewRefresh().shown[`run:${id}`] ?? [];
     assert.ok(await waitFor(() => shown().includes(root), 10_000), 'the view shows the root');
     fs.writeFileSync(go, '');
     let daemon = 0;

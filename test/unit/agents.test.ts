@@ -3,7 +3,8 @@ import * as path from 'path';
 import { expandVariables, validateDefinition, validateDefinitions } from '../../src/agents/definition';
 import { chooseDefinitions } from '../../src/agents/definitionSource';
 import { AgentRuns, Clock } from '../../src/agents/runs';
-import { membersOfTrees, processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
 import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
 
 describe('agent definitions', () => {
@@ -97,7 +98,7 @@ class ManualClock implements Clock {
 
 describe('agent runs on pipes (real processes)', () => {
   const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
-  const newRuns = (s = settings) => new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => s);
+  const newRuns = (s = settings) => new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => s);
 
   it('kills the whole tree at the deadline and says so', async () => {
     const runs = newRuns();
@@ -115,7 +116,7 @@ describe('agent runs on pipes (real processes)', () => {
 
   it('extends a deadline: nothing happens at the old one, the tree ends at the new one', async () => {
     const clock = new ManualClock();
-    const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => settings, undefined, clock);
+    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => settings, undefined, clock);
     const run = runs.launch({ name: 'sleeper', command: 'sleep', args: ['30'], timeoutSeconds: 0.4, terminal: 'pipe' });
     register(run.tree.child.pid!);
     const before = run.deadline!;
@@ -158,14 +159,14 @@ describe('agent runs on pipes (real processes)', () => {
 
 describe('memberships off the main thread', () => {
   it('gives the same members in the worker as on this thread', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
     register(tree.child.pid!);
     const pids = await fixturePids(pidfile);
     const query = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: false }];
-    const local = new TreeMembersSource(undefined);
-    const worker = new TreeMembersSource(path.join(REPO, 'out', 'src', 'proc', 'snapshotWorker.js'), -1); // always the worker
+    const local = new TreeMembersSource(processCore());
+    const worker = new TreeMembersSource(processCore(), { workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'), workerThreshold: -1 }); // always the worker
     try {
       const [a, b] = [await local.query(query), await worker.query(query)];
       assert.strictEqual(worker.lastInWorker, true);
@@ -185,14 +186,15 @@ describe('memberships off the main thread', () => {
 describe('memberships of cgroup trees', () => {
   it('reads only the cgroup, and finds what a full resolution finds', async function () {
     if (!processCore().cgroupTier('auto').tier) this.skip();
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['daemon-scrubbed', pidfile], stdio: 'ignore', cgroups: 'auto' });
     register(tree.child.pid!);
     const pids = await fixturePids(pidfile);
     try {
       assert.strictEqual(tree.tier, 'cgroup');
-      const fast = membersOfTrees(processCore().table, [{ ...tree.record, continuouslyOwned: true, cgroupVerified: true }], processCore());
+      const trees = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: true }];
+      const fast = refreshMembers(processCore().table, new MemberTracker(processCore()).next(trees), processCore());
       assert.ok(fast.processCount < 10, 'no full scan');
       const full = owner.members(tree.record.id).map((p) => p.pid).sort();
       assert.deepStrictEqual(fast.trees[0].members.map((m) => m.pid).sort(), full);
@@ -206,7 +208,7 @@ describe('memberships of cgroup trees', () => {
 
 describe('killing one process and its children', () => {
   it('ends the subtree and leaves the rest of the tree running', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     // root (sleep, after exec) -> middle sh -> two sleeps
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'sh -c "sleep 30 & sleep 30" & exec sleep 30'], stdio: 'ignore' });
     register(tree.child.pid!);

@@ -6,7 +6,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { liveOwnership, readShell, terminalLeftovers, WINDOW_TAG_VARIABLE } from '../../src/proc';
+import { liveOwnership, processCore, readShell, terminalLeftovers, WINDOW_TAG_VARIABLE } from '../../src/proc';
 import { aliveOf, CLI, register, tmpDir, waitFor } from './helpers';
 import { hasTool, processTable, runBounded } from './recordHelpers';
 
@@ -57,7 +57,7 @@ describe('attack probes', () => {
       const shChild = await waitFor("the shell's child", () => processTable().snapshot().children().get(sh.pid!)?.[0]);
       register(shChild.pid);
       try {
-        const seenBeforeStep = await waitFor('the shell', () => readShell(sh.pid!));
+        const seenBeforeStep = await waitFor('the shell', () => readShell(sh.pid!, processTable()));
         // Read before a +1 h step: every later snapshot puts start times an hour later than this one did.
         const shell = {
           ...seenBeforeStep,
@@ -65,7 +65,7 @@ describe('attack probes', () => {
           trackedAt: seenBeforeStep.trackedAt - 3_600_000,
         };
         const query = { windowTags: [tag], shells: [shell], seen: {}, kept: [] };
-        const left = terminalLeftovers(table.snapshot(), query, shell.key, liveOwnership([]));
+        const left = terminalLeftovers(table.snapshot(), query, shell.key, { owners: liveOwnership([]), deps: processCore() });
         assert.ok(
           !left.some((p) => p.pid === daemon.pid),
           `the daemon ${daemon.pid} started before the shell: it is not this terminal's (left: ${left.map((p) => p.pid)})`,

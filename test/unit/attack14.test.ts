@@ -6,22 +6,10 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn, spawnSync } from 'child_process';
-import {
-  canTrack,
-  endTerminalTree,
-  LinuxProcessTable,
-  membersOfTrees,
-  MemberTracker,
-  processCore,
-  processKey,
-  readShell,
-  refreshMembers,
-  TreeOwner,
-  TreeQuery,
-  TreesMembers,
-  ViewExtras,
-  WINDOW_TAG_VARIABLE,
-} from '../../src/proc';
+import { endTerminalTree, processCore, processKey, readShell, TreeOwner, WINDOW_TAG_VARIABLE } from '../../src/proc';
+import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
+import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../src/proc/tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
 import { aliveOf, register, tmpDir, waitAllDead, waitFor } from './helpers';
 
 const core = processCore();
@@ -30,7 +18,7 @@ const core = processCore();
 function tracked(table = new LinuxProcessTable()) {
   const clock = { now: 1_000_000 };
   const tracker = new MemberTracker(core, { now: () => clock.now });
-  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): TreesMembers => {
+  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): MemberListing => {
     const r = refreshMembers(table, tracker.next(trees, extras, canTrack(table, trees, extras, core)), core);
     tracker.learn(r);
     return r;
@@ -42,7 +30,7 @@ const queryOf = (owner: TreeOwner, id: string): TreeQuery => {
   const record = owner.get(id)!.record;
   return { ...record, continuouslyOwned: true, cgroupVerified: record.cgroup !== null };
 };
-const pidsOf = (r: TreesMembers, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid);
+const pidsOf = (r: MemberListing, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid);
 const readLines = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
 const roleOf = (file: string, role: string) => {
   const m = new RegExp(`^${role} (\\d+)$`, 'm').exec(readLines(file));
@@ -56,7 +44,7 @@ describe('attack probes of issue 14: the owner watch', function () {
   // its root's exit was not yet reported: a pseudo-terminal root reports its exit up to 200 ms after it died (node-pty
   // drains the output first). checkAll, which it replaced, skipped running trees (commit 36cacf1).
   it("never ends a tree before its root's exit is reported (a pseudo-terminal root reports it late)", async function () {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 10 });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 10 });
     // A tree whose root exits at once leaving a daemon: it keeps the watch running every 10 ms.
     const pidfile = path.join(tmpDir(), 'pids');
     const keeper = owner.spawn({
@@ -131,11 +119,11 @@ describe('attack probes of issue 14: a terminal of the window', function () {
     try {
       const host = await waitFor('the other window host', () => roleOf(pidfile, 'host'));
       register(host);
-      const shell = await waitFor('the shell', () => readShell(shellChild.pid!));
+      const shell = await waitFor('the shell', () => readShell(shellChild.pid!, core.table));
       const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: editor.pid! } };
       const { clock, refresh } = tracked();
-      const full = () => membersOfTrees(new LinuxProcessTable(), [], core, extras).terminals[0].members.map((m) => m.pid);
-      const observe = (r: TreesMembers) => {
+      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, { extras }).terminals[0].members.map((m) => m.pid);
+      const observe = (r: MemberListing) => {
         // As the extension's WindowTerminals.observe does.
         const t = r.terminals[0];
         extras.terminals!.seen[shell.key] = t.members.filter((p) => p.pid !== shell.pid && !t.unclaimed.includes(p.pid)).map(processKey);
@@ -154,7 +142,7 @@ describe('attack probes of issue 14: a terminal of the window', function () {
         const shown = observe(refresh([], extras));
         assert.deepStrictEqual(shown, [shell.pid], `second ${i + 1}: the view shows only the shell (census every 10 s)`);
       }
-      const report = await endTerminalTree(extras.terminals!, shell.key, 0);
+      const report = await endTerminalTree(core.killer, { query: extras.terminals!, shellKey: shell.key, graceMs: 0 });
       assert.strictEqual(report.signalled, 0, `End Everything Under This Terminal ended ${report.signalled} of the editor's processes`);
       assert.deepStrictEqual(aliveOf([server, helper]), [server, helper]);
     } finally {
@@ -193,7 +181,7 @@ describe('attack probes of issue 14: clock steps', function () {
   // user setting the date) put the next full scan off by the size of the step: an escaped daemon stayed hidden
   // from the view for an hour after a 1 h step.
   it('a wall-clock step back does not put off the full scan: an escaped daemon is shown within 10 s', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const escaper = spawnEscaper(owner);
     const id = escaper.tree.record.id;
     const { clock, refresh } = tracked();
@@ -225,7 +213,7 @@ describe('attack probes of issue 14: pid allocation that goes round behind the c
   it('a daemon left at a pid the census saw before, with allocation moved round by failing forks, is shown within a minute', async function () {
     const pidMax = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
     if (pidMax > 100_000 || process.arch !== 'x64' || spawnSync('perl', ['-e', '1']).status !== 0) this.skip(); // ~pid_max failing forks
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const script = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'pidWrap.pl');
     const tree = owner.spawn({
@@ -287,7 +275,7 @@ describe('attack probes of issue 14: a member that leaves the cgroup (root)', fu
   it('is never shown by the view, but the kill ends it and the watch keeps the tree until it does', async function () {
     if (process.getuid?.() !== 0 || !cgroupProbe.tier || cgroupProbe.tier.kind !== 'directory') this.skip();
     const mount = path.dirname(cgroupProbe.tier.base);
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto', watchIntervalMs: 20 });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto', watchIntervalMs: 20 });
     const pidfile = path.join(tmpDir(), 'pids');
     const script = `sh -c 'echo $$ > "$1/cgroup.procs"; echo "out $$" >> "$0"; exec sleep 60' "$0" "$1" & sleep 0.3; exit 0`;
     const tree = owner.spawn({ command: 'sh', args: ['-c', script, pidfile, mount], stdio: 'ignore', cgroups: 'auto' });
@@ -340,7 +328,7 @@ describe('attack probes of issue 14: a known member whose pid goes to an unrelat
   // core's rules, so it is not shown; a kill from the old row, or from a row naming the new holder, signals nothing.
   it('is read by the walk but never shown, and a kill from its row ends nothing', async function () {
     if (process.getuid?.() !== 0) this.skip(); // moving ns_last_pid needs root
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'while :; do sleep 60 & wait; done'], stdio: 'ignore' });
     register(tree.child.pid!);
     const id = tree.record.id;

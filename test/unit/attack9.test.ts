@@ -12,7 +12,10 @@ import { AgentDefinition, expandVariables, validateDefinitions } from '../../src
 import { commandLineDefinition, findAgent, LaunchContext, resolveDefinition } from '../../src/agents/resolveDefinition';
 import { AgentRuns } from '../../src/agents/runs';
 import { RunMembers } from '../../src/extension/runMembers';
-import { createCore, hostClock, OwnerInfo, ownerIsChildOf, ProcessInfo, SpawnError, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { OwnerInfo, ownerIsChildOf, processCore, SpawnError, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { createCore } from '../../src/proc/core';
+import { hostClock } from '../../src/proc/platform/bootClock';
+import { ProcessInfo } from '../../src/proc/platform/processTable';
 import { aliveOf, FIXTURE, fixturePids, REPO, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
 import { hasTool } from './recordHelpers';
 
@@ -86,7 +89,7 @@ describe('attack probes, issue 9 (the controller split)', () => {
     }
 
     it('a $(...) value passed as an argument runs no shell when launched', async () => {
-      const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => ({
+      const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => ({
         defaultTimeoutSeconds: 0,
         killGraceSeconds: 0.3,
         killDescendantsOnExit: true,
@@ -119,7 +122,7 @@ describe('attack probes, issue 9 (the controller split)', () => {
       ];
       for (const [title, cwdOf, message] of cases) {
         it(title, () => {
-          const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+          const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
           const runs = new AgentRuns(owner, () => ({ defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true }));
           const started = path.join(dir, `started-${title.length}`);
           const resolved = resolveDefinition(
@@ -184,7 +187,7 @@ describe('attack probes, issue 9 (the controller split)', () => {
 
   describe('Kill Process outside our trees (TreeOwner.killForeignProcess)', () => {
     it('a process whose start key is not the row\'s (its pid reused) gets no signal', async () => {
-      const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+      const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
       const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
       register(child.pid!);
       try {
@@ -207,11 +210,12 @@ describe('attack probes, issue 9 (the controller split)', () => {
       const script = path.join(dir, 'probe.js');
       fs.writeFileSync(
         script,
-        `const { TreeOwner, LinuxProcessTable } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc'))});
+        `const { TreeOwner, processCore } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc'))});
+const { LinuxProcessTable } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc', 'platform', 'linuxProcessTable'))});
 const { spawn } = require('child_process');
 (async () => {
   const table = new LinuxProcessTable();
-  const owner = new TreeOwner({ recordsDir: ${JSON.stringify(dir)}, cgroups: 'off' });
+  const owner = new TreeOwner({ core: processCore(), recordsDir: ${JSON.stringify(dir)}, cgroups: 'off' });
   const sibling = spawn('sleep', ['60'], { stdio: 'ignore' }); // our own process group
   while (!table.read(sibling.pid)) await new Promise((r) => setTimeout(r, 10));
   const targets = [1, process.ppid, process.pid, sibling.pid, ...process.argv.slice(2).map(Number)];
@@ -297,12 +301,12 @@ const { spawn } = require('child_process');
           pidNs: clock!.pidNs,
           machineId: clock!.machineId,
         });
-        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey), process.pid), true, 'that very child');
-        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey - 3), process.pid), false, 'a later process at the pid');
-        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey + 3), process.pid), false, 'a process older than the record');
-        assert.strictEqual(ownerIsChildOf({ pid: p.pid, startTime: p.startTime }, process.pid), false, 'no boot identity: cannot tell');
-        assert.strictEqual(ownerIsChildOf(owner(g, g.startKey), process.pid), false, 'a grandchild');
-        assert.strictEqual(ownerIsChildOf({ ...owner(p, p.startKey), bootId: 'another-boot' }, process.pid), false, 'another boot');
+        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey), process.pid, table), true, 'that very child');
+        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey - 3), process.pid, table), false, 'a later process at the pid');
+        assert.strictEqual(ownerIsChildOf(owner(p, p.startKey + 3), process.pid, table), false, 'a process older than the record');
+        assert.strictEqual(ownerIsChildOf({ pid: p.pid, startTime: p.startTime }, process.pid, table), false, 'no boot identity: cannot tell');
+        assert.strictEqual(ownerIsChildOf(owner(g, g.startKey), process.pid, table), false, 'a grandchild');
+        assert.strictEqual(ownerIsChildOf({ ...owner(p, p.startKey), bootId: 'another-boot' }, process.pid, table), false, 'another boot');
       } finally {
         child.kill('SIGKILL');
         const all = [child.pid!, grandchild.pid!, ...(g ? [g.pid] : [])];
@@ -316,9 +320,9 @@ const { spawn } = require('child_process');
     const settings = () => ({ defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true });
 
     it('no runs, or only ended ones: nothing read, however often asked', async () => {
-      const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), settings);
+      const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), settings);
       const core = createCore();
-      const source = new TreeMembersSource(undefined, undefined, core);
+      const source = new TreeMembersSource(core);
       const members = new RunMembers(runs, source);
       try {
         for (let i = 0; i < 50; i++) assert.strictEqual(members.now().size, 0);
@@ -338,8 +342,8 @@ const { spawn } = require('child_process');
     it('asked in a tight loop: one full scan, then reads that follow the members, not the machine', async function () {
       const core = createCore();
       if (!core.table.listsChildren?.()) this.skip();
-      const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), settings);
-      const source = new TreeMembersSource(undefined, undefined, core);
+      const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), settings);
+      const source = new TreeMembersSource(core);
       const members = new RunMembers(runs, source);
       const file = path.join(tmpDir(), 'pids');
       const run = runs.launch({ name: 'tree', command: FIXTURE, args: ['setsid', file], terminal: 'pipe' });

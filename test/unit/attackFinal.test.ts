@@ -7,7 +7,8 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync, spawn } from 'child_process';
-import { RecordStore, sameProcess } from '../../src/proc';
+import { RecordStore } from '../../src/proc';
+import { sameProcess } from '../../src/proc/identity/ownerIdentity';
 import { CLI, register, table, tmpDir, waitFor } from './helpers';
 import { hasTool, identity, runBounded, treeRecord } from './recordHelpers';
 
@@ -131,7 +132,7 @@ describe('final attack probes', () => {
         const dir = tmpDir();
         const store = new RecordStore(dir);
         const owner = identity(43, 100);
-        const records = path.join(__dirname, '..', '..', 'src', 'proc', 'records.js');
+        const records = path.join(__dirname, '..', '..', 'src', 'proc', 'records', 'claims.js');
         const script = `
           const { RecordStore } = require(${JSON.stringify(records)});
           const [dir, owner, tree] = JSON.parse(process.argv[1]);

@@ -202,7 +202,7 @@ describe('the cgroup probe', () => {
       { mode: 0o755 },
     );
     const script = `
-      const { createCore } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'proc'))});
+      const { createCore } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'proc', 'core'))});
       const core = createCore();
       const now = core.cgroupTier('auto');
       setTimeout(() => require('fs').writeFileSync(${JSON.stringify(path.join(dir, 'loop'))}, ''), 0);

@@ -6,25 +6,16 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import { spawnSync } from 'child_process';
-import {
-  cgroup2Mount,
-  CgroupProbeDeps,
-  CgroupProber,
-  KillOptions,
-  LinuxProcessTable,
-  localSweepParts,
-  MAC_START_PRECISION,
-  MacProcessTable,
-  parseStatusUid,
-  probeCgroupTier,
-  RecordStore,
-  resolveMembers,
-  StartPrecision,
-  sweepOrphans,
-  TreeIdentity,
-  TreeRecord,
-  WindowsProcessTable,
-} from '../../src/proc';
+import { localSweepParts, RecordStore, sweepOrphans, TreeRecord } from '../../src/proc';
+import { cgroup2Mount, CgroupProbeDeps, CgroupProber, probeCgroupTier } from '../../src/proc/cgroup/probe';
+import { KillOptions } from '../../src/proc/kill/killTarget';
+import { TreeIdentity } from '../../src/proc/members/membership';
+import { resolveTreeMembers } from '../../src/proc/members/treeMembers';
+import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
+import { MAC_START_PRECISION, MacProcessTable } from '../../src/proc/platform/macProcessTable';
+import { StartPrecision } from '../../src/proc/platform/processTable';
+import { parseStatusUid } from '../../src/proc/platform/procParsers';
+import { WindowsProcessTable } from '../../src/proc/platform/windowsProcessTable';
 import { ANCESTRY, FakeProcess, FakeTable, LINUX_PRECISION, machine, proc, SELF } from './synthetic';
 import { tmpDir } from './helpers';
 
@@ -185,7 +176,7 @@ describe('core rules: which group is proven', () => {
   for (const c of cases) {
     it(c.title, () => {
       const m = machine(c.procs, { precision: c.precision });
-      const r = resolveMembers(
+      const r = resolveTreeMembers(
         c.tree ?? tree,
         m.table.snapshot(),
         { continuouslyOwned: c.continuouslyOwned ?? false, cgroupVerified: false },
@@ -224,7 +215,7 @@ describe('core rules: which group is proven', () => {
   for (const c of rootCases) {
     it(`the root start-time tolerance: a root that left its group, ${c.title}: ${c.member ? 'a member' : 'not a member'}`, () => {
       const m = machine([proc(205, { pgid: 206, sid: 206, ...c.fields })], { precision: c.precision });
-      const r = resolveMembers({ ...tree, rootPid: 205 }, m.table.snapshot(), { continuouslyOwned: false, cgroupVerified: false }, m.core);
+      const r = resolveTreeMembers({ ...tree, rootPid: 205 }, m.table.snapshot(), { continuouslyOwned: false, cgroupVerified: false }, m.core);
       assert.strictEqual(
         r.members.some((p) => p.pid === 205),
         c.member,
@@ -276,7 +267,7 @@ describe('core rules: the guard on every path', () => {
     m.cgroups.dirs.set('/cg/tree-t1/sub', [400]);
     const verified = { ...tree, cgroup: '/cg/tree-t1' };
     assert.deepStrictEqual(
-      resolveMembers(verified, m.table.snapshot(), { continuouslyOwned: true, cgroupVerified: true }, m.core).members.map((p) => p.pid),
+      resolveTreeMembers(verified, m.table.snapshot(), { continuouslyOwned: true, cgroupVerified: true }, m.core).members.map((p) => p.pid),
       [400],
     );
     const report = await m.core.killer.kill(verified, { ...owned, cgroupVerified: true });

@@ -9,7 +9,7 @@ import { spawn } from 'child_process';
 import { localSweepParts, processCore, RecordStore, selfIdentity, sweepOrphans, TreeOwner } from '../../src/proc';
 
 const processTable = () => processCore().table;
-import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
+import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
 import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor } from './helpers';
 import { SCENARIOS } from '../fixtures/scenarios';
 
@@ -53,7 +53,7 @@ for (const tier of ['cgroup', 'group'] as const) {
 
     for (const { mode, title } of SCENARIOS) {
       it(`${title}: live kill`, async function () {
-        const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups });
+        const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
         const pidfile = path.join(tmpDir(), 'pids');
         const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', cgroups });
         register(tree.child.pid!);
@@ -83,10 +83,10 @@ for (const tier of ['cgroup', 'group'] as const) {
         ownerProc.kill('SIGKILL');
         await new Promise((resolve) => ownerProc.once('exit', resolve));
         if (pids.roles.has('unsupported')) {
-          await sweepOrphans(new RecordStore(records), { ...localSweepParts(), self: selfIdentity(processTable()), graceMs: 200, cgroups: 'auto' });
+          await sweepOrphans(new RecordStore(records), { ...localSweepParts(processCore()), self: selfIdentity(processTable()), graceMs: 200, cgroups: 'auto' });
           this.skip();
         }
-        const result = await sweepOrphans(new RecordStore(records), { ...localSweepParts(), self: selfIdentity(processTable()), graceMs: 300, cgroups: 'auto' });
+        const result = await sweepOrphans(new RecordStore(records), { ...localSweepParts(processCore()), self: selfIdentity(processTable()), graceMs: 300, cgroups: 'auto' });
         assert.strictEqual(result.trees.length, 1);
         await waitAllDead(pids.all, 3000);
         expectSurvivors(mode, tier, survivors(pids, treeId), pids);

@@ -104,7 +104,7 @@ for (const tier of ['cgroup', 'group'] as const) {
       const pids = path.join(tmpDir(), 'pids');
       const go = path.join(tmpDir(), 'go');
       const cgroups = tier === 'cgroup' ? 'auto' : 'off';
-      const owner = new TreeOwner({ recordsDir: records, cgroups });
+      const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups });
       // The root leaves a tagged member and a parent shell in its group, then exits: the group is leaderless.
       // Once told to, the parent shell starts the killer in a session of its own (so the killer's own group is
       // not the tree's), which kills the tree as an outsider (not its continuous owner).

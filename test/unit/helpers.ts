@@ -5,7 +5,8 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { envValue, LinuxProcessTable } from '../../src/proc/processTable';
+import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
+import { envValue } from '../../src/proc/platform/procParsers';
 
 export const REPO = path.resolve(__dirname, '..', '..', '..');
 export const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');

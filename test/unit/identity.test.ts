@@ -1,13 +1,9 @@
 /** Identity rules on synthetic processes: the group-leader proof and the root's start-time tolerance. */
 import * as assert from 'assert';
-import {
-  isRecordedRoot,
-  parseUptimeTicks,
-  recordTimeProblem,
-  resolveMembers,
-  START_PRECISION_MS,
-  startedNoLaterThanTracking,
-} from '../../src/proc';
+import { isRecordedRoot, recordTimeProblem, startedNoLaterThanTracking } from '../../src/proc/identity/startTimes';
+import { resolveTreeMembers } from '../../src/proc/members/treeMembers';
+import { parseUptimeTicks } from '../../src/proc/platform/bootClock';
+import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
 import { clock, identity, nowTicks, proc, syntheticTable, treeRecord } from './recordHelpers';
 
 const ticksTree = treeRecord('t', {
@@ -112,7 +108,7 @@ describe('the root start-time tolerance (isRecordedRoot)', () => {
   it('a root that left its group is a member only with its exact start tick', () => {
     const tree = { ...ticksTree, pgid: 300, sid: 300 };
     const members = (rootStartKey: number) =>
-      resolveMembers(tree, syntheticTable([proc(100, rootStartKey, { pgid: 999, sid: 999 })]).snapshot(), {
+      resolveTreeMembers(tree, syntheticTable([proc(100, rootStartKey, { pgid: 999, sid: 999 })]).snapshot(), {
         continuouslyOwned: false,
         cgroupVerified: false,
         protectedReason: () => undefined,
@@ -122,7 +118,7 @@ describe('the root start-time tolerance (isRecordedRoot)', () => {
   });
 
   it('a group led by a process started after tracking is not taken, and says why', () => {
-    const m = resolveMembers(ticksTree, syntheticTable([proc(100, 6000), proc(101, 6001, { pgid: 100, sid: 100, ppid: 100 })]).snapshot(), {
+    const m = resolveTreeMembers(ticksTree, syntheticTable([proc(100, 6000), proc(101, 6001, { pgid: 100, sid: 100, ppid: 100 })]).snapshot(), {
       continuouslyOwned: false,
       cgroupVerified: false,
       protectedReason: () => undefined,

@@ -7,7 +7,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync, spawn } from 'child_process';
-import { OwnerRecord, processCore, processTag, RecordStore, selfIdentity, TreeRecord } from '../../src/proc';
+import { processCore, RecordStore, selfIdentity, TreeRecord } from '../../src/proc';
+import { processTag } from '../../src/proc/records/fileNames';
+import { OwnerRecord } from '../../src/proc/records/schema';
 
 const processTable = () => processCore().table;
 import { aliveOf, CLI, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';

@@ -2,7 +2,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { TreeOwner, spawnTree, resolveMembers, processCore } from '../../src/proc';
+import { processCore, TreeOwner } from '../../src/proc';
+import { resolveTreeMembers } from '../../src/proc/members/treeMembers';
+import { spawnTree } from '../../src/proc/spawn/spawnTree';
 
 const core = processCore();
 const treeKiller = core.killer;
@@ -11,7 +13,7 @@ import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, ali
 
 /** Starts a fixture tree through a TreeOwner in the group tier (process group, session, descendants, tag). */
 async function ownedFixture(mode: string, options: { cgroups?: 'auto' | 'off'; owner?: TreeOwner } = {}) {
-  const owner = options.owner ?? new TreeOwner({ recordsDir: tmpDir(), cgroups: options.cgroups ?? 'off' });
+  const owner = options.owner ?? new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: options.cgroups ?? 'off' });
   const pidfile = path.join(tmpDir(), 'pids');
   const tree = owner.spawn({ command: FIXTURE, args: [mode, pidfile], stdio: 'ignore', cgroups: options.cgroups ?? 'off' });
   register(tree.child.pid!);
@@ -159,7 +161,7 @@ describe('killing a whole tree (real processes)', () => {
     const record = owner.get(id)!.record;
     const snap = processTable().snapshot();
     const withoutTag = { ...snap, tagged: () => new Map() };
-    const viaRoot = resolveMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }, core).members.map((p) => p.pid);
+    const viaRoot = resolveTreeMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }, core).members.map((p) => p.pid);
     assert.ok(viaRoot.includes(low), 'the low-pid child is a member');
     await owner.kill(id, 1000);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
@@ -179,7 +181,7 @@ describe('killing a whole tree (real processes)', () => {
 
   it('reports who it signalled and who survived, and never signals itself', async () => {
     const pidfile = path.join(tmpDir(), 'pids');
-    const spawned = spawnTree({ command: FIXTURE, args: ['deep', pidfile], stdio: 'ignore', cgroups: 'off' });
+    const spawned = spawnTree({ command: FIXTURE, args: ['deep', pidfile], stdio: 'ignore', cgroups: 'off' }, core);
     register(spawned.child.pid!);
     const pids = await fixturePids(pidfile);
     // A record whose group is our own (the session stays the fixture's): the guard must refuse our group.

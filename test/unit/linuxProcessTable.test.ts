@@ -5,7 +5,7 @@ import * as assert from 'assert';
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { LinuxProcessTable } from '../../src/proc/processTable';
+import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
 import { register, tmpDir, waitAllDead, waitFor } from './helpers';
 
 /** `sh` (in a group of its own) that waits for `<dir>/go`, then execs `then` (a shell command line): pid and start time stay. */

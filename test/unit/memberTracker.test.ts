@@ -8,28 +8,11 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import {
-  CensusOptions,
-  canTrack,
-  COMMAND_SETTLES_MS,
-  LinuxProcessTable,
-  MemberInfo,
-  membersOfTrees,
-  MemberTracker,
-  ProcessInfo,
-  ProcessTable,
-  processKey,
-  processCore,
-  readShell,
-  refreshMembers,
-  Snapshot,
-  TreeMembersSource,
-  TreeOwner,
-  TreeQuery,
-  TreesMembers,
-  ViewExtras,
-  WINDOW_TAG_VARIABLE,
-} from '../../src/proc';
+import { MemberInfo, processCore, processKey, readShell, TreeMembersSource, TreeOwner, WINDOW_TAG_VARIABLE } from '../../src/proc';
+import { COMMAND_SETTLES_MS, LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
+import { CensusOptions, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
+import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../src/proc/tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
 import { SCENARIOS } from '../fixtures/scenarios';
 import { aliveOf, FIXTURE, fixturePids, register, REPO, sleep, tmpDir, waitAllDead, waitFor } from './helpers';
 
@@ -77,7 +60,7 @@ class RecordingTable implements ProcessTable {
 function tracked(table: ProcessTable) {
   const clock = { now: 1_000_000 };
   const tracker = new MemberTracker(core, { now: () => clock.now });
-  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): TreesMembers => {
+  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): MemberListing => {
     const r = refreshMembers(table, tracker.next(trees, extras, canTrack(table, trees, extras, core)), core);
     tracker.learn(r);
     return r;
@@ -89,7 +72,7 @@ const queryOf = (owner: TreeOwner, id: string): TreeQuery => {
   const record = owner.get(id)!.record;
   return { ...record, continuouslyOwned: true, cgroupVerified: record.cgroup !== null };
 };
-const pidsOf = (r: TreesMembers, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid).sort((a, b) => a - b);
+const pidsOf = (r: MemberListing, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid).sort((a, b) => a - b);
 const sorted = (pids: number[]) => [...pids].sort((a, b) => a - b);
 /** This process's guard and cgroups (the table under test is each test's own). */
 const core = processCore();
@@ -129,7 +112,7 @@ describe('member tracking: the same members as a full resolution', function () {
       it(`${tier} tier, ${title}`, async function () {
         if (tier === 'cgroup' && !cgroupProbe.tier) this.skip();
         const cgroups = tier === 'cgroup' ? 'auto' : 'off';
-        const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups });
+        const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
         const table = new RecordingTable();
         const { clock, refresh } = tracked(table);
         const pidfile = path.join(tmpDir(), 'pids');
@@ -186,7 +169,7 @@ describe('member tracking: the same members as a full resolution', function () {
   }
 
   it('walks children forked by any thread, not only the main one', async function () {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     // A worker thread spawns the child: its parent task is that thread, listed in the thread's own children file.
     const workerFile = path.join(tmpDir(), 'worker.js');
@@ -242,9 +225,9 @@ describe('member tracking: a terminal of the window', function () {
     register(child.pid!);
     const { all, roles } = await fixturePids(pidfile);
     try {
-      const shell = readShell(child.pid!)!;
+      const shell = readShell(child.pid!, core.table)!;
       const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [] } };
-      const full = () => membersOfTrees(new LinuxProcessTable(), [], core, extras).terminals[0].members.map((m) => m.pid);
+      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, { extras }).terminals[0].members.map((m) => m.pid);
       const { clock, refresh } = tracked(new RecordingTable());
       const first = refresh([], extras);
       assert.strictEqual(first.fullScan, true, 'a terminal it knows nothing of: every process read');
@@ -274,7 +257,7 @@ describe('member tracking: what a refresh reads', function () {
   this.timeout(60_000);
 
   it('reads the members, not the machine: 300 more processes elsewhere cost a refresh nothing', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'sleep 60 & sleep 60 & sleep 60 & sleep 60 & wait'], stdio: 'ignore' });
     register(tree.child.pid!);
     const id = tree.record.id;
@@ -314,7 +297,7 @@ describe('member tracking: what a refresh reads', function () {
   });
 
   it('lists the same members in the same order on every refresh, walk or full scan (the view fires only changes)', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'sleep 60 & sleep 60 & sleep 60 & sleep 60 & wait'], stdio: 'ignore' });
     register(tree.child.pid!);
     const id = tree.record.id;
@@ -363,7 +346,7 @@ describe('member tracking: what a refresh reads', function () {
     };
     const inCgroup = { ...group, id: 'c', cgroup: '/sys/fs/cgroup/x', cgroupVerified: true };
     const members = (n: number) => Array.from({ length: n }, (_, i) => ({ pid: 1000 + i }) as MemberInfo);
-    const answer = (id: string, n: number, listed = 1000): TreesMembers => ({
+    const answer = (id: string, n: number, listed = 1000): MemberListing => ({
       takenAt: 0,
       processCount: n,
       listed,
@@ -408,7 +391,7 @@ describe('member tracking: what a refresh reads', function () {
   });
 
   it('falls back to a full scan on every refresh where the kernel lists no children (CONFIG_PROC_CHILDREN)', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'sleep 60 & exec sleep 60'], stdio: 'ignore' });
     register(tree.child.pid!);
     const id = tree.record.id;
@@ -431,7 +414,7 @@ describe('member tracking: what a refresh reads', function () {
 
   it('cgroup tier: members from the cgroup and every cgroup below it, scrubbed daemon too, without a full scan', async function () {
     if (!cgroupProbe.tier || cgroupProbe.tier.kind !== 'directory') this.skip();
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pids');
     // One member moves into a cgroup of its own below the tree's; another leaves as a scrubbed daemon.
     const script = `cg=/sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)
@@ -561,7 +544,7 @@ describe('member tracking: a daemon that left the parent chain', function () {
   this.timeout(30_000);
 
   it('is found by the slow full scan, kept from then on, and dies in a kill', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const escaper = spawnEscaper(owner, 'off');
     const id = escaper.tree.record.id;
     const table = new RecordingTable();
@@ -594,7 +577,7 @@ describe('member tracking: a daemon that left the parent chain', function () {
   });
 
   it('dies in a kill that comes before any slow scan saw it: kills resolve on a full scan', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const escaper = spawnEscaper(owner, 'off');
     const id = escaper.tree.record.id;
     const { clock, refresh } = tracked(new RecordingTable());
@@ -617,7 +600,7 @@ describe("the owner's watch of a tree whose root exited", function () {
   this.timeout(30_000);
 
   it('follows the members: a daemon that left the parent chain keeps the tree owned, found without a full scan each look; it ends once the daemon is gone', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 50 });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 50 });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({
       command: 'sh',
@@ -655,18 +638,17 @@ describe("the owner's watch of a tree whose root exited", function () {
 describe('member tracking in the view source, on this thread and in the worker', function () {
   this.timeout(30_000);
 
-  it('gives the same members either way, tracked and full-scan, and counts the reads', async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' });
+  it('gives the same members either way, and counts the reads', async () => {
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
     register(tree.child.pid!);
     const pids = await fixturePids(pidfile);
     const query = [queryOf(owner, tree.record.id)];
-    const local = new TreeMembersSource(undefined);
-    const worker = new TreeMembersSource(path.join(REPO, 'out', 'src', 'proc', 'snapshotWorker.js'), -1);
+    const local = new TreeMembersSource(core);
+    const worker = new TreeMembersSource(core, { workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'), workerThreshold: -1 });
     try {
-      for (const mode of ['full-scan', 'tracked', 'tracked'] as const) {
-        local.mode = worker.mode = mode;
+      for (let round = 0; round < 3; round++) {
         const [a, b] = [await local.query(query), await worker.query(query)];
         assert.strictEqual(worker.lastInWorker, true);
         assert.strictEqual(local.lastInWorker, false);
@@ -675,7 +657,7 @@ describe('member tracking in the view source, on this thread and in the worker',
         assert.ok(b.trees[0].members.every((m) => m.command.length > 0));
       }
       const s = worker.stats();
-      assert.deepStrictEqual([s.mode, s.refreshes, s.fullScans], ['tracked', 3, 2]);
+      assert.deepStrictEqual([s.refreshes, s.fullScans], [3, 1]);
       // Both share this thread's table; the worker's own reads come on top.
       assert.ok(s.processReads > local.stats().processReads, 'the worker reports its reads');
     } finally {

@@ -2,14 +2,15 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { AgentRuns } from '../../src/agents/runs';
-import { loadPtyWith, processCore, PtyRoot, RecordStore, TreeOwner } from '../../src/proc';
+import { processCore, PtyRoot, RecordStore, TreeOwner } from '../../src/proc';
+import { loadPtyWith } from '../../src/proc/pty/spawnPtyTree';
 import { aliveOf, FIXTURE, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
 import { blockedInWrite, events, probeEvent, PROBE, PYTHON, reportFile } from './ptyHelpers';
 
 describe('trees on a pseudo-terminal (real processes)', () => {
   const owners: TreeOwner[] = [];
   const newOwner = (cgroups: 'auto' | 'off' = 'auto') => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
     owners.push(owner);
     return owner;
   };
@@ -172,7 +173,7 @@ describe('agent runs on a terminal (real processes)', () => {
   const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
   const all: AgentRuns[] = [];
   const newRuns = () => {
-    const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' }), () => settings);
+    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' }), () => settings);
     all.push(runs);
     return runs;
   };

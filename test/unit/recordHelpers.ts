@@ -5,23 +5,12 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn, SpawnOptions, spawnSync } from 'child_process';
-import {
-  hostClock,
-  HostClock,
-  localSweepParts,
-  OwnerInfo,
-  PresenceProbe,
-  ProcessInfo,
-  processCore,
-  ProcessTable,
-  RecordStore,
-  selfIdentity,
-  Snapshot,
-  sweepOrphans,
-  SweepOptions,
-  TreeRecord,
-} from '../../src/proc';
-import { childrenOf, START_PRECISION_MS } from '../../src/proc/processTable';
+import { localSweepParts, OwnerInfo, processCore, RecordStore, selfIdentity, sweepOrphans, TreeRecord } from '../../src/proc';
+import { PresenceProbe } from '../../src/proc/identity/ownerIdentity';
+import { hostClock, HostClock } from '../../src/proc/platform/bootClock';
+import { childrenOf, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
+import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
+import { SweepOptions } from '../../src/proc/sweep/sweepOrphans';
 import { FIXTURE, fixturePids, register, tmpDir, waitFor } from './helpers';
 import { startCli } from './cliHelpers';
 
@@ -71,7 +60,7 @@ export function treeRecord(id: string, extra: Partial<TreeRecord> = {}): TreeRec
 
 /** A sweep by this process as a front end runs it (cgroups off unless asked). */
 export function sweep(store: RecordStore, extra: Partial<SweepOptions> = {}) {
-  const parts = localSweepParts();
+  const parts = localSweepParts(processCore());
   return sweepOrphans(store, { ...parts, self: selfIdentity(parts.table), graceMs: 500, cgroups: 'off', ...extra });
 }
 

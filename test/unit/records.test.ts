@@ -2,16 +2,11 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync } from 'child_process';
-import {
-  MAX_RECORD_BYTES,
-  OwnerInfo,
-  ownerState,
-  processTag,
-  RecordStore,
-  recordShapeProblem,
-  sameProcess,
-  setAsidePreviousRecord,
-} from '../../src/proc';
+import { OwnerInfo, RecordStore } from '../../src/proc';
+import { ownerState, sameProcess } from '../../src/proc/identity/ownerIdentity';
+import { processTag } from '../../src/proc/records/fileNames';
+import { setAsidePreviousRecord } from '../../src/proc/records/previousRecord';
+import { MAX_RECORD_BYTES, recordShapeProblem } from '../../src/proc/records/schema';
 import { tmpDir } from './helpers';
 import { clock, identity, proc, syntheticTable, treeRecord } from './recordHelpers';
 

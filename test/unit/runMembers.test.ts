@@ -6,12 +6,13 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { AgentRuns } from '../../src/agents/runs';
 import { RunMembers } from '../../src/extension/runMembers';
-import { createCore, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
+import { createCore } from '../../src/proc/core';
 import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor } from './helpers';
 
 describe('the members of the runs, on request', () => {
   it('reads nothing until asked; then every live run in one read, as the async query finds them; then only the members', async () => {
-    const runs = new AgentRuns(new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off' }), () => ({
+    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => ({
       defaultTimeoutSeconds: 0,
       killGraceSeconds: 0.3,
       killDescendantsOnExit: true,
@@ -19,7 +20,7 @@ describe('the members of the runs, on request', () => {
     // A core of its own: its table counts only the reads of this source.
     const core = createCore();
     // Full scans an hour apart: the second read below is due none, however slow this machine is.
-    const source = new TreeMembersSource(undefined, undefined, core, { fullScanIntervalMs: 3_600_000 });
+    const source = new TreeMembersSource(core, { tracker: { fullScanIntervalMs: 3_600_000 } });
     const members = new RunMembers(runs, source);
     const files = [path.join(tmpDir(), 'a'), path.join(tmpDir(), 'b')];
     const [a, b] = files.map((file, i) => runs.launch({ name: `r${i}`, command: FIXTURE, args: ['setsid', file], terminal: 'pipe' }));
@@ -37,7 +38,7 @@ describe('the members of the runs, on request', () => {
         first.get(a.id)!.every((p) => p.command.length > 0),
         'with command lines',
       );
-      const async = await new TreeMembersSource(undefined).query(runs.running().map((r) => runs.owner.queryOf(r.id)!));
+      const async = await new TreeMembersSource(processCore()).query(runs.running().map((r) => runs.owner.queryOf(r.id)!));
       assert.deepStrictEqual(
         pidsOf(first, a.id),
         async.trees

@@ -2,7 +2,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { KillReport, processCore, processTag, RecordStore, TreeIdentity, TreeOwner, TreeRecord } from '../../src/proc';
+import { KillReport, processCore, RecordStore, TreeOwner, TreeRecord } from '../../src/proc';
+import { TreeIdentity } from '../../src/proc/members/membership';
+import { processTag } from '../../src/proc/records/fileNames';
 
 const processTable = () => processCore().table;
 import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
@@ -40,7 +42,7 @@ describe('sweeping orphaned trees', () => {
 
   it('never treats its own record as orphaned', async () => {
     const records = tmpDir();
-    const owner = new TreeOwner({ recordsDir: records, cgroups: 'off' });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'off' });
     const tree = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     register(tree.child.pid!);
     const result = await sweep(owner.store, { self: owner.self });

@@ -5,7 +5,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { localSweepParts, Logger, processCore, RecordStore, selfIdentity, sweepOrphans } from '../../src/proc';
-import { removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup';
+import { removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
 import { fixturePids, REPO, register, tmpDir, waitAllDead } from './helpers';
 
 /** A logger that keeps its info and warning lines. */
@@ -34,7 +34,7 @@ describe('what a sweep says: what it found and where it came from', function () 
     const log = capture();
     const table = processCore().table;
     const result = await sweepOrphans(new RecordStore(records), {
-      ...localSweepParts(),
+      ...localSweepParts(processCore()),
       self: selfIdentity(table),
       graceMs: 300,
       cgroups: 'off',

@@ -6,20 +6,13 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import {
-  KillOptions,
-  KillReport,
-  processCore,
-  OwnerInfo,
-  processTag,
-  RecordStore,
-  setAsidePreviousRecord,
-  sweepOrphans,
-  SweepOptions,
-  TreeIdentity,
-  TreeRecord,
-} from '../../src/proc';
-import { treeCgroupPath } from '../../src/proc/cgroup';
+import { KillReport, OwnerInfo, processCore, RecordStore, sweepOrphans, TreeRecord } from '../../src/proc';
+import { treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
+import { KillOptions } from '../../src/proc/kill/killTarget';
+import { TreeIdentity } from '../../src/proc/members/membership';
+import { processTag } from '../../src/proc/records/fileNames';
+import { setAsidePreviousRecord } from '../../src/proc/records/previousRecord';
+import { SweepOptions } from '../../src/proc/sweep/sweepOrphans';
 import { tmpDir } from './helpers';
 import { clock, identity, proc, syntheticTable } from './recordHelpers';
 
@@ -79,6 +72,7 @@ function world(processes: ReturnType<typeof proc>[], unreadable: number[] = [], 
         table,
         killer,
         guard: { protectedReason: () => undefined },
+        cgroupParts: processCore(),
         cgroups: 'off',
         clock: clock(),
         ...extra,

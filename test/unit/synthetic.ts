@@ -4,22 +4,13 @@
  * escalation rules run on any platform's terms without touching a real process. The real-process tests stay
  * the final word; these make each rule's cases cheap to list.
  */
-import {
-  CgroupControl,
-  CgroupProber,
-  childrenOf,
-  Core,
-  createCore,
-  ExecAsync,
-  GuardSelf,
-  ProcessInfo,
-  ProcessTable,
-  SignalGuard,
-  Signaller,
-  SignalResult,
-  Snapshot,
-  StartPrecision,
-} from '../../src/proc';
+import { CgroupProber } from '../../src/proc/cgroup/probe';
+import { CgroupControl } from '../../src/proc/cgroup/treeCgroup';
+import { Core, createCore } from '../../src/proc/core';
+import { GuardSelf, SignalGuard } from '../../src/proc/identity/guard';
+import { ExecAsync } from '../../src/proc/platform/execAsync';
+import { childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from '../../src/proc/platform/processTable';
+import { Signaller, SignalResult } from '../../src/proc/platform/signaller';
 
 export const LINUX_PRECISION: StartPrecision = { unit: 'ticks', errorMs: 50 };
 

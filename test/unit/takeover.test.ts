@@ -7,7 +7,8 @@ import * as assert from 'assert';
 import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ProcessIdentity, WindowLease, windowKey, WINDOW_FILE_PREFIX } from '../../src/proc';
+import { processCore, ProcessIdentity, windowKey, WindowLease } from '../../src/proc';
+import { WINDOW_FILE_PREFIX } from '../../src/proc/owner/windowLease';
 import { register, REPO, table, tmpDir, waitFor } from './helpers';
 
 const KEY = windowKey('local\nfile:///work/project');
@@ -54,6 +55,7 @@ function lease(dir: string, window: ReturnType<typeof fakeWindow>, gone: Process
     probeIntervalMs: 50,
     silentMs: 300,
     scanIntervalMs: 50,
+    table: processCore().table,
   });
 }
 

@@ -8,28 +8,11 @@ import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import {
-  childrenOf,
-  classifyRecords,
-  deferredLeftovers,
-  endLeftovers,
-  endTerminalTree,
-  liveOwnership,
-  ProcessInfo,
-  processKey,
-  readShell,
-  RecordStore,
-  selfIdentity,
-  resolveTerminalTrees,
-  settleLeftovers,
-  Snapshot,
-  START_PRECISION_MS,
-  terminalLeftovers,
-  TerminalQuery,
-  TerminalShell,
-  TREE_ID_VARIABLE,
-  WINDOW_TAG_VARIABLE,
-} from '../../src/proc';
+import { classifyRecords, endLeftovers, endTerminalTree, liveOwnership, processCore, processKey, readShell, RecordStore, selfIdentity, settleLeftovers, terminalLeftovers, TerminalQuery, TerminalShell, WINDOW_TAG_VARIABLE } from '../../src/proc';
+import { childrenOf, ProcessInfo, Snapshot, TREE_ID_VARIABLE } from '../../src/proc/platform/processTable';
+import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
+import { deferredLeftovers } from '../../src/proc/terminals/leftovers';
+import { resolveTerminalTrees } from '../../src/proc/terminals/membership';
 import { writeCliLauncher } from '../../src/extension/cliLauncher';
 import { alive, CLI, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
 
@@ -89,7 +72,7 @@ const shellAt = (pid: number, start: number, tracked = start + 10): TerminalShel
   sid: pid,
   trackedAt: T0 + tracked,
 });
-const nobodyProtected = { protectedReason: () => undefined };
+const nobodyProtected = { protectedReason: () => undefined, deps: processCore() };
 
 describe("terminal trees: which processes are a terminal's (synthetic snapshots)", () => {
   const shell = shellAt(100, 1000);
@@ -185,12 +168,12 @@ describe("terminal trees: which processes are a terminal's (synthetic snapshots)
     const owners = liveOwnership([
       { file: 'x/110.json', record: { version: 1, owner: { pid: 110, startTime: T0 + 2200 }, trees: [{ id: 'abc' } as never] } },
     ]);
-    const left = terminalLeftovers(snap, query(), shell.key, owners, nobodyProtected)
+    const left = terminalLeftovers(snap, query(), shell.key, { ...nobodyProtected, owners })
       .map((p) => p.pid)
       .sort((a, b) => a - b);
     // 102 (with its child 103) started after this shell only: no session claims it, and no other shell could have started it.
     assert.deepStrictEqual(left, [101, 102, 103]);
-    const others = terminalLeftovers(snap, query(), other.key, liveOwnership([]), nobodyProtected)
+    const others = terminalLeftovers(snap, query(), other.key, { ...nobodyProtected, owners: liveOwnership([]) })
       .map((p) => p.pid)
       .sort((a, b) => a - b);
     assert.deepStrictEqual(others, [201], "the second terminal: its job, never the first one's");
@@ -201,7 +184,7 @@ describe("terminal trees: which processes are a terminal's (synthetic snapshots)
     const daemon: Fake = { pid: 108, ppid: 1, sid: 108, start: 7000, startKey: 7000, window: 'W' };
     const firstGone = base.filter((f) => f.pid !== 100).map((f) => (f.pid === 101 ? { ...f, ppid: 1 } : f));
     const leftBy = (fakes: Fake[], key: string, q: Partial<TerminalQuery> = {}) =>
-      terminalLeftovers(snapshot(fakes), query({ seen: {}, ...q }), key, liveOwnership([]), nobodyProtected)
+      terminalLeftovers(snapshot(fakes), query({ seen: {}, ...q }), key, { ...nobodyProtected, owners: liveOwnership([]) })
         .map((p) => p.pid)
         .sort((a, b) => a - b);
     const deferredBy = (fakes: Fake[], key: string) =>
@@ -256,9 +239,9 @@ describe('terminal trees on real processes', function () {
     const pidfile = path.join(tmpDir(), 'pids');
     const shellPid = startShell(pidfile, tag);
     const { roles, all } = await fixturePids(pidfile);
-    const shell = readShell(shellPid)!;
+    const shell = readShell(shellPid, processCore().table)!;
     const query: TerminalQuery = { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined };
-    const [m] = resolveTerminalTrees(table.snapshot(), query);
+    const [m] = resolveTerminalTrees(table.snapshot(), query, { deps: processCore() });
     const daemon = roles.get('daemon')![0];
     for (const pid of all)
       assert.ok(
@@ -271,11 +254,14 @@ describe('terminal trees on real processes', function () {
     // The terminal closes: its shell gets SIGHUP.
     process.kill(shellPid, 'SIGHUP');
     const owners = liveOwnership([]);
-    const left = await settleLeftovers(shell, (snap) => terminalLeftovers(snap, query, shell.key, owners), { quietMs: 200 });
+    const left = await settleLeftovers(shell, (snap) => terminalLeftovers(snap, query, shell.key, { owners, deps: processCore() }), {
+      table: processCore().table,
+      quietMs: 200,
+    });
     assert.ok(!alive(shellPid), 'the shell exited');
     assert.deepStrictEqual(left.map((p) => p.pid).sort(), [roles.get('setsid')![0], roles.get('nohup')![0], daemon].sort());
 
-    const report = await endLeftovers(shell, left, 2000);
+    const report = await endLeftovers(processCore().killer, { shell, left, graceMs: 2000 });
     assert.strictEqual(report.survivors, 0);
     assert.deepStrictEqual(await waitAllDead(all), []);
   });
@@ -284,17 +270,17 @@ describe('terminal trees on real processes', function () {
     const pidfile = path.join(tmpDir(), 'pids');
     const shellPid = startShell(pidfile, tag);
     const { all } = await fixturePids(pidfile);
-    const shell = readShell(shellPid)!;
+    const shell = readShell(shellPid, processCore().table)!;
     try {
-      const report = await endTerminalTree(
-        { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined },
-        shell.key,
-        2000,
-      );
+      const report = await endTerminalTree(processCore().killer, {
+        query: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined },
+        shellKey: shell.key,
+        graceMs: 2000,
+      });
       assert.strictEqual(report.survivors, 0);
       assert.deepStrictEqual(await waitAllDead(all.filter((p) => p !== shellPid)), []);
       assert.ok(alive(shellPid), 'the shell was spared');
-      assert.strictEqual(readShell(shellPid)!.key, shell.key);
+      assert.strictEqual(readShell(shellPid, processCore().table)!.key, shell.key);
     } finally {
       process.kill(shellPid, 'SIGKILL');
       await waitAllDead([shellPid]);
@@ -327,7 +313,7 @@ describe('records by owner', () => {
       { ...tree, id: 't2', envTag: `${TREE_ID_VARIABLE}=t2` },
     ]);
     try {
-      const sorted = classifyRecords(store, self);
+      const sorted = classifyRecords(store, self, table);
       assert.deepStrictEqual(
         sorted.own.map((r) => r.record.owner.pid),
         [process.pid],
@@ -340,7 +326,7 @@ describe('records by owner', () => {
       // Our pid, but recorded by a process that started before us: that owner is gone.
       const earlierStore = new RecordStore(tmpDir());
       earlierStore.write({ ...self, startTicks: self.startTicks! - 100 }, [tree]);
-      const earlier = classifyRecords(earlierStore, self);
+      const earlier = classifyRecords(earlierStore, self, table);
       assert.deepStrictEqual(earlier.own, []);
       assert.deepStrictEqual(
         earlier.gone.map((r) => [r.record.owner.pid, r.state]),
@@ -357,11 +343,11 @@ describe('records by owner', () => {
 describe('the agent-trees launcher for terminals', () => {
   it('runs the bundled CLI with the given Node, and is rewritten only when it changes', async () => {
     const dir = path.join(tmpDir(), 'bin');
-    writeCliLauncher(dir, process.execPath, CLI, 'linux', false);
+    writeCliLauncher(dir, { execPath: process.execPath, cliScript: CLI, platform: 'linux', electron: false });
     const file = path.join(dir, 'agent-trees');
     const before = fs.statSync(file);
     assert.strictEqual(before.mode & 0o111, 0o111, 'executable');
-    writeCliLauncher(dir, process.execPath, CLI, 'linux', false);
+    writeCliLauncher(dir, { execPath: process.execPath, cliScript: CLI, platform: 'linux', electron: false });
     assert.strictEqual(fs.statSync(file).ino, before.ino, 'same content: not rewritten');
     const out = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const child = spawn(file, ['--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -371,9 +357,14 @@ describe('the agent-trees launcher for terminals', () => {
     });
     assert.strictEqual(out.code, 0);
     assert.match(out.stdout, /^Usage:\n\s+agent-trees run/);
-    writeCliLauncher(dir, process.execPath, CLI, 'linux', true);
+    writeCliLauncher(dir, { execPath: process.execPath, cliScript: CLI, platform: 'linux', electron: true });
     assert.match(fs.readFileSync(file, 'utf8'), /^ELECTRON_RUN_AS_NODE=1 exec '.+' '.+cli\.js' "\$@"$/m);
-    writeCliLauncher(dir, 'C:\\Program Files\\Code\\Code.exe', 'C:\\ext\\dist\\cli.js', 'win32', true);
+    writeCliLauncher(dir, {
+      execPath: 'C:\\Program Files\\Code\\Code.exe',
+      cliScript: 'C:\\ext\\dist\\cli.js',
+      platform: 'win32',
+      electron: true,
+    });
     assert.strictEqual(
       fs.readFileSync(path.join(dir, 'agent-trees.cmd'), 'utf8'),
       '@echo off\r\nsetlocal\r\nset ELECTRON_RUN_AS_NODE=1\r\n"C:\\Program Files\\Code\\Code.exe" "C:\\ext\\dist\\cli.js" %*\r\n',

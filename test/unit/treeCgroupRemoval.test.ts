@@ -8,7 +8,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { processCore, TreeOwner } from '../../src/proc';
-import { treeCgroupPath } from '../../src/proc/cgroup';
+import { treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
 import { startCli } from './cliHelpers';
 import { CLI, fixturePids, FIXTURE, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';
 
@@ -78,7 +78,7 @@ describe('every way a tree ends removes its cgroup', function () {
   }
 
   it("a tree owner's kill, and its teardown", async () => {
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto' });
+    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto', core: processCore() });
     const spawnOne = () => {
       const tree = owner.spawn({ command: FIXTURE, args: ['daemon', path.join(tmpDir(), 'pids')], stdio: 'ignore', cgroups: 'auto' });
       register(tree.child.pid!);

@@ -5,33 +5,13 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import type { MemberInfo } from '../../src/proc';
 import { buildView, Localizer, Row, ViewInput } from '../../src/extension/viewModel';
 import { commandLabel, formatBytes, formatDuration } from '../../src/extension/viewFormat';
 import { REPO } from './helpers';
+import { member, NOW } from './viewFixtures';
 
 /** `vscode.l10n.t` as it behaves with no translation: `{n}` replaced by the n-th argument. */
 const l10n: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };
-
-const NOW = 1_800_000_000_000;
-
-function member(pid: number, ppid: number, command: string, extra: Partial<MemberInfo> = {}): MemberInfo {
-  return {
-    pid,
-    ppid,
-    pgid: pid,
-    sid: pid,
-    state: 'S',
-    startKey: pid * 10,
-    startTime: NOW - 60_000 + pid,
-    uid: -1,
-    name: command.split(' ')[0],
-    rssBytes: 10 * 1048576,
-    cpuMs: 1000,
-    command,
-    ...extra,
-  };
-}
 
 /**
  * One of every kind of row: live runs with and without a deadline, an ended run, window trees, MCP servers of VS Code

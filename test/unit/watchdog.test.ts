@@ -9,7 +9,8 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import { createRequire } from 'module';
 import * as path from 'path';
-import { formatOwnerSpec, OWNER_EXIT_WAIT_MS, processCore, RecordStore, TreeOwner, WATCHDOG_VARIABLE } from '../../src/proc';
+import { processCore, processKey, RecordStore, TreeOwner } from '../../src/proc';
+import { OWNER_EXIT_WAIT_MS, WATCHDOG_VARIABLE } from '../../src/proc/owner/watchdog';
 import { sweep } from './recordHelpers';
 import { aliveOf, CLI, FIXTURE, fixturePids, register, REPO, table, tmpDir, waitAllDead, waitFor } from './helpers';
 import { runCli, startCli } from './cliHelpers';
@@ -115,7 +116,7 @@ describe("the owner's watchdog", () => {
 
   it("no process but the owner holds the owner's end of the pipe: not its trees, not a pty child", async function () {
     const records = tmpDir();
-    const owner = new TreeOwner({ recordsDir: records, cgroups: 'off', watchdog: { cliPath: CLI } });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'off', watchdog: { cliPath: CLI } });
     const piped = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'pipe' });
     const inherited = owner.spawn({ command: 'sleep', args: ['60'], stdio: ['ignore', 'inherit', 'inherit'] });
     const children = [piped.child.pid!, inherited.child.pid!];
@@ -184,7 +185,7 @@ describe("the owner's watchdog", () => {
     await waitFor('no watchdog of the CLI', () => watchdogsOf(run.child.pid!).length === 0);
     assert.deepStrictEqual(fs.readdirSync(records), []);
 
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI }, watchIntervalMs: 50 });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI }, watchIntervalMs: 50 });
     const one = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     const first = owner.watchdogPid!;
     assert.ok(first > 0);
@@ -204,7 +205,7 @@ describe("the owner's watchdog", () => {
   it('never acts while its owner lives, even when the pipe closes', async function () {
     this.timeout(OWNER_EXIT_WAIT_MS + 20_000);
     const records = tmpDir();
-    const owner = new TreeOwner({ recordsDir: records, cgroups: 'off', watchdog: { cliPath: CLI } });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'off', watchdog: { cliPath: CLI } });
     const tree = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     register(tree.child.pid!);
     const watchdog = owner.watchdogPid!;
@@ -222,7 +223,7 @@ describe("the owner's watchdog", () => {
     const run = startCli(['run', '--records', records, '--no-watchdog', '--no-cgroup', '--', FIXTURE, 'daemon', pidfile]);
     const pids = await fixturePids(pidfile);
     await waitFor('record', () => fs.existsSync(path.join(records, `${run.child.pid}.json`)));
-    const spec = formatOwnerSpec({ pid: run.child.pid!, startKey: processCore().table.read(run.child.pid!)!.startKey });
+    const spec = processKey({ pid: run.child.pid!, startKey: processCore().table.read(run.child.pid!)!.startKey });
     run.child.kill('SIGKILL');
     const [a, b] = await Promise.all([
       runCli(['sweep', '--owner', spec, '--records', records, '--json', '--grace', '1']),
@@ -243,7 +244,7 @@ describe("the owner's watchdog", () => {
       startCli(['run', '--records', records, '--no-watchdog', '--no-cgroup', '--', 'sleep', '60']),
     ];
     await waitFor('records', () => runs.every((r) => fs.existsSync(path.join(records, `${r.child.pid}.json`))));
-    const specs = runs.map((r) => formatOwnerSpec({ pid: r.child.pid!, startKey: processCore().table.read(r.child.pid!)!.startKey }));
+    const specs = runs.map((r) => processKey({ pid: r.child.pid!, startKey: processCore().table.read(r.child.pid!)!.startKey }));
     for (const r of runs) r.child.kill('SIGKILL');
     await Promise.all(runs.map((r) => r.exited));
     const swept = JSON.parse((await runCli(['sweep', '--owner', specs[0], '--records', records, '--json', '--grace', '0'])).stdout);
@@ -279,7 +280,7 @@ describe("the owner's watchdog", () => {
     assert.match(swept.stdout, /killed [1-9]/);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
 
-    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI } });
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI } });
     const t1 = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     register(t1.child.pid!);
     const first = owner.watchdogPid!;

@@ -1,0 +1,203 @@
+/**
+ * One owned tree's cgroup: each tree gets a cgroup of its own, entered by its root before it forks, so no member
+ * can leave it (setsid, double fork and `env -i` all stay inside). Killing writes `cgroup.kill` (Linux 5.14+), or
+ * freezes the cgroup, signals every member and thaws it. Where tree cgroups live is probe.ts's.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { CgroupLocation, CgroupProber } from './probe';
+import { localTime, Logger, silentLogger } from '../platform/log';
+
+const TREE_DIR_PREFIX = 'tree-';
+
+/** Directory of one tree's cgroup. Tree ids are unique, so a path names one tree only. */
+export function treeCgroupPath(tier: CgroupLocation, treeId: string): string {
+  return tier.kind === 'directory' ? path.join(tier.base, TREE_DIR_PREFIX + treeId) : path.join(tier.base, `agent-trees-${treeId}.scope`);
+}
+
+/**
+ * The command line that starts `command` inside the tree's cgroup: the launcher moves itself into the cgroup,
+ * then execs the command, so the root is inside before it can fork.
+ */
+export function launchInCgroup(tier: CgroupLocation, treeId: string, command: string, args: string[]): { file: string; args: string[] } {
+  const cgroupDir = treeCgroupPath(tier, treeId);
+  if (tier.kind === 'systemd-scope') {
+    return {
+      file: 'systemd-run',
+      args: ['--user', '--scope', '--quiet', '--collect', `--unit=agent-trees-${treeId}.scope`, '--', command, ...args],
+    };
+  }
+  fs.mkdirSync(cgroupDir);
+  return {
+    file: '/bin/sh',
+    args: ['-c', 'echo $$ > "$0/cgroup.procs" || exit 126; exec "$@"', cgroupDir, command, ...args],
+  };
+}
+
+/**
+ * Pids in a cgroup and in every cgroup below it (empty when it is gone): a member may make a child cgroup and
+ * move into it, and it is still in the tree's.
+ */
+function cgroupProcs(cgroupDir: string): number[] {
+  const pids: number[] = [];
+  for (const dir of cgroupsBelow(cgroupDir)) {
+    try {
+      for (const line of fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n')) if (line) pids.push(Number(line));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return pids;
+}
+
+/** `dir` and every cgroup below it, parents first. */
+function cgroupsBelow(dir: string): string[] {
+  const out = [dir];
+  for (let i = 0; i < out.length && out.length < 10_000; i++) {
+    try {
+      for (const e of fs.readdirSync(out[i], { withFileTypes: true })) if (e.isDirectory()) out.push(path.join(out[i], e.name));
+    } catch {
+      /* gone meanwhile, or not a directory */
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether `dir` is a tree cgroup of ours: directly under our base with our name pattern, and created no later
+ * than the tree was tracked (a directory made afresh under the same name is not the recorded one).
+ */
+export function isOurCgroup(location: CgroupLocation | undefined, dir: string, treeId: string, trackedAt: number): boolean {
+  if (!location) return false;
+  if (path.resolve(dir) !== treeCgroupPath(location, treeId)) return false;
+  try {
+    const st = fs.statSync(dir);
+    return st.isDirectory() && fs.existsSync(path.join(dir, 'cgroup.procs')) && st.ctimeMs <= trackedAt + 2000;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a recorded tree's cgroup may be used: it is a directory of ours for that tree, not made afresh. Needs
+ * only where our cgroups live, so it never starts the cgroup probe.
+ */
+export function cgroupVerified(
+  tree: { id: string; cgroup: string | null; trackedAt: number },
+  parts: { cgroupProber: Pick<CgroupProber, 'location'> },
+): boolean {
+  return tree.cgroup !== null && isOurCgroup(parts.cgroupProber.location(), tree.cgroup, tree.id, tree.trackedAt);
+}
+
+/**
+ * Kills every member at once, those of child cgroups included: `cgroup.kill` (which kills the whole subtree),
+ * or freeze (which freezes the subtree), SIGKILL each, thaw. Returns the pids it found.
+ */
+export function killCgroup(cgroupDir: string, signalOne: (pid: number) => void): number[] {
+  const before = cgroupProcs(cgroupDir);
+  if (before.length === 0) return before;
+  try {
+    fs.writeFileSync(path.join(cgroupDir, 'cgroup.kill'), '1');
+    return before;
+  } catch {
+    /* no cgroup.kill: freeze instead */
+  }
+  const freeze = path.join(cgroupDir, 'cgroup.freeze');
+  try {
+    fs.writeFileSync(freeze, '1');
+  } catch {
+    /* cannot freeze: signal as they are */
+  }
+  const pids = cgroupProcs(cgroupDir);
+  for (const pid of pids) signalOne(pid);
+  try {
+    fs.writeFileSync(freeze, '0');
+  } catch {
+    /* nothing to thaw */
+  }
+  return pids;
+}
+
+/**
+ * Removes a tree cgroup once empty, with any child cgroups its members made (deepest first). Killed members can
+ * linger as zombies until their new parent reaps them, and the kernel refuses the rmdir (EBUSY) until then: so
+ * it is retried in the background for a while. Returns whether it is gone now.
+ */
+export function removeCgroup(cgroupDir: string, retryMs = 10_000): boolean {
+  const attempt = (): 'gone' | 'busy' | 'failed' => {
+    let result: 'gone' | 'busy' | 'failed' = 'gone';
+    for (const dir of cgroupsBelow(cgroupDir).reverse()) {
+      try {
+        fs.rmdirSync(dir);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT') result = code === 'EBUSY' ? 'busy' : 'failed';
+      }
+    }
+    return result;
+  };
+  const first = attempt();
+  if (first !== 'busy' || retryMs <= 0) return first === 'gone';
+  const deadline = Date.now() + retryMs;
+  const retry = () => {
+    if (attempt() === 'busy' && Date.now() < deadline) setTimeout(retry, 100).unref();
+  };
+  setTimeout(retry, 100).unref();
+  return false;
+}
+
+/**
+ * Removes our tree cgroups that no record names and that are empty and older than a minute (their owner was stopped
+ * before it could remove them), saying so in `log`. Returns the directories removed.
+ */
+export function removeUnnamedEmptyCgroups(
+  location: CgroupLocation,
+  named: Set<string>,
+  now = Date.now(),
+  log: Logger = silentLogger,
+): string[] {
+  if (location.kind !== 'directory') return []; // systemd collects empty transient scopes itself
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(location.base);
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    if (!name.startsWith(TREE_DIR_PREFIX)) continue;
+    const dir = path.join(location.base, name);
+    if (named.has(dir)) continue;
+    let madeAt: number;
+    try {
+      madeAt = fs.statSync(dir).ctimeMs;
+    } catch {
+      continue;
+    }
+    if (now - madeAt < 60_000) continue; // may be a tree being spawned right now
+    if (cgroupProcs(dir).length === 0 && removeCgroup(dir, 0)) {
+      removed.push(dir);
+      log.info(
+        `removed ${dir}: the empty cgroup of agent tree ${name.slice(TREE_DIR_PREFIX.length)}, made ${localTime(madeAt)}; ` +
+          'its processes had all ended, but what ran it (an editor window, or agent-trees run) was stopped before it could remove it',
+      );
+    }
+  }
+  return removed;
+}
+
+/** The cgroup operations a kill and a membership resolution use; tests pass their own. */
+export interface CgroupControl {
+  /** Pids in a tree's cgroup. */
+  procs(cgroupDir: string): number[];
+  /** Kills every member at once (see `killCgroup`); returns the pids it found. */
+  kill(cgroupDir: string, signalOne: (pid: number) => void): number[];
+  /** Removes an emptied tree cgroup (see `removeCgroup`). */
+  remove(cgroupDir: string): boolean;
+}
+
+export const linuxCgroups: CgroupControl = {
+  procs: cgroupProcs,
+  kill: killCgroup,
+  remove: (dir) => removeCgroup(dir),
+};

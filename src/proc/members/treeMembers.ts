@@ -1,0 +1,153 @@
+/**
+ * Which live processes belong to an owned tree. Five ways in, each proven before it counts:
+ * the tree's process group and session (only while provably the recorded ones), its cgroup, every process
+ * carrying its exact tag, and every descendant of any member.
+ */
+import { isRecordedRoot, startedNoLaterThanTrackingBy } from '../identity/startTimes';
+import { ProcessInfo, provesIdentity, Snapshot } from '../platform/processTable';
+import { MemberDeps, Membership, TreeIdentity, withDescendants } from './membership';
+
+export interface ResolveOptions {
+  /**
+   * The caller has owned the tree continuously since it spawned it (a live owner): its group id cannot have been
+   * reissued, since a group id is not reused while the group has members and the owner drops the tree once empty.
+   */
+  continuouslyOwned: boolean;
+  /** Whether the tree's cgroup directory was checked to be ours. Only then are its pids members. */
+  cgroupVerified: boolean;
+  /**
+   * Why a process can never be a member; such are not walked either. Defaults to the guard's (`MemberDeps`):
+   * ourselves, our ancestors, our own group and PID 1.
+   */
+  protectedReason?: (p: ProcessInfo) => string | undefined;
+  /**
+   * Processes the caller has proven members by other means (seen as members before, pid and start time
+   * re-checked against this snapshot; a terminal's processes carrying its window's tag). Like tagged ones they
+   * seed the walk and prove a leaderless group or session they sit in.
+   */
+  extraSeeds?: ProcessInfo[];
+  /**
+   * The root's exact start key, when the caller read the root itself (a terminal's shell). A group or session
+   * led by the root's pid is then proven by the key alone: equal keys, the same process; any other, another.
+   */
+  rootStartKey?: number;
+}
+
+/**
+ * Resolves the live members of `tree` in `snap`.
+ *
+ * A running group leader (pid == pgid) proves the group only if it provably started no later than the tree was
+ * tracked (`startedNoLaterThanTracking`: in boot ticks, the recorded root exactly). A leaderless group is proven
+ * for a continuous owner, or when one of its members carries the tree's tag or sits in its cgroup: otherwise
+ * its members are not taken on a guess.
+ *
+ * Another user's process is a member only by lineage (the cgroup, the proven group or session, descent from a
+ * member): anyone can set an environment variable, so a tag alone never makes it one. A member that changed
+ * uid (a set-uid program) is still a member.
+ */
+export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions, deps: MemberDeps): Membership {
+  const procs = snap.processes;
+  /** Members by lineage: the cgroup, the proven group and session, the root. */
+  const seeds = new Map<number, ProcessInfo>();
+  const excluded = new Set<string>();
+  const guard = options.protectedReason ?? ((p: ProcessInfo) => deps.guard.protectedReason(p));
+  const isProtected = (p: ProcessInfo): boolean => {
+    if (p.pid <= 1) return true;
+    const why = guard(p);
+    if (why) excluded.add(why);
+    return why !== undefined;
+  };
+  const add = (p: ProcessInfo | undefined) => {
+    if (p && !isProtected(p)) seeds.set(p.pid, p);
+  };
+
+  const cgroupPids = tree.cgroup && options.cgroupVerified ? deps.cgroups.procs(tree.cgroup) : [];
+  for (const pid of cgroupPids) add(procs.get(pid));
+  for (const p of options.extraSeeds ?? []) if (procs.get(p.pid)?.startKey === p.startKey) add(procs.get(p.pid));
+  const tagged = (snap.tagged().get(tree.id) ?? []).filter((p) => !isProtected(p));
+  const taggedPids = new Set(tagged.map((p) => p.pid));
+
+  // Group and session: sid == pgid == rootPid for trees we spawned; each is checked on its own anyway.
+  const groupMembers: ProcessInfo[] = [];
+  const sessionMembers: ProcessInfo[] = [];
+  for (const p of procs.values()) {
+    if (p.pgid === tree.pgid) groupMembers.push(p);
+    if (p.sid === tree.sid) sessionMembers.push(p);
+  }
+  const evidence: GroupEvidence = { tree, snap, options, deps, seeds, taggedPids };
+  let groupDoubt: string | undefined;
+  const group = groupProof(evidence, tree.pgid, groupMembers, 'process group');
+  const groupProven = group === true;
+  if (groupProven) for (const p of groupMembers) add(p);
+  else if (group) groupDoubt = group;
+  const session = groupProof(evidence, tree.sid, sessionMembers, 'session');
+  if (session === true) for (const p of sessionMembers) add(p);
+  else if (session) groupDoubt = session;
+
+  // The root itself, if it is not its own group leader (it always is for trees spawned here).
+  const root = procs.get(tree.rootPid);
+  const precision = snap.startPrecision;
+  if (
+    root &&
+    root.pid !== tree.pgid &&
+    provesIdentity(precision) &&
+    isRecordedRoot(root, tree, precision.unit === 'ticks', precision.errorMs)
+  )
+    add(root);
+
+  // Tagged processes of our own uid; another user's only if lineage makes it a member anyway.
+  const foreign = new Map<number, number>();
+  for (const p of tagged) {
+    if (seeds.has(p.pid)) continue;
+    const uid = deps.guard.otherUid?.(p);
+    if (uid === undefined) seeds.set(p.pid, p);
+    else foreign.set(p.pid, uid);
+  }
+  const members = withDescendants(seeds, snap, isProtected);
+  for (const [pid, uid] of foreign) {
+    if (!members.has(pid))
+      excluded.add(`pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`);
+  }
+  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+}
+
+/** What a group or session is proven by: the tree, the snapshot, the resolution's options, and the members so far. */
+interface GroupEvidence {
+  tree: TreeIdentity;
+  snap: Snapshot;
+  options: ResolveOptions;
+  deps: MemberDeps;
+  /** Members by lineage so far (the cgroup, proven seeds, and the group once it is proven). */
+  seeds: Map<number, ProcessInfo>;
+  /** Processes carrying the tree's tag. */
+  taggedPids: Set<number>;
+}
+
+/**
+ * Whether the process group (or session) led by `leaderPid`, of `members`, provably is the tree's: true, or why
+ * not; undefined when it has no member. A running leader proves it only if it provably started no later than the
+ * tree was tracked; a leaderless one only for a continuous owner, or through a member of the tree's lineage or tag.
+ */
+function groupProof(e: GroupEvidence, leaderPid: number, members: ProcessInfo[], what: string): true | string | undefined {
+  const { tree, options } = e;
+  if (members.length === 0) return undefined;
+  const precision = e.snap.startPrecision;
+  const leader = e.snap.processes.get(leaderPid);
+  if (leader && !provesIdentity(precision)) {
+    // No start times (Windows): a process at the leader's pid may be anyone's; only the owner knows.
+    return options.continuouslyOwned ? true : `${what} ${leaderPid}: this platform gives no start times to prove its leader`;
+  }
+  if (leader && options.rootStartKey !== undefined && leaderPid === tree.rootPid) {
+    return leader.startKey === options.rootStartKey ? true : `${what} ${leaderPid} is led by another process than the recorded one`;
+  }
+  if (leader) {
+    if (startedNoLaterThanTrackingBy(precision, leader, tree)) return true;
+    return precision.unit === 'ticks' && tree.trackedAtTicks === undefined && tree.rootStartTicks === undefined
+      ? `${what} ${leaderPid} has a leader whose start cannot be compared with the record (no boot-clock times in it)`
+      : `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
+  }
+  if (options.continuouslyOwned) return true;
+  const vouched = (m: ProcessInfo) => e.seeds.has(m.pid) || (e.taggedPids.has(m.pid) && e.deps.guard.otherUid?.(m) === undefined);
+  if (members.some(vouched)) return true;
+  return `${what} ${leaderPid} has no leader and no member carrying the tree's tag`;
+}

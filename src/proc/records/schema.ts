@@ -1,0 +1,131 @@
+/**
+ * The owned-tree record's schema: one JSON file per owning process, `<dir>/<owner pid>.json`.
+ *
+ * Format (version 1). The original fields are kept exactly, so other tools and older versions read it:
+ *   {"version":1,"owner":{"pid":N,"startTime":MS},"trees":[{"id","label","command":[...],"rootPid","pgid",
+ *    "sid","rootStartTime","trackedAt","envTag","cgroup":null|path,"deadline"?:MS}]}
+ * `deadline` is optional (absent: no timeout), so readers of the first version's files read these too.
+ * Added compatibly (optional; a version-1 reader ignores them): `owner.startTicks`, `owner.bootId`,
+ * `owner.pidNs`, `owner.machineId`, `trees[].rootStartTicks`, `trees[].trackedAtTicks`. Identities are judged
+ * by these (see identity/); the epoch fields are for display. A record without them is an older writer's.
+ */
+import { OwnerInfo } from '../identity/ownerIdentity';
+import { TreeTimes } from '../identity/startTimes';
+import { TREE_ID_VARIABLE } from '../platform/processTable';
+
+export const RECORD_VERSION = 1;
+
+/** A record is a few hundred bytes per tree; anything past this is not one of ours. */
+export const MAX_RECORD_BYTES = 1 << 20;
+
+export interface TreeRecord extends TreeTimes {
+  id: string;
+  label: string;
+  command: string[];
+  pgid: number;
+  sid: number;
+  /** `AGENT_TREES_TREE_ID=<id>`, the exact environment entry every member inherits. */
+  envTag: string;
+  /** The tree's own cgroup directory, or null. */
+  cgroup: string | null;
+  /** When the owner kills the tree (its timeout), ms since the epoch; absent when it has none. */
+  deadline?: number;
+}
+
+export interface OwnerRecord {
+  version: 1;
+  owner: OwnerInfo;
+  trees: TreeRecord[];
+}
+
+export interface RecordFile {
+  file: string;
+  record: OwnerRecord;
+}
+
+export interface RecordProblem {
+  file: string;
+  problem: string;
+  /** Where the file was moved so it is not read again, if it was (by a sweep only). */
+  setAsideTo?: string;
+}
+
+/** A file that was to be read as a record and is not one (corrupt, truncated, foreign, another version). */
+export class RecordError extends Error {}
+/** A record of another format version: left for the tool that wrote it. */
+export class RecordVersionError extends RecordError {}
+
+/** Says what is wrong with a parsed record, or undefined when it has the version-1 shape. */
+export function recordShapeProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
+  const v = value as Record<string, unknown>;
+  if (v.version !== RECORD_VERSION) return `version is ${String(JSON.stringify(v.version)).slice(0, 20)}, expected ${RECORD_VERSION}`;
+  const owner = v.owner as Record<string, unknown> | undefined;
+  if (typeof owner !== 'object' || owner === null) return 'owner: missing';
+  if (!isPid(owner.pid)) return 'owner.pid: expected a positive integer';
+  if (!isTime(owner.startTime)) return 'owner.startTime: expected ms since the epoch';
+  const ticks = ['startTicks', 'bootId', 'pidNs', 'machineId'].filter((k) => owner[k] !== undefined);
+  if (ticks.length > 0 && ticks.length < 4) return `owner: ${ticks.join(', ')} without the rest of startTicks, bootId, pidNs, machineId`;
+  if (owner.startTicks !== undefined && !isTicks(owner.startTicks)) return 'owner.startTicks: expected clock ticks since boot';
+  if (owner.bootId !== undefined && (typeof owner.bootId !== 'string' || !/^[0-9a-f-]{16,64}$/.test(owner.bootId)))
+    return 'owner.bootId: expected a boot id';
+  if (owner.pidNs !== undefined && !isPid(owner.pidNs)) return 'owner.pidNs: expected a namespace inode';
+  if (owner.machineId !== undefined && (typeof owner.machineId !== 'string' || owner.machineId.length > 300))
+    return 'owner.machineId: expected a string';
+  if (!Array.isArray(v.trees)) return 'trees: expected an array';
+  for (let i = 0; i < v.trees.length; i++) {
+    const t = v.trees[i] as Record<string, unknown>;
+    const at = `trees[${i}]`;
+    if (typeof t !== 'object' || t === null) return `${at}: expected an object`;
+    if (typeof t.id !== 'string' || !/^[A-Za-z0-9._-]{1,128}$/.test(t.id))
+      return `${at}.id: expected an id of letters, digits, '.', '_', '-'`;
+    if (typeof t.label !== 'string') return `${at}.label: expected a string`;
+    if (!Array.isArray(t.command) || !t.command.every((c) => typeof c === 'string')) return `${at}.command: expected an array of strings`;
+    for (const key of ['rootPid', 'pgid', 'sid'] as const) if (!isPid(t[key])) return `${at}.${key}: expected a positive integer`;
+    for (const key of ['rootStartTime', 'trackedAt'] as const) if (!isTime(t[key])) return `${at}.${key}: expected ms since the epoch`;
+    for (const key of ['rootStartTicks', 'trackedAtTicks'] as const) {
+      if (t[key] !== undefined && !isTicks(t[key])) return `${at}.${key}: expected clock ticks since boot`;
+    }
+    if ((t.rootStartTicks !== undefined || t.trackedAtTicks !== undefined) && owner.startTicks === undefined) {
+      return `${at}: start ticks without the owner's boot identity`;
+    }
+    if (t.envTag !== `${TREE_ID_VARIABLE}=${t.id}`) return `${at}.envTag: expected "${TREE_ID_VARIABLE}=${t.id}"`;
+    if (t.cgroup !== null && typeof t.cgroup !== 'string') return `${at}.cgroup: expected a path or null`;
+    if (t.deadline !== undefined && !isTime(t.deadline)) return `${at}.deadline: expected ms since the epoch, or no such field`;
+  }
+  return undefined;
+}
+
+function isPid(x: unknown): x is number {
+  return Number.isSafeInteger(x) && (x as number) > 0;
+}
+function isTime(x: unknown): x is number {
+  return typeof x === 'number' && Number.isFinite(x) && x >= 0;
+}
+function isTicks(x: unknown): x is number {
+  return Number.isSafeInteger(x) && (x as number) >= 0;
+}
+
+/** Parses a record file's text; throws RecordError (or RecordVersionError) when it is not a version-1 record. */
+export function parseRecord(text: string): OwnerRecord {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    if (text.trim() === '') throw new RecordError('empty file');
+    // Never quote the text: V8's message does ("Unexpected token 'r', "root:x:0:0"... is not valid JSON").
+    const at = /position (\d+)/.exec((e as Error).message);
+    throw new RecordError(
+      `not valid JSON${at ? ` (at byte ${at[1]} of ${Buffer.byteLength(text)})` : ` (${Buffer.byteLength(text)} bytes)`}`,
+    );
+  }
+  const problem = recordShapeProblem(value);
+  if (problem) {
+    const version = (value as { version?: unknown } | null)?.version;
+    if (typeof version === 'number' && version !== RECORD_VERSION) {
+      throw new RecordVersionError(`written in record format version ${version}; this version reads ${RECORD_VERSION} only: left as it is`);
+    }
+    throw new RecordError(`not an Agent Trees record: ${problem}`);
+  }
+  return value as OwnerRecord;
+}
