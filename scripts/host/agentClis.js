@@ -222,7 +222,7 @@ async function tryAgentTerminal(page, bin, { clis, home, outDir, shots }) {
     await runCommand(page, 'Agent Trees: Kill Agent Tree');
     await waitForQuickPick(page, 'Kill which agent tree?');
     await pick(page, bin);
-    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: `${bin}: ended` });
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: `${bin}: killed: ended` });
     await toast.first().waitFor({ state: 'visible', timeout: 30000 });
     r.notification = (await toast.first().innerText()).split('\n')[0];
     r.ending = await waitUntil(

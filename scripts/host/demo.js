@@ -96,11 +96,15 @@ function startDemoServer(demo, { port } = {}) {
   });
 }
 
-/** Stops the server, sweeps every marked process, removes the temp folder. Returns the survivors. */
+/**
+ * Stops the server, gives the extension's watchdogs their time to end the agents' trees, kills whatever is left of
+ * the run (removing the trees' cgroups), removes the temp folder. Returns the survivors.
+ */
 async function teardown(demo, server) {
   if (server) await server.stop(3000).catch(() => {});
-  const { killed, survivors } = await processes.killWithEnv(marker.MARKER_VAR, demo.marker);
+  const { killed, survivors, cgroupsRemoved } = await marker.endMarked(demo.marker);
   if (killed.length) say(`killed ${killed.length} process(es) started under the demo`);
+  if (cgroupsRemoved.length) say(`removed the cgroups of ${cgroupsRemoved.length} agent tree(s) they ran in`);
   if (survivors.length) say(`could not kill: ${survivors.join('; ')}`);
   fs.rmSync(demo.dirs.root, { recursive: true, force: true });
   return survivors;

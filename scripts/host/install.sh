@@ -154,15 +154,19 @@ install_code_server() {
     cp /usr/bin/rg "$work/stage/rg"
     tar -C "$work/stage" -czf "$work/tmp-$host/vscode-ripgrep-cache-$rg_pkg/ripgrep-$rg_asset-$rg_target.tar.gz" rg
   fi
+  # code-server's postinstall refuses to run as root unless npm_config_unsafe_perm=true, a setting npm 7+ no longer
+  # has (set for npm itself, it warns 'Unknown env config "unsafe-perm"'): the shell npm runs install scripts
+  # with sets it for the scripts alone.
+  printf '#!/bin/sh\nexport npm_config_unsafe_perm=true\nexec /bin/sh "$@"\n' >"$work/script-shell"
+  chmod +x "$work/script-shell"
   (
     cd "$dir"
     # yes: node-pty's postinstall runs `npx node-gyp`, and this machine's npmrc says yes=false.
-    # unsafe_perm: code-server's postinstall refuses to run as root otherwise.
     # dangerously_allow_all_scripts: npm 11 may block install scripts not listed in allowScripts.
     env "${env_node[@]}" \
       TMPDIR="$work/tmp-$host" \
       npm_config_yes=true \
-      npm_config_unsafe_perm=true \
+      npm_config_script_shell="$work/script-shell" \
       npm_config_dangerously_allow_all_scripts=true \
       npm_config_audit=false \
       npm_config_fund=false \

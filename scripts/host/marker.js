@@ -14,6 +14,10 @@ const MARKER_VAR = 'AGENT_TREES_HOST_MARKER';
 /** Chromium additionally carries this one, so one browser can be swept without touching the rest. */
 const BROWSER_MARKER_VAR = 'AGENT_TREES_HOST_BROWSER';
 const RUN_DIR_PREFIXES = ['agent-trees-host-', 'agent-trees-demo-'];
+/** Every owner's watchdog carries this (src/proc/watchdog.ts). */
+const WATCHDOG_VAR = 'AGENT_TREES_WATCHDOG';
+/** How long the watchdogs of a run's dead owners get to end those owners' trees. */
+const WATCHDOG_WAIT_MS = 10000;
 
 /**
  * A marker value for this process: `<pid>.<start ticks>.<random>`. A process carrying a marker whose
@@ -40,6 +44,18 @@ function cleanEnv(extra) {
     env[k] = v;
   }
   return Object.assign(env, extra);
+}
+
+/**
+ * Ends what a run started, once its code-server is down: first the watchdogs of its dead owners (extension hosts,
+ * `agent-trees run`) get up to 10 s to end their owners' trees, the product's own way, which removes the trees'
+ * cgroups too; then every process still carrying `marker` is killed, and the agent trees' cgroups they ran in are
+ * removed (see processes.killWithEnv). Resolves as killWithEnv does.
+ */
+async function endMarked(marker) {
+  const watchdogs = () => processes.processesWithEnv(MARKER_VAR, marker).filter((s) => processes.envOf(s.pid, WATCHDOG_VAR) !== undefined);
+  for (const until = Date.now() + WATCHDOG_WAIT_MS; watchdogs().length && Date.now() < until;) await new Promise((r) => setTimeout(r, 50));
+  return processes.killWithEnv(MARKER_VAR, marker);
 }
 
 /**
@@ -102,4 +118,15 @@ async function sweepStale(log = () => {}) {
   }
 }
 
-module.exports = { MARKER_VAR, BROWSER_MARKER_VAR, newMarker, markerOwnerGone, cleanEnv, makeRunDirs, keepRunDir, sweepStale };
+module.exports = {
+  MARKER_VAR,
+  BROWSER_MARKER_VAR,
+  WATCHDOG_VAR,
+  newMarker,
+  markerOwnerGone,
+  cleanEnv,
+  endMarked,
+  makeRunDirs,
+  keepRunDir,
+  sweepStale,
+};

@@ -8,6 +8,7 @@ const util = require('util');
 const processes = require('../../test/support/processes');
 const { startCodeServer, killStrayServerProcesses, tail } = require('./codeServer');
 const { openWorkbench } = require('./workbench');
+const { startPageChannel, PAGE_VAR } = require('./pageChannel');
 
 const RESULT_FILE_VAR = 'AGENT_TREES_TEST_RESULT';
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -47,16 +48,20 @@ function readResult(file) {
   }
 }
 
-/** Starts code-server and opens the workbench on it; registers both in `p.active` for cleanup. */
+/**
+ * Starts code-server and opens the workbench on it; registers both in `p.active` for cleanup. The suite reaches
+ * the workbench's page through the page channel (pageChannel.js), whose address its environment names.
+ */
 async function startSession(p, files) {
-  const session = { exitCode: undefined, browserGone: false, server: undefined, browser: undefined };
+  const session = { exitCode: undefined, browserGone: false, server: undefined, browser: undefined, pageChannel: undefined };
+  session.pageChannel = await startPageChannel(() => session.browser && session.browser.page);
   p.say(`${p.label}: starting code-server (${p.host.label})`);
   session.server = await startCodeServer({
     host: p.host,
     dirs: p.dirs,
     userDataDir: p.userDataDir,
     extensionsDir: p.extensionsDir,
-    env: { ...p.env, [RESULT_FILE_VAR]: files.result },
+    env: { ...p.env, [RESULT_FILE_VAR]: files.result, [PAGE_VAR]: session.pageChannel.url },
     marker: p.marker,
     logFile: files.serverLog,
     workspaceTrust: p.untrustedWorkspace,
@@ -209,6 +214,7 @@ async function tearDown(p, session, outcome) {
     await session.server.stop(3000);
     p.active.server = undefined;
   }
+  await session.pageChannel.close();
   const strays = await killStrayServerProcesses(p.host, p.marker);
   if (strays) p.say(`${p.label}: ${strays} code-server process(es) outside its process group still ran; killed them`);
   return Date.now() - started;

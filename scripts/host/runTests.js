@@ -51,8 +51,6 @@ const PHASE_VAR = 'AGENT_TREES_PHASE';
 /** Tells the suite which VS Code it runs in, as the runner installed it (the suite checks vscode.version against it). */
 const HOST_VSCODE_VAR = 'AGENT_TREES_HOST_VSCODE';
 const TRUST_VAR = 'AGENT_TREES_WORKSPACE_TRUST';
-/** Every owner's watchdog carries this (src/proc/owner/watchdog.ts). */
-const WATCHDOG_VAR = 'AGENT_TREES_WATCHDOG';
 
 /** What cleanup() must undo when the run ends or is interrupted. */
 const active = { server: undefined, browser: undefined, marker: undefined, dirs: undefined, interrupted: false };
@@ -166,8 +164,8 @@ async function runTests(options) {
 async function leakCheck(runMarker, summary) {
   const marked = (variable) =>
     processes.processesWithEnv(marker.MARKER_VAR, runMarker).filter((s) => processes.envOf(s.pid, variable) !== undefined);
-  for (let i = 0; i < 200 && marked(WATCHDOG_VAR).length; i++) await new Promise((r) => setTimeout(r, 50));
-  const leaked = [...marked('AGENT_TREES_TREE_ID'), ...marked(WATCHDOG_VAR)];
+  for (let i = 0; i < 200 && marked(marker.WATCHDOG_VAR).length; i++) await new Promise((r) => setTimeout(r, 50));
+  const leaked = [...marked('AGENT_TREES_TREE_ID'), ...marked(marker.WATCHDOG_VAR)];
   if (!leaked.length) return undefined;
   summary.failed += 1;
   return new Error(
@@ -186,8 +184,9 @@ async function cleanup() {
     active.browser = undefined;
   }
   if (!active.marker) return [];
-  const { killed, survivors } = await processes.killWithEnv(marker.MARKER_VAR, active.marker);
+  const { killed, survivors, cgroupsRemoved } = await marker.endMarked(active.marker);
   if (killed.length) say(`killed ${killed.length} leftover process(es) carrying the run's marker`);
+  if (cgroupsRemoved.length) say(`removed the cgroups of ${cgroupsRemoved.length} agent tree(s) they ran in`);
   if (survivors.length) say(`could not kill: ${survivors.join('; ')}`);
   active.marker = undefined;
   return survivors;

@@ -12,7 +12,10 @@
 // Then it closes the browser, stops code-server and kills every process carrying the run's marker
 // (the agent's tree was already killed through the UI). Leaves nothing running.
 //
-// Usage: npm run screenshots  [-- --vsix agent-trees.vsix (skip packaging)] [-- --out DIR]
+// With --view-after-launch the view is first opened after demo-agent was launched (as a newcomer may do): no
+// welcome picture, and the launch picture shows the Explorer.
+//
+// Usage: npm run screenshots  [-- --vsix agent-trees.vsix (skip packaging)] [-- --out DIR] [-- --view-after-launch]
 'use strict';
 
 const fs = require('fs');
@@ -253,6 +256,7 @@ async function main() {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const outDir = path.resolve(opt('--out') || path.join(ROOT, 'media', 'screenshots'));
+  const viewAfterLaunch = argv.includes('--view-after-launch');
   fs.mkdirSync(outDir, { recursive: true });
   const started = Date.now();
   checkPngquant();
@@ -271,15 +275,20 @@ async function main() {
     // The demo's agent definitions in the editor, for the pictures' sake.
     await openFile(page, '.vscode/settings.json');
 
+    const openView = () => page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first().click();
     // 1. The view container, no agent yet: the welcome view.
-    await page.locator('.part.activitybar .action-item a.action-label[aria-label^="Agent Trees"]').first().click();
-    await page.locator('.part.sidebar .welcome-view-content', { hasText: 'Launch Agent' }).waitFor({ state: 'visible', timeout: 10000 });
-    await setSidebarWidth(page, SIDEBAR_WIDTH);
-    await clearNotifications(page);
-    await page.keyboard.press('Control+1'); // focus the editor: no focus outline around the view
-    await parkMouse(page);
-    await sleep(1000);
-    await shoot(page, outDir, 'agent-trees-welcome.png', saved);
+    if (viewAfterLaunch) {
+      say('agent-trees-welcome.png not taken: the view opens after the launch');
+    } else {
+      await openView();
+      await page.locator('.part.sidebar .welcome-view-content', { hasText: 'Launch Agent' }).waitFor({ state: 'visible', timeout: 10000 });
+      await setSidebarWidth(page, SIDEBAR_WIDTH);
+      await clearNotifications(page);
+      await page.keyboard.press('Control+1'); // focus the editor: no focus outline around the view
+      await parkMouse(page);
+      await sleep(1000);
+      await shoot(page, outDir, 'agent-trees-welcome.png', saved);
+    }
 
     // 2. Command palette > Agent Trees: Launch Agent...: the quick pick of the configured agents.
     await runCommand(page, 'Agent Trees: Launch Agent');
@@ -291,6 +300,11 @@ async function main() {
 
     // 3. Pick demo-agent: its terminal opens, its tree fills the view, the status bar counts down.
     await pick(page, 'demo-agent');
+    if (viewAfterLaunch) {
+      await sleep(3000);
+      await openView();
+      await setSidebarWidth(page, SIDEBAR_WIDTH);
+    }
     let expanded = 0;
     await waitUntil(
       "the demo agent's tree in the view (agent, loop, daemon, MCP server)",
@@ -319,7 +333,7 @@ async function main() {
     await pick(page, 'demo-agent');
     // The MCP server ignores SIGTERM: the kill takes the grace period (5 s), then SIGKILL.
     await page
-      .locator('.notifications-toasts .notification-toast', { hasText: 'demo-agent: ended' })
+      .locator('.notifications-toasts .notification-toast', { hasText: 'demo-agent: killed: ended' })
       .waitFor({ state: 'visible', timeout: 30000 });
     await waitUntil(
       'the view to show demo-agent killed',

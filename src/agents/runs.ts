@@ -26,6 +26,14 @@ const systemClock: Clock = {
   cancel: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/** `vscode.l10n`, or `asWritten` where nothing is translated (the log). */
+export interface Localizer {
+  t(message: string, ...args: Array<string | number | boolean>): string;
+}
+
+/** What `vscode.l10n.t` does with no translation: the English as written, `{n}` replaced by the n-th argument. */
+const asWritten: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };
+
 export interface RunSettings {
   defaultTimeoutSeconds: number;
   killGraceSeconds: number;
@@ -136,21 +144,27 @@ export class AgentRun {
     else for (const s of [this.pipes?.stdout, this.pipes?.stderr]) s?.resume();
   }
 
-  /** One line saying how the run ended, for its terminal, the log and the notification alike. */
-  endingText(): string {
+  /** One line saying how the run ended, for its terminal, the log and the notification alike (`vscode.l10n` but in the log). */
+  endingText(l10n: Localizer = asWritten): string {
+    const ended = this.processesEnded;
     switch (this.state) {
       case 'timed out':
-        return `timed out after ${this.timeoutSeconds} s: ended ${this.processesEnded} processes`;
+        return ended === 1
+          ? l10n.t('timed out after {0} s: ended 1 process', this.timeoutSeconds)
+          : l10n.t('timed out after {0} s: ended {1} processes', this.timeoutSeconds, ended);
       case 'killed':
-        return `killed: ended ${this.processesEnded} processes`;
+        return ended === 1 ? l10n.t('killed: ended 1 process') : l10n.t('killed: ended {0} processes', ended);
       case 'failed':
-        return 'failed to start';
+        return l10n.t('failed to start');
       case 'exited': {
-        const how = this.exitSignal ? `exited on ${this.exitSignal}` : `exited with code ${this.exitCode}`;
-        return this.processesEnded > 0 ? `${how}; ended ${this.processesEnded} processes it left running` : how;
+        const how = this.exitSignal ? l10n.t('exited on {0}', this.exitSignal) : l10n.t('exited with code {0}', String(this.exitCode));
+        if (ended === 0) return how;
+        return ended === 1
+          ? l10n.t('{0}; ended 1 process it left running', how)
+          : l10n.t('{0}; ended {1} processes it left running', how, ended);
       }
       default:
-        return 'running';
+        return l10n.t('running');
     }
   }
 }

@@ -20,6 +20,7 @@ import {
   OwnedTree,
   OwnerState,
   processCore,
+  processCount,
   ptyProblem,
   RecordStore,
   selfIdentity,
@@ -241,10 +242,10 @@ async function endRun(
     // After the agent's last output and before ours (raw mode prints no carriage returns).
     if (relay) await relay.drainAndRestore();
     sayEnded();
-    if (why) log.warn(`${why}: ended ${report.signalled} processes` + (report.survivors ? `, ${report.survivors} survived` : ''));
+    if (why) log.warn(`${why}: ended ${processCount(report.signalled)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
     else if (report.signalled > 0 || report.survivors > 0) {
       log.info(
-        `ended ${report.signalled} processes ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''),
+        `ended ${processCount(report.signalled)} ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''),
       );
     }
   }
@@ -334,7 +335,7 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
     for (const p of result.problems)
       process.stdout.write(`problem\t${p.file}\t${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}\n`);
     process.stdout.write(
-      `swept ${result.trees.length} tree(s) of dead owners, ended ${result.killed} processes; ` +
+      `swept ${result.trees.length} tree(s) of dead owners, ended ${processCount(result.killed)}; ` +
         `${result.liveOwners} live owner(s) left alone\n`,
     );
   }
@@ -406,7 +407,7 @@ async function kill(args: ParsedArgs & { command: 'kill' }, records: string): Pr
   const spared = (why: string) => [...new Set(guarded.filter((g) => g?.why === why).map((g) => g!.pid))];
   const [ancestors, inGroup] = [spared('self-or-ancestor'), spared('own-group')];
   process.stdout.write(
-    `tree ${report.treeId}: ended ${report.signalled} processes` +
+    `tree ${report.treeId}: ended ${processCount(report.signalled)}` +
       (report.survivors ? `, ${report.survivors} survived (${report.survivorPids.join(', ')})` : '') +
       (ancestors.length ? `; spared this command and its ancestors (${ancestors.join(', ')})` : '') +
       (inGroup.length ? `; ${inGroup.length} left running: in this command's own process group (${inGroup.join(', ')})` : '') +

@@ -6,7 +6,8 @@
  */
 import * as vscode from 'vscode';
 import { AgentDefinition } from '../agents/definition';
-import { KillReport, SweepResult } from '../proc';
+import { AgentRun } from '../agents/runs';
+import { KillReport, processCount, SweepResult } from '../proc';
 import { inBackground } from './background';
 import { McpWrapper } from './mcp';
 import type { ExtensionParts } from './parts';
@@ -103,7 +104,7 @@ async function killTree(parts: CommandParts, arg?: string | Row): Promise<KillRe
   } else {
     report = await windowTerminals.endEverything(target.shellKey!);
   }
-  return killed(parts, target.name, report);
+  return killed(parts, target.name, report, target.run);
 }
 
 async function endTerminal(parts: CommandParts, arg?: string | Row): Promise<KillResult | undefined> {
@@ -124,7 +125,7 @@ async function killProcess(parts: CommandParts, row?: Row): Promise<KillResult |
     p.top.kind === 'run'
       ? await owner.killProcess(p.pid, p.startKey, graceMs(parts))
       : await owner.killForeignProcess(p.pid, p.startKey, graceMs(parts));
-  log.info(`process ${p.pid} and its children: ended ${report.signalled}`);
+  log.info(`process ${p.pid} and its children: ended ${processCount(report.signalled)}`);
   return killed(parts, `${p.pid}`, report);
 }
 
@@ -178,7 +179,7 @@ async function deadlineActions({ statusBar, picks, runs }: CommandParts): Promis
   if (!run) return;
   const action = await picks.deadlineAction(run);
   if (!action) return;
-  if ('kill' in action) announceKill(run.name, await runs.kill(run.id, 'killed'));
+  if ('kill' in action) announceKill(run.name, await runs.kill(run.id, 'killed'), run);
   else runs.extend(run.id, action.extendSeconds);
 }
 
@@ -187,17 +188,23 @@ function graceMs({ settings }: CommandParts): number {
 }
 
 /** Tells the user what a kill ended, refreshes the view, and returns the counts. */
-function killed({ provider, log }: CommandParts, name: string, report: KillReport): KillResult {
-  announceKill(name, report);
+function killed({ provider, log }: CommandParts, name: string, report: KillReport, run?: AgentRun): KillResult {
+  announceKill(name, report, run);
   inBackground(provider.refresh(), log, 'refreshing the view');
   return { signalled: report.signalled, survivors: report.survivors };
 }
 
-function announceKill(name: string, report: KillReport): void {
+/** The notification of a kill: for a run, the line its terminal and the log end with. */
+function announceKill(name: string, report: KillReport, run?: AgentRun): void {
+  const ended = run
+    ? run.endingText(vscode.l10n)
+    : report.signalled === 1
+      ? vscode.l10n.t('ended 1 process')
+      : vscode.l10n.t('ended {0} processes', report.signalled);
   const message =
     report.survivors > 0
-      ? vscode.l10n.t('{0}: ended {1} processes; {2} could not be ended (see the log)', name, report.signalled, report.survivors)
-      : vscode.l10n.t('{0}: ended {1} processes', name, report.signalled);
+      ? vscode.l10n.t('{0}: {1}; {2} could not be ended (see the log)', name, ended, report.survivors)
+      : vscode.l10n.t('{0}: {1}', name, ended);
   if (report.survivors > 0) void vscode.window.showWarningMessage(message);
   else void vscode.window.showInformationMessage(message);
 }

@@ -8,7 +8,16 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
-import { ProcessIdentity, processCore, TreeMembersSource, TreeOwner, WATCHDOG_GRACE_MS, WindowLease, windowKey } from '../proc';
+import {
+  ProcessIdentity,
+  processCore,
+  processCount,
+  TreeMembersSource,
+  TreeOwner,
+  WATCHDOG_GRACE_MS,
+  WindowLease,
+  windowKey,
+} from '../proc';
 import { AgentTreesApi, createApi } from './api';
 import { inBackground } from './background';
 import { registerCommands } from './commands';
@@ -166,7 +175,7 @@ export class AgentTreesController implements vscode.Disposable {
     runs.dispose();
     const reports = await owner.dispose(SHUTDOWN_GRACE_MS);
     const ended = reports.reduce((n, r) => n + r.signalled, 0);
-    if (ended > 0) this.log.info(`shutdown: ended ${ended} processes of ${reports.length} tree(s)`);
+    if (ended > 0) this.log.info(`shutdown: ended ${processCount(ended)} of ${reports.length} tree(s)`);
   }
 
   /** This host's window is gone and a newer host of it runs: its trees end here, as at deactivation. */
@@ -177,7 +186,7 @@ export class AgentTreesController implements vscode.Disposable {
     // The window is gone, as for a dead owner's watchdog: the same short grace.
     const graceS = Math.min(this.settings.killGraceSeconds * 1000, WATCHDOG_GRACE_MS) / 1000;
     const reports = await Promise.all(trees.map((t) => runs.kill(t.record.id, 'killed', graceS)));
-    this.log.info(`handed over: ended ${reports.reduce((n, r) => n + r.signalled, 0)} processes`);
+    this.log.info(`handed over: ended ${processCount(reports.reduce((n, r) => n + r.signalled, 0))}`);
   }
 
   dispose(): void {

@@ -21,6 +21,14 @@ export interface KillChoice {
   shellKey?: string;
 }
 
+/** "pid 120 · 4 processes" for a pick. */
+const pidAndCount = (pid: number, n: number) =>
+  n === 1 ? vscode.l10n.t('pid {0} · 1 process', pid) : vscode.l10n.t('pid {0} · {1} processes', pid, n);
+
+/** "shell 200 · 4 processes" for a pick. */
+const shellAndCount = (pid: number, n: number) =>
+  n === 1 ? vscode.l10n.t('shell {0} · 1 process', pid) : vscode.l10n.t('shell {0} · {1} processes', pid, n);
+
 /** What the status bar's deadline menu chose for a run. */
 export type DeadlineAction = { kill: true } | { extendSeconds: number };
 
@@ -75,14 +83,14 @@ export class Picks {
       .filter((r) => r.live)
       .map((run) => ({
         label: run.name,
-        description: vscode.l10n.t('pid {0} · {1} processes', run.tree.record.rootPid, count(run)),
+        description: pidAndCount(run.tree.record.rootPid, count(run)),
         detail: run.deadline ? vscode.l10n.t('{0} left', formatDuration(run.deadline - Date.now())) : vscode.l10n.t('no timeout'),
         pick: { name: run.name, run },
       }));
     for (const w of this.provider.listWindowTrees()) {
       items.push({
         label: `$(terminal-bash) ${w.record.label}`,
-        description: vscode.l10n.t('pid {0} · {1} processes', w.record.rootPid, this.provider.processCount(`window:${w.record.id}`) ?? 0),
+        description: pidAndCount(w.record.rootPid, this.provider.processCount(`window:${w.record.id}`) ?? 0),
         detail:
           (w.record.deadline ? vscode.l10n.t('{0} left', formatDuration(w.record.deadline - Date.now())) + ' · ' : '') +
           (this.mcp.has(w.record.id) ? vscode.l10n.t('MCP server of VS Code') : vscode.l10n.t('agent-trees run in a terminal')),
@@ -92,7 +100,7 @@ export class Picks {
     for (const t of this.windowTerminals.list()) {
       items.push({
         label: `$(terminal) ${t.terminal.name}`,
-        description: vscode.l10n.t('shell {0} · {1} processes', t.shell.pid, this.provider.processCount(`terminal:${t.shell.key}`) ?? 0),
+        description: shellAndCount(t.shell.pid, this.provider.processCount(`terminal:${t.shell.key}`) ?? 0),
         detail: vscode.l10n.t('Ends everything under this terminal but its shell'),
         pick: { name: terminalName(t.terminal), shellKey: t.shell.key },
       });
@@ -122,12 +130,12 @@ export class Picks {
     const count = this.processCounter();
     const items = candidates.map((run) => ({
       label: run.name,
-      description: vscode.l10n.t('pid {0} · {1} processes', run.tree.record.rootPid, count(run)),
+      description: pidAndCount(run.tree.record.rootPid, count(run)),
       detail: run.deadline
         ? vscode.l10n.t('{0} left', formatDuration(run.deadline - Date.now()))
         : run.live
           ? vscode.l10n.t('no timeout')
-          : run.endingText(),
+          : run.endingText(vscode.l10n),
       run,
     }));
     return (await vscode.window.showQuickPick(items, { title }))?.run;

@@ -4,7 +4,21 @@
  * `sweepIntervalSeconds`. A failing sweep is logged and the next one still runs.
  */
 import * as vscode from 'vscode';
-import { CgroupMode, localSweepParts, Logger, processCore, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
+import { CgroupMode, localSweepParts, Logger, processCore, processCount, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
+
+/** What a sweep found, in a user's words: the trees of stopped owners and what was ended, what was left alone. */
+function sweepSummary(result: SweepResult): string {
+  const n = result.trees.length;
+  const found =
+    n === 0
+      ? 'no agent tree left by a stopped window or agent-trees run'
+      : `${n === 1 ? '1 agent tree' : `${n} agent trees`} left by a stopped window or agent-trees run ` +
+        `(${result.trees.map((t) => t.label).join(', ')}): ended ${processCount(result.killed)}`;
+  const cgroups = result.cgroupsRemoved.length ? `; removed ${result.cgroupsRemoved.length} empty cgroup(s) of such trees` : '';
+  const live = result.liveOwners ? `; left alone the trees of ${result.liveOwners} window(s) or run(s) still running` : '';
+  const bad = result.problems.length ? `; ${result.problems.length} record file(s) could not be read` : '';
+  return found + cgroups + live + bad;
+}
 
 const RECHECK_LIVE_OWNERS_MS = 6000;
 
@@ -41,13 +55,12 @@ export class Sweeper implements vscode.Disposable {
       try {
         const { store, self, graceMs, cgroups, log } = this.options;
         const result = await sweepOrphans(store, { ...localSweepParts(processCore()), self, graceMs: graceMs(), cgroups: cgroups(), log });
-        this.log.info(
-          `sweep (${reason}): ${result.trees.length} orphaned tree(s), ${result.killed} process(es) ended, ` +
-            `${result.liveOwners} live owner(s) skipped${result.problems.length ? `, ${result.problems.length} bad record file(s)` : ''}`,
-        );
+        this.log.info(`sweep (${reason}): ${sweepSummary(result)}`);
         if (result.killed > 0 && !this.disposed) {
           void vscode.window.showInformationMessage(
-            vscode.l10n.t('Agent Trees ended {0} orphaned processes left by a previous window', result.killed),
+            result.killed === 1
+              ? vscode.l10n.t('Agent Trees ended 1 orphaned process left by a previous window')
+              : vscode.l10n.t('Agent Trees ended {0} orphaned processes left by a previous window', result.killed),
           );
         }
         for (const p of result.problems) {

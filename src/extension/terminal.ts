@@ -162,7 +162,7 @@ class AgentTerminal implements vscode.Pseudoterminal {
     // Its output is over: one last status query, and the flow stays to take late answers out of the input.
     for (const d of this.attached.splice(0)) d.dispose();
     this.flow?.end();
-    this.ending = run.endingText();
+    this.ending = run.endingText(vscode.l10n);
     const restore = run.pty ? RESTORE_MODES : '';
     this.writeEmitter.fire(`${restore}\r\n${dim(vscode.l10n.t('Agent Trees: {0}', this.ending))}\r\n`);
   }

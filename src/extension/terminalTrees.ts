@@ -287,7 +287,9 @@ export class WindowTerminals implements vscode.Disposable {
         (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
     );
     vscode.window.setStatusBarMessage(
-      vscode.l10n.t("Agent Trees: ended {0} processes terminal '{1}' left running", report.signalled, closing.name),
+      report.signalled === 1
+        ? vscode.l10n.t("Agent Trees: ended 1 process terminal '{0}' left running", closing.name)
+        : vscode.l10n.t("Agent Trees: ended {0} processes terminal '{1}' left running", report.signalled, closing.name),
       5000,
     );
     return { ...closing, outcome: 'ended', report: { signalled: report.signalled, survivors: report.survivors } };
@@ -303,7 +305,10 @@ export class WindowTerminals implements vscode.Disposable {
     const tops = left.filter((p) => !pids.has(p.ppid));
     const names = [...new Set(tops.map((p) => commandLabel(p.command, 40)))];
     const shown = names.length > 5 ? [...names.slice(0, 5), vscode.l10n.t('and {0} more', names.length - 5)] : names;
-    const message = vscode.l10n.t("Terminal '{0}' left {1} processes running: {2}", closing.name, left.length, shown.join(', '));
+    const message =
+      left.length === 1
+        ? vscode.l10n.t("Terminal '{0}' left 1 process running: {1}", closing.name, shown.join(', '))
+        : vscode.l10n.t("Terminal '{0}' left {1} processes running: {2}", closing.name, left.length, shown.join(', '));
     const id = crypto.randomBytes(6).toString('hex');
     let answer!: (a: CloseAnswer | 'dismissed') => void;
     const answered = new Promise<CloseAnswer | 'dismissed'>((resolve) => (answer = resolve));

@@ -4,6 +4,11 @@
  * orphaned trees of dead owners. Each refresh reads one snapshot of the members, builds the view's input from it
  * once (viewInput.ts) and the rows from that (viewModel.ts), both pure, and hands VS Code only what changed: top
  * rows keep their object across refreshes, and item ids are pid + start time, so expansion and selection survive.
+ *
+ * Nothing is read while the view is hidden, so the rows VS Code asks for as it is shown come from the refresh that
+ * showing starts. And VS Code drops a change of the top rows that comes while its own fetch of them is under way
+ * (it keeps the answer of that fetch): so changes are judged against the top rows VS Code last fetched, and fired
+ * again until it has fetched them.
  */
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
@@ -34,6 +39,8 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
   private readonly changeEmitter = new vscode.EventEmitter<Row | undefined>();
   readonly onDidChangeTreeData = this.changeEmitter.event;
   private rows: Row[] = [];
+  /** The top rows as VS Code last fetched them. */
+  private given: Row[] = [];
   private readonly top = new Map<string, Row>();
   private parents = new Map<Row, Row>();
   private cpu: CpuSamples = new Map();
@@ -80,6 +87,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
       orphanRecords: this.options.showOrphans() ? records.gone : [],
       mcpServers,
       cpu: this.cpu,
+      l10n: vscode.l10n,
     });
     const model = buildView(input, vscode.l10n);
     this.windowTrees = windowTrees;
@@ -104,7 +112,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
       }
       next.push(existing);
     }
-    const sameTop = next.length === this.rows.length && next.every((r, i) => r === this.rows[i]);
+    const sameTop = next.length === this.given.length && next.every((r, i) => r === this.given[i]);
     this.rows = next;
     this.top.clear();
     for (const r of next) this.top.set(r.id, r);
@@ -143,8 +151,10 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
     this.options.records.invalidate();
   }
 
-  getChildren(element?: Row): Row[] {
-    return element ? element.children : this.rows;
+  getChildren(element?: Row): Row[] | Promise<Row[]> {
+    if (element) return element.children;
+    const give = () => (this.given = this.rows);
+    return this.refreshing ? this.refreshing.then(give) : give();
   }
 
   getParent(element: Row): Row | undefined {

@@ -4,7 +4,7 @@
  * the wrapper. Alongside, the window trees the rows stand for (what Kill Agent Tree acts on), from the same records,
  * so the rows and the kill never disagree. Pure: no `vscode`, unit-tested as it is.
  */
-import type { AgentRun } from '../agents/runs';
+import type { AgentRun, Localizer } from '../agents/runs';
 import type { MemberInfo, TreeRecord } from '../proc';
 import type { CpuSamples, OrphanInput, RunInput, TerminalInput, ViewInput, WindowTreeInput } from './viewModel';
 
@@ -59,6 +59,8 @@ export interface ViewSources {
   mcpServers: McpServerSource[];
   /** The previous build's CPU samples. */
   cpu: CpuSamples;
+  /** Localizes the words of a run's ending line. */
+  l10n: Localizer;
 }
 
 export interface ViewInputs {
@@ -89,7 +91,7 @@ export function viewInputOf(sources: ViewSources): ViewInputs {
   const input: ViewInput = {
     now: sources.now,
     takenAt: snapshot.takenAt,
-    runs: [...sources.runs].sort((a, b) => a.startedAt - b.startedAt).map(runInputOf),
+    runs: [...sources.runs].sort((a, b) => a.startedAt - b.startedAt).map((r) => runInputOf(r, sources.l10n)),
     windowTrees: windowTreeInputs,
     terminals: sources.terminals,
     orphans: sources.orphanRecords.flatMap(orphanInputs),
@@ -127,7 +129,7 @@ function windowTreeInput(tree: TreeRecord, ownerPid: number, label: string): Win
   };
 }
 
-function runInputOf(r: RunSource): RunInput {
+function runInputOf(r: RunSource, l10n: Localizer): RunInput {
   return {
     id: r.id,
     name: r.name,
@@ -137,7 +139,7 @@ function runInputOf(r: RunSource): RunInput {
     deadline: r.deadline,
     exitCode: r.exitCode,
     exitSignal: r.exitSignal,
-    endingText: r.endingText(),
+    endingText: r.endingText(l10n),
     command: [r.definition.command, ...(r.definition.args ?? [])],
     rootPid: r.tree.record.rootPid,
     pgid: r.tree.record.pgid,

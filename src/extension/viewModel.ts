@@ -5,14 +5,11 @@
  * view fires only what changed). Pure: no `vscode`, so it is unit-tested as it is; strings go through the
  * `l10n` passed in (`vscode.l10n` in the extension).
  */
-import type { RunState } from '../agents/runs';
+import type { Localizer, RunState } from '../agents/runs';
 import type { MemberInfo } from '../proc';
 import { commandLabel, escapeMarkdown, formatBytes, formatDuration } from './viewFormat';
 
-/** `vscode.l10n`, or a stand-in in tests. */
-export interface Localizer {
-  t(message: string, ...args: Array<string | number | boolean>): string;
-}
+export type { Localizer } from '../agents/runs';
 
 /** An agent run of this extension host. */
 export interface RunInput {
@@ -264,7 +261,11 @@ function timeLeft(deadline: number | undefined, now: number, l10n: Localizer): s
 }
 
 function sizeParts(tree: Subtree, l10n: Localizer): string[] {
-  return [l10n.t('{0} processes', tree.count), `${tree.cpuPercent.toFixed(0)}% CPU`, formatBytes(tree.rssBytes)];
+  return [
+    tree.count === 1 ? l10n.t('1 process') : l10n.t('{0} processes', tree.count),
+    `${tree.cpuPercent.toFixed(0)}% CPU`,
+    formatBytes(tree.rssBytes),
+  ];
 }
 
 function runRow(id: string, run: RunInput, tree: Subtree, { input: { now }, l10n }: Build): Row {

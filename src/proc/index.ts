@@ -4,7 +4,7 @@
  * in src/proc imports `vscode`. docs/architecture.md explains the layers below.
  */
 export { localSweepParts, processCore } from './core';
-export { Logger, silentLogger, stderrLogger } from './platform/log';
+export { Logger, processCount, silentLogger, stderrLogger } from './platform/log';
 export { WINDOW_TAG_VARIABLE } from './platform/processTable';
 export { guardedPidOf } from './identity/guard';
 export { OwnerInfo, OwnerState, ownerIsChildOf, selfIdentity } from './identity/ownerIdentity';

@@ -216,7 +216,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     }
     assert.strictEqual(vscode.window.terminals.filter((t) => t.name === 'Agent: tty-again').length, 1);
     assert.strictEqual(hooks.terminalCount(), before + 1);
-    assert.strictEqual(hooks.terminalState(ids[3])!.ending, 'killed: ended 1 processes');
+    assert.strictEqual(hooks.terminalState(ids[3])!.ending, 'killed: ended 1 process');
   });
 
   it('does not pile up terminals: a forgotten run takes its terminal along', async function () {

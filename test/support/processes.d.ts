@@ -28,8 +28,9 @@ export function protectedPids(): Set<number>;
 export function signal(target: number, sig: NodeJS.Signals): boolean;
 export function signalIfSame(pid: number, startTicks: number, sig?: NodeJS.Signals): boolean;
 export function killGroup(pgid: number, options?: { graceMs?: number; deadlineMs?: number }): Promise<number[]>;
+export function agentTreeCgroupOf(pid: number): string | undefined;
 export function killWithEnv(
   name: string,
   value: string,
   options?: { deadlineMs?: number },
-): Promise<{ killed: number[]; survivors: string[] }>;
+): Promise<{ killed: number[]; survivors: string[]; cgroupsRemoved: string[] }>;

@@ -173,23 +173,72 @@ async function killGroup(pgid, { graceMs = 3000, deadlineMs = 10000 } = {}) {
   return left;
 }
 
+/** Where the cgroup2 hierarchy is mounted (from /proc/self/mountinfo), or undefined. */
+function cgroup2Mount() {
+  try {
+    for (const line of fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+      const sep = line.indexOf(' - ');
+      if (sep >= 0 && line.slice(sep + 3).startsWith('cgroup2 ')) return line.split(' ')[4];
+    }
+  } catch {}
+  return undefined;
+}
+
+/**
+ * The cgroup directory of an agent tree (`<cgroup2 mount>/agent-trees/tree-<id>`, made by the extension or the
+ * CLI as root) that `pid` runs in, or undefined when it runs in no such cgroup.
+ */
+function agentTreeCgroupOf(pid) {
+  let text;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const m = /^0::(\/(?:.*\/)?agent-trees\/tree-[0-9a-f]+)$/m.exec(text);
+  const mount = m && cgroup2Mount();
+  return mount ? mount + m[1] : undefined;
+}
+
 /**
  * SIGKILLs every live process whose environment holds `name=value` exactly (each by pid + start time), again
- * until none is left (one may fork while we sweep) or deadlineMs passes. Returns { killed, survivors }, the
- * survivors described.
+ * until none is left (one may fork while we sweep) or deadlineMs passes. Then removes the agent trees' cgroups
+ * they ran in, once empty: killed this way, a tree ends without its owner, which would have removed them. Returns
+ * { killed, survivors, cgroupsRemoved }, the survivors described.
  */
 async function killWithEnv(name, value, { deadlineMs = 10000 } = {}) {
   const killed = new Set();
+  const cgroups = new Set();
   const until = Date.now() + deadlineMs;
   const keep = protectedPids();
   const targets = () => processesWithEnv(name, value).filter((s) => !keep.has(s.pid));
   let left = targets();
   while (left.length && Date.now() < until) {
-    for (const s of left) if (signalIfSame(s.pid, s.startTicks)) killed.add(s.pid);
+    for (const s of left) {
+      const cgroup = agentTreeCgroupOf(s.pid);
+      if (signalIfSame(s.pid, s.startTicks)) {
+        killed.add(s.pid);
+        if (cgroup) cgroups.add(cgroup);
+      }
+    }
     await sleep(50);
     left = targets();
   }
-  return { killed: [...killed], survivors: left.map((s) => describe(s.pid)) };
+  const cgroupsRemoved = [];
+  for (const dir of cgroups) {
+    // rmdir removes an empty cgroup only; one that still holds a process (EBUSY) is not ours to empty.
+    for (let i = 0; i < 20; i++) {
+      try {
+        fs.rmdirSync(dir);
+        cgroupsRemoved.push(dir);
+        break;
+      } catch (e) {
+        if (e.code !== 'EBUSY') break;
+        await sleep(50);
+      }
+    }
+  }
+  return { killed: [...killed], survivors: left.map((s) => describe(s.pid)), cgroupsRemoved };
 }
 
 module.exports = {
@@ -207,5 +256,6 @@ module.exports = {
   signal,
   signalIfSame,
   killGroup,
+  agentTreeCgroupOf,
   killWithEnv,
 };

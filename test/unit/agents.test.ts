@@ -142,7 +142,7 @@ describe('agent runs on pipes (real processes)', () => {
     assert.strictEqual(run.exitCode, 3);
     assert.match(run.output.text(), /hello\n/);
     assert.match(run.output.text(), /bye\n/);
-    assert.strictEqual(run.endingText(), 'exited with code 3; ended 1 processes it left running');
+    assert.strictEqual(run.endingText(), 'exited with code 3; ended 1 process it left running');
   });
 
   it('sends typed input to the agent and interrupts its group on Ctrl-C', async () => {

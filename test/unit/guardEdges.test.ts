@@ -91,7 +91,7 @@ for (const tier of ['cgroup', 'group'] as const) {
         assert.strictEqual(done.get('shell-alive')![0], shell, 'the parent shell lived through the kill');
         assert.strictEqual(done.get('killer-exit')![0], 0, fs.readFileSync(out, 'utf8'));
         assert.deepStrictEqual(await waitAllDead(roles.get('daemon')!), [], 'the rest of the tree was ended');
-        assert.match(fs.readFileSync(out, 'utf8'), /ended 1 processes/);
+        assert.match(fs.readFileSync(out, 'utf8'), /ended 1 process\b/);
       } finally {
         run.child.kill('SIGTERM');
         await run.done;
@@ -168,7 +168,7 @@ describe("a member in a child cgroup of the tree's cgroup", () => {
       const r = await run.done;
       assert.strictEqual(r.code, 0, r.stderr);
       assert.deepStrictEqual(await waitAllDead([daemon]), [], 'the daemon in the child cgroup was ended');
-      assert.match(r.stderr, /ended 1 processes sh left running/);
+      assert.match(r.stderr, /ended 1 process sh left running/);
     } finally {
       killAll([daemon]);
     }
@@ -202,7 +202,7 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
       const r = await run.done;
       assert.strictEqual(r.code, 0, r.stderr);
       assert.deepStrictEqual(await waitAllDead([nodump]), [], r.stderr);
-      assert.match(r.stderr, /ended 1 processes sh left running/);
+      assert.match(r.stderr, /ended 1 process sh left running/);
     } finally {
       killAll([nodump]);
     }
@@ -253,7 +253,7 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
     try {
       const r = await run.done;
       assert.deepStrictEqual(await waitAllDead([dropped]), [], r.stderr);
-      assert.match(r.stderr, /ended 1 processes sh left running/);
+      assert.match(r.stderr, /ended 1 process sh left running/);
     } finally {
       killAll([dropped]);
     }

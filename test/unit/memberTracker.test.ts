@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { MemberInfo, processCore, processKey, readShell, TreeMembersSource, TreeOwner, WINDOW_TAG_VARIABLE } from '../../src/proc';
-import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
+import { COMMAND_SETTLES_MS, LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
 import { CensusOptions, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
 import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../src/proc/tracking/listing';
 import { canTrack, MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
@@ -266,6 +266,7 @@ describe('member tracking: what a refresh reads', function () {
     let crowd: ReturnType<typeof spawn> | undefined;
     try {
       await waitFor('five members', () => owner.members(id).length === 5);
+      await sleep(COMMAND_SETTLES_MS); // a younger process's command line is read again at each refresh (it may exec)
       refresh([queryOf(owner, id)]); // full scan; command lines and environments read once
       clock.now += 1000;
       refresh([queryOf(owner, id)]);

@@ -234,7 +234,7 @@ describe('agent runs on a terminal (real processes)', () => {
     runs.on('finished', (r) => r === run && told.push(r.endingText()));
     await waitFor('finished', () => run.finished && told.length > 0, 8000);
     register(Number(fs.readFileSync(flag, 'utf8')));
-    assert.deepStrictEqual(told, ['exited with code 3; ended 1 processes it left running']);
+    assert.deepStrictEqual(told, ['exited with code 3; ended 1 process it left running']);
     assert.match(run.output.text(), /^hello\r\n/, "output unchanged but for the tty's own \\r\\n");
   });
 

@@ -8,6 +8,9 @@ import type { TreeRecord } from '../../src/proc';
 import { McpServerSource, RecordSource, RunSource, ViewSources, viewInputOf } from '../../src/extension/viewInput';
 import { member, NOW } from './viewFixtures';
 
+/** No translation: the English as written. */
+const ENGLISH = { t: (message: string) => message };
+
 function tree(id: string, rootPid: number, extra: Partial<TreeRecord> = {}): TreeRecord {
   return {
     id,
@@ -55,6 +58,7 @@ function mcp(id: string, state: McpServerSource['state'], ownerPid: number): Mcp
 function sources(): ViewSources {
   return {
     now: NOW,
+    l10n: ENGLISH,
     runs: [run('later', NOW - 1000), run('earlier', NOW - 5000, { state: 'exited', live: false, exitCode: 0 })],
     snapshot: {
       takenAt: NOW - 10,
@@ -184,6 +188,7 @@ describe("the view's input, built once per refresh", () => {
   it('an empty refresh gives an empty input', () => {
     const { input, windowTrees } = viewInputOf({
       now: NOW,
+      l10n: ENGLISH,
       runs: [],
       snapshot: { takenAt: NOW, trees: [], terminals: [], windowRecords: [] },
       terminals: [],

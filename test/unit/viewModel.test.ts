@@ -144,9 +144,17 @@ describe('the view model (pure builder)', () => {
   it('shows a countdown on runs and window trees with a deadline, and none on the ended run', () => {
     const { rows } = buildView(fullInput(), l10n);
     assert.match(rows[0].description!, /^running · 1:30 left · 2 processes/);
-    assert.match(rows[3].description!, /^agent-trees run · 15:00 left · 1 processes/);
+    assert.match(rows[3].description!, /^agent-trees run · 15:00 left · 1 process · /);
     assert.strictEqual(rows[2].description, 'exited (0)');
     assert.strictEqual(rows[2].children.length, 0, 'an ended run shows no processes');
+  });
+
+  it('counts processes in words: "1 process", "2 processes"', () => {
+    const { rows } = buildView(fullInput(), l10n);
+    const description = (id: string) => rows.find((r) => r.id === id)!.description!;
+    assert.match(description('run:no-deadline'), /^running · 1 process · /);
+    assert.match(description('run:with-deadline'), / · 2 processes · /);
+    assert.match(description('terminal:200:2000'), /^shell 200 · 4 processes · /);
   });
 
   it('turns CPU time into a percentage between two builds, and the signature changes with what is shown', () => {

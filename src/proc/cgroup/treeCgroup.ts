@@ -6,6 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupLocation, CgroupProber } from './probe';
+import { localTime, Logger, silentLogger } from '../platform/log';
 
 const TREE_DIR_PREFIX = 'tree-';
 
@@ -145,8 +146,16 @@ export function removeCgroup(cgroupDir: string, retryMs = 10_000): boolean {
   return false;
 }
 
-/** Our tree cgroups that no record names and that are empty and older than a minute: left by a killed owner. */
-export function removeUnnamedEmptyCgroups(location: CgroupLocation, named: Set<string>, now = Date.now()): string[] {
+/**
+ * Removes our tree cgroups that no record names and that are empty and older than a minute (their owner was stopped
+ * before it could remove them), saying so in `log`. Returns the directories removed.
+ */
+export function removeUnnamedEmptyCgroups(
+  location: CgroupLocation,
+  named: Set<string>,
+  now = Date.now(),
+  log: Logger = silentLogger,
+): string[] {
   if (location.kind !== 'directory') return []; // systemd collects empty transient scopes itself
   const removed: string[] = [];
   let names: string[];
@@ -159,12 +168,20 @@ export function removeUnnamedEmptyCgroups(location: CgroupLocation, named: Set<s
     if (!name.startsWith(TREE_DIR_PREFIX)) continue;
     const dir = path.join(location.base, name);
     if (named.has(dir)) continue;
+    let madeAt: number;
     try {
-      if (now - fs.statSync(dir).ctimeMs < 60_000) continue; // may be a tree being spawned right now
+      madeAt = fs.statSync(dir).ctimeMs;
     } catch {
       continue;
     }
-    if (cgroupProcs(dir).length === 0 && removeCgroup(dir, 0)) removed.push(dir);
+    if (now - madeAt < 60_000) continue; // may be a tree being spawned right now
+    if (cgroupProcs(dir).length === 0 && removeCgroup(dir, 0)) {
+      removed.push(dir);
+      log.info(
+        `removed ${dir}: the empty cgroup of agent tree ${name.slice(TREE_DIR_PREFIX.length)}, made ${localTime(madeAt)}; ` +
+          'its processes had all ended, but what ran it (an editor window, or agent-trees run) was stopped before it could remove it',
+      );
+    }
   }
   return removed;
 }

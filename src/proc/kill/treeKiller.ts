@@ -9,7 +9,7 @@ import { CgroupControl, cgroupVerified } from '../cgroup/treeCgroup';
 import { SignalGuard } from '../identity/guard';
 import { Membership, TreeIdentity } from '../members/membership';
 import { ExecAsync } from '../platform/execAsync';
-import { Logger, silentLogger } from '../platform/log';
+import { Logger, processCount, silentLogger } from '../platform/log';
 import { ProcessTable, Snapshot } from '../platform/processTable';
 import { Signaller } from '../platform/signaller';
 import { TreeRecord } from '../records/schema';
@@ -132,7 +132,7 @@ function describe(target: KillTarget): string {
 
 function logReport(log: Logger, what: string, report: KillReport, ms: number): void {
   log.info(
-    `${what}: ended ${report.signalled} processes in ${ms} ms` +
+    `${what}: ended ${processCount(report.signalled)} in ${ms} ms` +
       (report.escalated ? ' (SIGKILL needed)' : '') +
       (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
   );

@@ -1,7 +1,7 @@
 /**
  * The Linux process table: `/proc`, read synchronously (async reads measured ~10x slower): `stat` for every pid,
- * the command line only for pids not seen before, the environment only when a caller asks. Zombies (state Z)
- * and dead (X) processes are left out: they count as gone.
+ * the command line only for pids not seen before or that may have exec'd since, the environment only when a
+ * caller asks. Zombies (state Z) and dead (X) processes are left out: they count as gone.
  */
 import * as fs from 'fs';
 import { censusFilter, PidCounters, readPidCounters } from './pidCensus';
@@ -38,9 +38,19 @@ function readBootTimeMs(): number {
 
 const PAGE_SIZE = 4096;
 
+/**
+ * A command line read before its process was this old (ms) is read again when next asked for: an exec keeps the
+ * pid and the start time, and launchers exec right after they start (the cgroup launcher's `sh -c`, `env`, `nice`).
+ */
+export const COMMAND_SETTLES_MS = 2000;
+
 interface CacheEntry {
   startKey: number;
   command?: string;
+  /** `comm` when the command line was read: a new one means the process exec'd another program. */
+  commandName?: string;
+  /** Whether the command line was read while the process was young (COMMAND_SETTLES_MS): read again then. */
+  commandYoung?: boolean;
   /** Values of the tag variables (undefined until read; null when absent or unreadable). */
   tags?: Record<TagVariable, string | null>;
 }
@@ -246,12 +256,14 @@ export class LinuxProcessTable implements ProcessTable {
         const p = processes.get(pid);
         if (!p) return '';
         const e = this.entry(p);
-        if (e.command === undefined) {
+        if (e.command === undefined || e.commandYoung || e.commandName !== p.name) {
           this.reads++;
           const buf = readWhole(`${this.procRoot}/${pid}/cmdline`);
           let cmd = buf ? buf.toString('utf8').replace(/\0+$/, '').split('\0').join(' ') : '';
           if (!cmd) cmd = `[${p.name}]`; // kernel threads and processes that cleared their argv
           e.command = cmd;
+          e.commandName = p.name;
+          e.commandYoung = takenAt - p.startTime < COMMAND_SETTLES_MS;
         }
         return e.command;
       },

@@ -7,6 +7,18 @@ export interface Logger {
   error(message: string): void;
 }
 
+/** "1 process", "2 processes": for the log and the command line, which are not translated. */
+export function processCount(n: number): string {
+  return n === 1 ? '1 process' : `${n} processes`;
+}
+
+/** A moment as the log shows it: local date and time to the second, "2026-12-01 21:41:18". */
+export function localTime(ms: number): string {
+  const d = new Date(ms);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
 export const silentLogger: Logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 /** A logger that writes `[level] message` lines to stderr, for the command line. */

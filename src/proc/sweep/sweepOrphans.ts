@@ -25,7 +25,7 @@ import { KillOptions, KillReport } from '../kill/killTarget';
 import { TreeIdentity } from '../members/membership';
 import { resolveTreeMembers } from '../members/treeMembers';
 import { HostClock, hostClock } from '../platform/bootClock';
-import { Logger, silentLogger } from '../platform/log';
+import { localTime, Logger, processCount, silentLogger } from '../platform/log';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from '../platform/processTable';
 import { RecordStore } from '../records/claims';
 import { judgeRecord, OWNER_GONE, Verdict } from '../records/judge';
@@ -160,7 +160,10 @@ class Sweep {
     await this.killClaimed(snap);
     if (!this.options.onlyOwner) this.tidy();
     const swept = this.result.trees.filter((t) => t.killed > 0).length;
-    if (this.result.killed > 0) this.log.info(`sweep: ended ${this.result.killed} orphaned processes in ${swept} tree(s)`);
+    if (this.result.killed > 0) {
+      const trees = swept === 1 ? '1 agent tree' : `${swept} agent trees`;
+      this.log.info(`sweep: ended ${processCount(this.result.killed)} that ${trees} of stopped owners left running`);
+    }
     return this.result;
   }
 
@@ -235,7 +238,7 @@ class Sweep {
     if (v.act === 'sweep' || v.act === 'clean-up') {
       activeClaims.add(file);
       this.claimed.push({ file, record, cleanUpOnly: v.act === 'clean-up' });
-      this.log.info(`${v.why}: sweeping its ${record.trees.length} tree(s)${v.act === 'clean-up' ? ' (record only)' : ''}`);
+      this.log.info(foundMessage(record, v));
       return;
     }
     this.leave(this.store.fileOf(record.owner.pid), v, record);
@@ -300,13 +303,13 @@ class Sweep {
     const { options, log } = this;
     if (!provesIdentity(snap.startPrecision)) {
       const note = `not swept: this platform's process table has no start times, so no process of another owner's tree can be proven`;
-      log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
+      log.warn(`${treeOfStopped(record, tree)}: ${note}`);
       return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
     }
     const rootRefusal = protectedRoot(tree, snap, options.guard);
     if (rootRefusal) {
       const note = `not swept: its recorded root is alive and protected (${rootRefusal}); nothing of it is signalled`;
-      log.warn(`tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ${note}`);
+      log.warn(`${treeOfStopped(record, tree)}: ${note}`);
       return { ...base(record, tree), outcome: 'refused', killed: 0, survivors: 0, note };
     }
     const parts = options.cgroupParts;
@@ -323,6 +326,7 @@ class Sweep {
     if (membership.groupDoubt) log.warn(`tree ${tree.id}: ${membership.groupDoubt}; not signalled as a group`);
     if (membership.members.length === 0) {
       if (verified && tree.cgroup) parts.cgroups.remove(tree.cgroup);
+      log.info(`${treeOfStopped(record, tree)}: nothing of it runs any more`);
       return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
     }
     const report = await options.killer.kill(tree, {
@@ -332,8 +336,8 @@ class Sweep {
       log,
     });
     log.info(
-      `tree ${tree.id} (${tree.label}) of dead owner ${record.owner.pid}: ended ${report.signalled} processes` +
-        (report.survivors ? `, ${report.survivors} survived` : ''),
+      `${treeOfStopped(record, tree)}: ended ${processCount(report.signalled)} it left running` +
+        (report.survivors ? `; ${report.survivors} could not be ended` : ''),
     );
     return {
       ...base(record, tree),
@@ -351,11 +355,11 @@ class Sweep {
     const { options, log, clock, result } = this;
     const location = options.cgroups === 'off' ? undefined : options.cgroupParts.cgroupProber.location();
     if (location) {
-      result.cgroupsRemoved = removeUnnamedEmptyCgroups(location, this.namedCgroups);
-      for (const dir of result.cgroupsRemoved) log.info(`removed empty cgroup ${dir} left by a killed owner`);
+      result.cgroupsRemoved = removeUnnamedEmptyCgroups(location, this.namedCgroups, Date.now(), log);
     }
     const gone = (writer: OwnerInfo) => GONE.includes(ownerState(options.table, writer, clock));
-    for (const file of this.store.removeStaleTempFiles(gone, clock)) log.info(`removed ${file}, left by a writer that is gone`);
+    for (const file of this.store.removeStaleTempFiles(gone, clock))
+      log.info(`removed ${file}: a record left half-written by a process that is gone`);
   }
 
   private keep(trees: TreeRecord[]): void {
@@ -367,6 +371,28 @@ class Sweep {
     this.log.warn(`record ${p.file}: ${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}`);
   }
 }
+
+/** "agent tree "demo-agent"", "2 agent trees (demo-agent, demo-mcp)". */
+function treesNamed(trees: TreeRecord[]): string {
+  if (trees.length === 1) return `agent tree "${trees[0].label}"`;
+  return `${trees.length} agent trees${trees.length ? ` (${trees.map((t) => t.label).join(', ')})` : ''}`;
+}
+
+/** What a sweep found in a record it is about to act on, and where it came from, in a user's words. */
+function foundMessage(record: OwnerRecord, v: Verdict & { act: 'sweep' | 'clean-up' }): string {
+  const owner = `process ${record.owner.pid} (started ${localTime(record.owner.startTime)})`;
+  if (v.act === 'clean-up') {
+    return `found ${treesNamed(record.trees)} recorded by ${owner} before this machine last started: nothing of it can run now; removing the record`;
+  }
+  const replaced = v.state === 'replaced' ? ' (its pid now belongs to another process)' : '';
+  return (
+    `found ${treesNamed(record.trees)} started by ${owner}, which was stopped${replaced} before it could end ` +
+    `${record.trees.length === 1 ? 'it' : 'them'} (an editor window closed or crashed, or agent-trees run killed): ending what is left`
+  );
+}
+
+/** How a tree of a stopped owner is named in the sweep's messages. */
+const treeOfStopped = (record: OwnerRecord, tree: TreeRecord) => `"${tree.label}" (tree ${tree.id}) of stopped process ${record.owner.pid}`;
 
 /** A tree of a record from before the last boot: nothing of it can run, only the record goes. */
 function recordOnly(record: OwnerRecord, tree: TreeRecord): SweptTree {
