@@ -9,7 +9,15 @@ import { CgroupControl } from '../../src/proc/cgroup/treeCgroup';
 import { Core, createCore } from '../../src/proc/core';
 import { GuardSelf, SignalGuard } from '../../src/proc/identity/guard';
 import { ExecAsync } from '../../src/proc/platform/execAsync';
-import { childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from '../../src/proc/platform/processTable';
+import {
+  childrenOf,
+  HOST_MARK_VARIABLE,
+  ProcessInfo,
+  ProcessTable,
+  Snapshot,
+  StartPrecision,
+  TREE_ID_VARIABLE,
+} from '../../src/proc/platform/processTable';
 import { Signaller, SignalResult } from '../../src/proc/platform/signaller';
 
 export const LINUX_PRECISION: StartPrecision = { unit: 'ticks', errorMs: 50 };
@@ -17,6 +25,10 @@ export const LINUX_PRECISION: StartPrecision = { unit: 'ticks', errorMs: 50 };
 export interface FakeProcess extends ProcessInfo {
   /** Value of AGENT_TREES_TREE_ID in its environment, if any. */
   tag?: string;
+  /** Value of AGENT_TREES_HOST (an extension host's mark) in its environment, if any. */
+  mark?: string;
+  /** The file it runs. */
+  exe?: string;
   /** SIGTERM does not end it. */
   ignoresTerm?: boolean;
   /** We may not signal it (EPERM). */
@@ -58,14 +70,23 @@ export class FakeTable implements ProcessTable {
 
   snapshot(): Snapshot {
     const processes = new Map<number, ProcessInfo>([...this.processes].map(([pid, p]) => [pid, { ...p, uid: -1 }]));
-    const tagged = new Map<string, ProcessInfo[]>();
-    for (const p of this.processes.values()) if (p.tag) tagged.set(p.tag, [...(tagged.get(p.tag) ?? []), processes.get(p.pid)!]);
+    const byVariable = (value: (p: FakeProcess) => string | undefined) => {
+      const tagged = new Map<string, ProcessInfo[]>();
+      for (const p of this.processes.values()) {
+        const v = value(p);
+        if (v) tagged.set(v, [...(tagged.get(v) ?? []), processes.get(p.pid)!]);
+      }
+      return tagged;
+    };
+    const trees = byVariable((p) => p.tag);
+    const marks = byVariable((p) => p.mark);
     return {
       takenAt: Date.now(),
       processes,
       startPrecision: this.startPrecision,
-      commandLine: (pid) => processes.get(pid)?.name ?? '',
-      tagged: () => tagged,
+      commandLine: (pid) => this.processes.get(pid)?.command ?? processes.get(pid)?.name ?? '',
+      executable: (pid) => this.processes.get(pid)?.exe,
+      tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? marks : trees),
       children: () => childrenOf(processes),
     };
   }

@@ -9,7 +9,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { classifyRecords, endLeftovers, endTerminalTree, liveOwnership, processCore, processKey, readShell, RecordStore, selfIdentity, settleLeftovers, terminalLeftovers, TerminalQuery, TerminalShell, WINDOW_TAG_VARIABLE } from '../../src/proc';
-import { childrenOf, ProcessInfo, Snapshot, TREE_ID_VARIABLE } from '../../src/proc/platform/processTable';
+import { childrenOf, HOST_MARK_VARIABLE, ProcessInfo, Snapshot, TREE_ID_VARIABLE } from '../../src/proc/platform/processTable';
 import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
 import { deferredLeftovers } from '../../src/proc/terminals/leftovers';
 import { resolveTerminalTrees } from '../../src/proc/terminals/membership';
@@ -58,7 +58,7 @@ function snapshot(fakes: Fake[]): Snapshot {
     processes,
     startPrecision: { unit: 'ticks', errorMs: START_PRECISION_MS },
     commandLine: () => 'x',
-    tagged: (variable = TREE_ID_VARIABLE) => tags[variable],
+    tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? new Map() : tags[variable]),
     children: () => childrenOf(processes),
   };
 }

@@ -12,6 +12,7 @@ import {
   ProcessTable,
   Snapshot,
   StartPrecision,
+  HOST_MARK_VARIABLE,
   TagVariable,
   TREE_ID_VARIABLE,
   WINDOW_TAG_VARIABLE,
@@ -53,6 +54,10 @@ interface CacheEntry {
   commandYoung?: boolean;
   /** Values of the tag variables (undefined until read; null when absent or unreadable). */
   tags?: Record<TagVariable, string | null>;
+  /** `/proc/<pid>/exe` (undefined until read; null when unreadable). */
+  executable?: string | null;
+  /** `comm` when the executable was read: a new one means the process exec'd another program. */
+  executableName?: string;
 }
 
 /**
@@ -245,6 +250,32 @@ export class LinuxProcessTable implements ProcessTable {
     return e;
   }
 
+  /** The tag variables of a process's initial environment, read once per process (all of them in one read). */
+  private tagsOf(p: ProcessInfo): Record<TagVariable, string | null> {
+    const e = this.entry(p);
+    if (e.tags === undefined) {
+      this.reads++;
+      const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
+      e.tags = {
+        [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
+        [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
+        [HOST_MARK_VARIABLE]: env ? envValue(env, HOST_MARK_VARIABLE) : null,
+      };
+    }
+    return e.tags;
+  }
+
+  /** The file a process runs, read once per process, and again after it exec'd (its `comm` changed). */
+  private executableOf(p: ProcessInfo): string | undefined {
+    const e = this.entry(p);
+    if (e.executable === undefined || e.executableName !== p.name) {
+      this.reads++;
+      e.executable = readExecutable(`${this.procRoot}/${p.pid}/exe`);
+      e.executableName = p.name;
+    }
+    return e.executable ?? undefined;
+  }
+
   private makeSnapshot(takenAt: number, processes: Map<number, ProcessInfo>): Snapshot {
     let childMap: Map<number, ProcessInfo[]> | undefined;
     const tagMaps = new Map<TagVariable, Map<string, ProcessInfo[]>>();
@@ -274,16 +305,7 @@ export class LinuxProcessTable implements ProcessTable {
         tagMaps.set(variable, tagMap);
         for (const p of processes.values()) {
           if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
-          const e = this.entry(p);
-          if (e.tags === undefined) {
-            this.reads++;
-            const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
-            e.tags = {
-              [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
-              [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
-            };
-          }
-          const tag = e.tags[variable];
+          const tag = this.tagsOf(p)[variable];
           if (tag === null) continue;
           const list = tagMap.get(tag);
           if (list) list.push(p);
@@ -291,7 +313,20 @@ export class LinuxProcessTable implements ProcessTable {
         }
         return tagMap;
       },
+      executable: (pid) => {
+        const p = processes.get(pid);
+        return p && this.executableOf(p);
+      },
       children: () => (childMap ??= childrenOf(processes)),
     };
+  }
+}
+
+/** The target of `/proc/<pid>/exe`, without the kernel's " (deleted)" for a file replaced since; null when unreadable. */
+function readExecutable(link: string): string | null {
+  try {
+    return fs.readlinkSync(link).replace(/ \(deleted\)$/, '');
+  } catch {
+    return null;
   }
 }

@@ -54,9 +54,14 @@ export interface Snapshot {
   /** Command line of a process in the snapshot ('' when unreadable). Cached per pid and start time. */
   commandLine(pid: number): string;
   /**
+   * The file a process in the snapshot runs (Linux: `/proc/<pid>/exe`), undefined when unreadable (another
+   * user's) or where the platform does not say. Cached per pid and start time.
+   */
+  executable?(pid: number): string | undefined;
+  /**
    * Processes by the value of a tag variable in their initial environment (exact values only), built on first
-   * use: `AGENT_TREES_TREE_ID` by default, or `AGENT_TREES_WINDOW`. Processes whose environment cannot be read
-   * (other users, platforms without it) are not in it.
+   * use: `AGENT_TREES_TREE_ID` by default, `AGENT_TREES_WINDOW` or `AGENT_TREES_HOST`. Processes whose
+   * environment cannot be read (other users, platforms without it) are not in it.
    */
   tagged(variable?: TagVariable): Map<string, ProcessInfo[]>;
   /** Children by parent pid, built on first use. */
@@ -103,8 +108,14 @@ export const TREE_ID_VARIABLE = 'AGENT_TREES_TREE_ID';
  * the window's terminal environment), so what such a process leaves behind is found after its parent died.
  */
 export const WINDOW_TAG_VARIABLE = 'AGENT_TREES_WINDOW';
-/** The variables a snapshot indexes processes by (both read from one pass over the environment). */
-export type TagVariable = typeof TREE_ID_VARIABLE | typeof WINDOW_TAG_VARIABLE;
+/**
+ * The environment variable that marks every process an extension host started after Agent Trees activated in it
+ * (`<host pid>:<host start key>`, set in the host's own environment, so every later child inherits it): what such
+ * a process leaves behind is found again after its parent died, and after the host died.
+ */
+export const HOST_MARK_VARIABLE = 'AGENT_TREES_HOST';
+/** The variables a snapshot indexes processes by (all read from one pass over the environment). */
+export type TagVariable = typeof TREE_ID_VARIABLE | typeof WINDOW_TAG_VARIABLE | typeof HOST_MARK_VARIABLE;
 
 export function childrenOf(processes: Map<number, ProcessInfo>): Map<number, ProcessInfo[]> {
   const map = new Map<number, ProcessInfo[]>();

@@ -11,7 +11,7 @@ import { CgroupMode, CgroupProbeResult } from '../cgroup/probe';
 import { launchInCgroup, removeCgroup, treeCgroupPath } from '../cgroup/treeCgroup';
 import { latestStart } from '../identity/startTimes';
 import { hostClock } from '../platform/bootClock';
-import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
+import { HOST_MARK_VARIABLE, ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
 import { TreeRecord } from '../records/schema';
 import { cmdLine, resolveExecutable } from './executable';
 import { SpawnError } from './spawnError';
@@ -132,6 +132,8 @@ function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env
     else env[k] = v;
   }
   env[TREE_ID_VARIABLE] = id;
+  // An owned tree is no process of the extension host's other extensions: its own rules end it.
+  delete env[HOST_MARK_VARIABLE];
   return { id, cwd, env, executable: resolveExecutable(options.command, env, cwd) };
 }
 

@@ -14,14 +14,17 @@
  *   4. claims whose claimant is gone are taken over the same way (renamed, re-read, re-judged).
  * A record from an earlier boot is only cleaned up (nothing of it can run); a record from another pid
  * namespace or machine, or whose owner cannot be judged (unreadable /proc, an older version's record whose
- * owner pid is in use), is left alone.
+ * owner pid is in use), is left alone. A claimed extension host's record may also name the processes other
+ * extensions started in it (`hostProcesses`): they are ended in the same snapshot, beside its trees, but the
+ * kept extensions' (see hostChildren/).
  */
 import * as path from 'path';
 import { CgroupMode, CgroupProber } from '../cgroup/probe';
 import { CgroupControl, cgroupVerified, removeUnnamedEmptyCgroups } from '../cgroup/treeCgroup';
+import { endHostProcesses, recordedHostQuery } from '../hostChildren/ending';
 import { OwnerInfo, ownerState, OwnerState, PresenceProbe, sameProcess } from '../identity/ownerIdentity';
 import { isRecordedRoot } from '../identity/startTimes';
-import { KillOptions, KillReport } from '../kill/killTarget';
+import { KillOptions, KillReport, KillTarget } from '../kill/killTarget';
 import { TreeIdentity } from '../members/membership';
 import { resolveTreeMembers } from '../members/treeMembers';
 import { HostClock, hostClock } from '../platform/bootClock';
@@ -29,7 +32,7 @@ import { localTime, Logger, processCount, silentLogger } from '../platform/log';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from '../platform/processTable';
 import { RecordStore } from '../records/claims';
 import { judgeRecord, OWNER_GONE, Verdict } from '../records/judge';
-import { OwnerRecord, RecordProblem, TreeRecord } from '../records/schema';
+import { HostProcessesRecord, OwnerRecord, RecordProblem, TreeRecord } from '../records/schema';
 
 export interface SweptTree {
   ownerPid: number;
@@ -48,8 +51,23 @@ export interface SweptTree {
   note?: string;
 }
 
+/** What a sweep did with the processes other extensions started in a gone extension host (its record's `hostProcesses`). */
+export interface SweptHostProcesses {
+  ownerPid: number;
+  /** Processes of the host's found running (the kept extensions' besides). */
+  found: number;
+  killed: number;
+  survivors: number;
+  /** Processes of extensions never ended (`agentTrees.otherExtensions.keep`, Agent Trees' own), left running. */
+  kept: number;
+  /** Why they were not ended, when they were not. */
+  note?: string;
+}
+
 export interface SweepResult {
   trees: SweptTree[];
+  /** The gone extension hosts whose other extensions' processes were looked at. */
+  hostProcesses: SweptHostProcesses[];
   /** Processes ended in all. */
   killed: number;
   /** Records of owners still alive, left alone. */
@@ -65,11 +83,15 @@ export interface SweepResult {
 /** What the sweep kills with: a `TreeKiller` in production, a recording fake in unit tests. */
 export interface SweepKiller {
   kill(tree: TreeIdentity, options: KillOptions): Promise<KillReport>;
+  /** Ends member sets that are no tree (a gone extension host's other processes); without it they are left, recorded. */
+  killTarget?(target: KillTarget, options: KillOptions): Promise<KillReport>;
 }
 
 /** Who may never be a member (ourselves, our ancestors, our group, PID 1): a `SignalGuard`. */
 export interface SweepGuard {
   protectedReason(p: ProcessInfo): string | undefined;
+  /** The same without our own group (see `SignalGuard.protectedPidReason`); `protectedReason` where absent. */
+  protectedPidReason?(p: ProcessInfo): string | undefined;
   /** The uid of `p` when it is not ours: a tag alone never makes another user's process a member. */
   otherUid?(p: ProcessInfo): number | undefined;
 }
@@ -131,7 +153,9 @@ export function sweepOrphans(store: RecordStore, options: SweepOptions): Promise
  * what they share is the result so far, the claims held, and the cgroups some record still names.
  */
 class Sweep {
-  private readonly result: SweepResult = { trees: [], killed: 0, liveOwners: 0, skipped: [], problems: [], cgroupsRemoved: [] };
+  private readonly result: SweepResult = { trees: [], hostProcesses: [], killed: 0, liveOwners: 0, skipped: [], problems: [], cgroupsRemoved: [] };
+  /** Keys (`pid:startTicks`) of every owner a listed record names: Agent Trees' own, never another host's process. */
+  private readonly owners = new Set<string>();
   private readonly log: Logger;
   private readonly clock: HostClock | undefined;
   private claimed: Claimed[] = [];
@@ -180,6 +204,7 @@ class Sweep {
     const { records, problems } = this.store.list({ setAside: !this.options.onlyOwner });
     for (const p of problems) this.problem(p);
     for (const { file, record } of records) {
+      if (record.owner.startTicks !== undefined) this.owners.add(`${record.owner.pid}:${record.owner.startTicks}`);
       const verdict = this.judge(record);
       if (verdict.act === 'leave' || verdict.act === 'refuse') {
         this.leave(file, verdict, record);
@@ -276,21 +301,28 @@ class Sweep {
     }
   }
 
-  /** Phase 5: each claimed record's trees swept (all at once), and the claim finished with what survived. */
+  /**
+   * Phase 5: each claimed record's trees swept and its other extensions' processes ended (all at once), and the
+   * claim finished with what survived.
+   */
   private async killClaimed(snap: Snapshot | undefined): Promise<void> {
     await Promise.all(
       this.claimed.map(async ({ file, record, cleanUpOnly }) => {
         try {
-          const swept = cleanUpOnly
-            ? record.trees.map((tree) => recordOnly(record, tree))
-            : await Promise.all(record.trees.map((tree) => this.sweepTree(record, tree, snap!)));
+          const [swept, hostLeft] = await Promise.all([
+            cleanUpOnly
+              ? record.trees.map((tree) => recordOnly(record, tree))
+              : Promise.all(record.trees.map((tree) => this.sweepTree(record, tree, snap!))),
+            cleanUpOnly ? undefined : this.endHostProcessesOf(record, snap!),
+          ]);
           const remaining = record.trees.filter((_, i) => swept[i].outcome === 'survivors' || swept[i].outcome === 'refused');
           for (const s of swept) {
             this.result.trees.push(s);
             this.result.killed += s.killed;
           }
           this.keep(remaining);
-          this.store.finishClaim(file, record, remaining, this.options.self);
+          const { hostProcesses: _, ...rest } = record;
+          this.store.finishClaim(file, hostLeft ? { ...rest, hostProcesses: hostLeft } : rest, remaining, this.options.self);
         } finally {
           activeClaims.delete(file);
         }
@@ -346,6 +378,36 @@ class Sweep {
       survivors: report.survivors,
       note: report.groupDoubt ?? membership.groupDoubt,
     };
+  }
+
+  /**
+   * Phase 5, beside the trees: the processes other extensions started in a gone extension host, found in the same
+   * snapshot by its record (the processes it saw, its mark, their descendants) and ended but the kept extensions'.
+   * Returns what the record must still name (survivors, or all of it when this sweep cannot end them), else undefined.
+   */
+  private async endHostProcessesOf(record: OwnerRecord, snap: Snapshot): Promise<HostProcessesRecord | undefined> {
+    const hp = record.hostProcesses;
+    if (!hp) return undefined;
+    const { options, log } = this;
+    const outcome: SweptHostProcesses = { ownerPid: record.owner.pid, found: 0, killed: 0, survivors: 0, kept: 0 };
+    this.result.hostProcesses.push(outcome);
+    const killer = options.killer;
+    if (!killer.killTarget || !provesIdentity(snap.startPrecision)) {
+      outcome.note = 'not ended: this sweep cannot prove or end processes that are no tree';
+      log.warn(`other extensions' processes of stopped extension host ${record.owner.pid}: ${outcome.note}`);
+      return hp;
+    }
+    const guard = options.guard;
+    const deps = { guard: { protectedPidReason: (p: ProcessInfo) => (guard.protectedPidReason ?? guard.protectedReason).call(guard, p), otherUid: guard.otherUid?.bind(guard) } };
+    const target = recordedHostQuery({ owner: record.owner, hostProcesses: hp }, [...this.owners]);
+    const ending = await endHostProcesses(snap, target, deps, { killer: { killTarget: killer.killTarget.bind(killer) }, graceMs: options.graceMs, log });
+    Object.assign(outcome, { found: ending.found, killed: ending.report.signalled, survivors: ending.report.survivors, kept: ending.spared });
+    this.result.killed += ending.report.signalled;
+    if (ending.found > 0)
+      log.info(`stopped extension host ${record.owner.pid}: ended ${processCount(ending.report.signalled)} other extensions had started in it`);
+    if (ending.report.survivors === 0) return undefined;
+    const left = new Set(ending.report.survivorPids);
+    return { ...hp, seen: hp.seen.filter((s) => left.has(s.pid)) };
   }
 
   // ------------------------------------------------------------------------------------------ tidy

@@ -7,7 +7,9 @@
  *     a cgroup), plus its root and leaders;
  *   - any other tree, and a terminal: its members at the last refresh, its root (shell), its group and session
  *     leaders, and every descendant of theirs, walked down through `/proc/<pid>/task/<tid>/children`;
- *   - another owner's record: its owner process, and its trees as above.
+ *   - another owner's record: its owner process, and its trees as above;
+ *   - the extension host's processes of other extensions (hostChildren/): the host, its members at the last
+ *     refresh, the processes it saw before, and every descendant of theirs.
  * A member that left the parent chain between two refreshes (a `setsid -f` daemon re-parented to PID 1, say) is
  * reachable by neither: a full scan finds it, at a lower rate (every FULL_SCAN_INTERVAL_MS while refreshes come,
  * or when asked), and from then on it is a known member. A full scan lists every process but reads only those
@@ -22,7 +24,7 @@
  * Nothing here reads a process unless a refresh is asked for: no timers. Kills and sweeps never use it; they
  * resolve on a full scan every time, so their reach does not depend on what a refresh saw.
  */
-import { parseProcessKey } from '../identity/processIdentity';
+import { seenPids } from '../members/seenProcesses';
 import { ProcessTable } from '../platform/processTable';
 import { CgroupLocator, ListingDeps, listMembers, MemberListing, recordedTreeQuery, TreeQuery, ViewExtras } from './listing';
 
@@ -74,6 +76,8 @@ export interface RefreshRequest {
 const treeKey = (id: string) => `tree:${id}`;
 const terminalKey = (shellKey: string) => `terminal:${shellKey}`;
 const recordKey = (id: string) => `record:${id}`;
+/** The extension host's processes of other extensions (one item: `ViewExtras.host`). */
+const HOST_KEY = 'host';
 
 /** Whether a tree's members are exactly its cgroup's processes. */
 function inOwnCgroup(t: TreeQuery): boolean {
@@ -88,6 +92,7 @@ function walkedItems(trees: TreeQuery[], extras: ViewExtras, deps: CgroupLocator
     ...(extras.liveRecords ?? []).flatMap((r) =>
       r.record.trees.filter((t) => !inOwnCgroup(recordedTreeQuery(t, deps))).map((t) => recordKey(t.id)),
     ),
+    ...(extras.host ? [HOST_KEY] : []),
   ];
 }
 
@@ -110,7 +115,8 @@ export function refreshMembers(table: ProcessTable, request: RefreshRequest, tre
     ...treesDeps,
     cgroups: { ...cgroups, procs: (dir) => listed.get(dir) ?? listed.set(dir, cgroups.procs(dir)).get(dir)! },
   };
-  const asked = trees.length > 0 || (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
+  const asked =
+    trees.length > 0 || (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0 || extras.host !== undefined;
   if (!asked) return { takenAt: Date.now(), processCount: 0, fullScan: false, trees: [], terminals: [], windowRecords: [] };
   const walking = canTrack(table, trees, extras, deps);
   // A snapshot of some processes only: what the rules need beyond it (a tagged process's ancestors) is read.
@@ -142,15 +148,14 @@ function seedsOf(request: RefreshRequest, deps: ListingDeps): { read: Set<number
   for (const shell of terminals?.shells ?? []) {
     walk.add(shell.pid);
     for (const pid of known(terminalKey(shell.key))) walk.add(pid);
-    for (const key of terminals!.seen[shell.key] ?? []) {
-      const k = parseProcessKey(key);
-      if (k) walk.add(k.pid);
-    }
+    for (const pid of seenPids(terminals!.seen[shell.key] ?? [])) walk.add(pid);
   }
   for (const { record } of request.extras.liveRecords ?? []) {
     read.add(record.owner.pid);
     for (const t of record.trees) tree(recordedTreeQuery(t, deps), recordKey(t.id));
   }
+  const host = request.extras.host;
+  if (host) for (const pid of [host.host.pid, ...known(HOST_KEY), ...seenPids(host.seen)]) walk.add(pid);
   // PID 1 and below are never members, and walking PID 1 would read every orphan on the machine.
   for (const pid of walk) if (pid <= 1) walk.delete(pid);
   for (const pid of read) if (pid <= 0) read.delete(pid);
@@ -242,6 +247,7 @@ export class MemberTracker {
           recordKey(t.id),
           t.members.map((m) => m.pid),
         );
+    if (result.host) known.set(HOST_KEY, result.host.members.map((m) => m.pid));
     for (const key of this.asked) if (!known.has(key)) known.set(key, []); // another window's record, say
     this.known = known;
     if (result.listed !== undefined) this.machine = result.listed;
