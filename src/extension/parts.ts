@@ -7,6 +7,7 @@ import type { AgentRuns } from '../agents/runs';
 import type { TreeMembersSource, TreeOwner } from '../proc';
 import type { Launcher } from './launcher';
 import type { McpServers } from './mcp';
+import type { OtherExtensions } from './otherExtensions';
 import type { OwnerRecordsReader } from './ownerRecords';
 import type { Picks } from './picks';
 import type { RunMembers } from './runMembers';
@@ -35,6 +36,8 @@ export interface ExtensionParts {
   source: TreeMembersSource;
   runMembers: RunMembers;
   mcp: McpServers;
+  /** Other extensions' processes of this extension host: found, shown, recorded, ended when asked. */
+  otherExtensions: OtherExtensions;
   provider: ProcessTreeProvider;
   view: vscode.TreeView<Row>;
   viewRefresh: ViewRefresh;

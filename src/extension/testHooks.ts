@@ -5,7 +5,7 @@
  * `Test`), as `testHooks`; an installed extension (`Production`) has none.
  */
 import * as vscode from 'vscode';
-import { SourceStats } from '../proc';
+import { HostProcessesRecord, SourceStats } from '../proc';
 import type { AgentTreesApi } from './api';
 import type { ExtensionParts } from './parts';
 import type { Settings } from './settings';
@@ -45,6 +45,19 @@ export interface AgentTreesTestHooks {
   terminalCount(): number;
   /** A run's recent output (what its terminal shows when opened), or undefined for an unknown tree. */
   output(treeId: string): string | undefined;
+  /**
+   * Other extensions' processes as last looked at (the view's or the hidden look's), whose each is, and what this
+   * host's record names of them; `look()` takes a fresh look first.
+   */
+  otherExtensions(look?: boolean): Promise<OtherExtensionsState>;
+}
+
+export interface OtherExtensionsState {
+  /** This host's mark (`AGENT_TREES_HOST`), and whether other extensions are tracked (the mode is not "off"). */
+  mark: string | undefined;
+  enabled: boolean;
+  extensions: { id: string; name: string; pids: number[]; left: number[] }[];
+  recorded: HostProcessesRecord | undefined;
 }
 
 /** The exports of a development or test host: the API, and the hooks. */
@@ -75,7 +88,7 @@ export function exposesTestHooks(mode: vscode.ExtensionMode): boolean {
 /** What the hooks look through. */
 export type TestHookParts = Pick<
   ExtensionParts,
-  'settings' | 'statusBar' | 'view' | 'provider' | 'source' | 'windowTerminals' | 'terminals' | 'runs'
+  'settings' | 'statusBar' | 'view' | 'provider' | 'source' | 'windowTerminals' | 'terminals' | 'runs' | 'otherExtensions'
 >;
 
 /** What activation measured and found. */
@@ -102,6 +115,19 @@ export function createTestHooks(parts: TestHookParts, facts: ActivationFacts): A
     terminalState: (treeId) => terminals.state(treeId),
     terminalCount: () => terminals.openCount,
     output: (treeId) => runs.get(treeId)?.output.text(),
+    otherExtensions: async (look = false) => {
+      const others = parts.otherExtensions;
+      if (look) {
+        const result = await source.query([], { host: others.query() }, 'test hooks');
+        others.observe(result.host, result.takenAt);
+      }
+      return {
+        mark: others.mark,
+        enabled: others.enabled,
+        extensions: (others.viewInput() ?? []).map((e) => ({ id: e.id, name: e.name, pids: e.members.map((p) => p.pid), left: e.left.map((p) => p.pid) })),
+        recorded: others.recorded(),
+      };
+    },
   };
 }
 
