@@ -163,7 +163,7 @@ export class Watchdog {
     } catch {
       /* gone already */
     }
-    this.log.info(`watchdog ${this.child.pid}: told to quit (no tree left)`);
+    this.log.info(`watchdog ${this.child.pid}: told to quit (its owner records nothing now)`);
   }
 }
 

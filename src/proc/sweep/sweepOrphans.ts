@@ -271,11 +271,11 @@ class Sweep {
     this.log.info(`claimed record of owner ${record.owner.pid} not swept (${v.act === 'refuse' ? v.problem : v.why}): ${back}`);
   }
 
-  /** A record left alone: counted or reported, and its cgroups kept. */
+  /** A record left alone: counted or reported, and its cgroups kept. Our own is no other live owner. */
   private leave(file: string, v: Verdict & { act: 'leave' | 'refuse' }, record: OwnerRecord): void {
     this.keep(record.trees);
     if (v.act === 'refuse') this.problem({ file, problem: v.problem });
-    else if (v.live) this.result.liveOwners++;
+    else if (v.live && !sameProcess(record.owner, this.options.self)) this.result.liveOwners++;
     else if (v.why !== 'not the owner this sweep is for') this.result.skipped.push({ file, reason: v.why });
   }
 
