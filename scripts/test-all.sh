@@ -103,6 +103,30 @@ fi
 passed=$((passed + rp))
 failed=$((failed + rf))
 
+# ---------------------------------------------------------------- integration, with the stand-ins of other extensions
+# A third run in every host, with the stand-ins of Claude Code's and Codex's extensions loaded beside Agent Trees
+# (their real agent packages prepared first): the suite's *.standIns.* files, in 5 phases (a host SIGKILLed twice,
+# a reload).
+echo "==> integration tests with the stand-in extensions (node scripts/host/runTests.js --host all --phases 5 --extension ...)"
+standins() {
+  node test/fixtures/extensions/standIns.js >/dev/null &&
+    node scripts/host/runTests.js --host all --phases 5 \
+      --extension test/fixtures/extensions/claude-code --extension test/fixtures/extensions/codex
+}
+standins 2>&1 | tee "$logdir/standins.log"
+standins_rc=${PIPESTATUS[0]}
+line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logdir/standins.log" | tail -1)"
+sp="$(echo "$line" | awk '{print $1}')"
+sf="$(echo "$line" | awk '{print $3}')"
+sp=${sp:-0}
+sf=${sf:-0}
+if [[ $standins_rc != 0 && $sf == 0 ]]; then
+  sf=1 # the stand-ins' packages could not be installed, or a host could not start
+  notes+=("stand-ins: exited with code $standins_rc without a failing test (see above)")
+fi
+passed=$((passed + sp))
+failed=$((failed + sf))
+
 # ---------------------------------------------------------------- totals
 echo
 echo "unit: $up passed, $uf failed"
@@ -118,6 +142,12 @@ if [[ -n "$restricted_ran" ]]; then
   while IFS= read -r l; do echo "Restricted Mode, $l"; done <<<"$restricted_ran"
 else
   echo "Restricted Mode: $rp passed, $rf failed (no host reported)"
+fi
+standins_ran="$(grep -E '^\[host\] VS Code [0-9.]+ \(.*\): [0-9]+ passed, [0-9]+ failed' "$logdir/standins.log" | sed 's/^\[host\] //')"
+if [[ -n "$standins_ran" ]]; then
+  while IFS= read -r l; do echo "with the stand-ins, $l"; done <<<"$standins_ran"
+else
+  echo "with the stand-ins: $sp passed, $sf failed (no host reported)"
 fi
 echo "VS Code versions run: $(echo "$hosts_ran" | grep -oE '^VS Code [0-9.]+' | sed 's/VS Code //' | paste -sd, - | sed 's/,/, /g')"
 echo "time: $(($(date +%s) - started)) s"

@@ -1,6 +1,7 @@
 // The view's refresh in a real extension host: nothing read while the view is hidden (the status-bar countdown
-// included), reads that follow the members while it is visible, and a daemon that left its tree's parent chain
-// shown by the view and ended by a kill. Process reads are the extension's own count (API viewRefresh()).
+// included) but the bounded look that keeps the record of other extensions' processes true, reads that follow the
+// members while it is visible, and a daemon that left its tree's parent chain shown by the view and ended by a
+// kill. Process reads are the extension's own count (API viewRefresh()).
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -70,22 +71,28 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     await config().update('terminals.onClose', undefined, vscode.ConfigurationTarget.Global);
   });
 
+  /** Waits for 2 s without a process read (what earlier tests set going, a terminal's close, a kill, a sweep, is over). */
+  async function quiet(): Promise<void> {
+    let quietSince = Date.now();
+    let reads = hooks.viewRefresh().processReads;
+    const still = () => {
+      const now = hooks.viewRefresh().processReads;
+      if (now !== reads) [reads, quietSince] = [now, Date.now()];
+      return Date.now() - quietSince >= 2000;
+    };
+    assert.ok(await waitFor(still, 30_000), 'the reads of earlier tests are over');
+  }
+
   it('reads no process while the view is hidden; the status-bar countdown needs none', async () => {
+    // Other extensions' processes off: they are looked at while hidden too (the next test).
+    await config().update('otherExtensions.mode', 'off', vscode.ConfigurationTarget.Global);
     await showView(hooks, false);
     // An MCP server: no agent terminal opens (a terminal opening is looked at once, to know its shell).
     const id = await trees.launch({ name: 'far-deadline', command: 'sleep', args: ['120'], kind: 'mcp', timeoutSeconds: 600 });
     try {
       assert.ok(await waitFor(() => hooks.statusBar().visible), 'the countdown shows');
-      // What earlier tests set going (a terminal's close, a kill, a sweep) reads processes on its own: wait for
-      // 2 s without a read, then count over a longer window, so a reader that comes back is caught.
-      let quietSince = Date.now();
-      let reads = hooks.viewRefresh().processReads;
-      const quiet = () => {
-        const now = hooks.viewRefresh().processReads;
-        if (now !== reads) [reads, quietSince] = [now, Date.now()];
-        return Date.now() - quietSince >= 2000;
-      };
-      assert.ok(await waitFor(quiet, 30_000), 'the reads of earlier tests are over');
+      // Wait for 2 s without a read, then count over a longer window, so a reader that comes back is caught.
+      await quiet();
       const before = hooks.viewRefresh();
       await countdownTicks(hooks, 6);
       const after = hooks.viewRefresh();
@@ -93,7 +100,25 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
       assert.strictEqual(after.processReads, before.processReads, 'no process read while hidden');
     } finally {
       assert.strictEqual((await trees.kill(id)).survivors, 0);
+      await config().update('otherExtensions.mode', undefined, vscode.ConfigurationTarget.Global);
     }
+  });
+
+  it("while hidden, reads only in the look at other extensions' processes: one every 5 s, fewer files than one full scan", async function () {
+    this.timeout(90_000);
+    await showView(hooks, false);
+    assert.ok(await waitFor(() => process.env.AGENT_TREES_HOST !== undefined), 'other extensions are tracked ("end")');
+    await quiet();
+    const before = hooks.viewRefresh();
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, 16_000));
+    const after = hooks.viewRefresh();
+    const looks = after.refreshes - before.refreshes;
+    const windows = (Date.now() - t0) / 5000;
+    assert.ok(looks >= 1 && looks <= Math.ceil(windows) + 1, `${looks} looks in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    const machine = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length;
+    const perLook = (after.processReads - before.processReads) / looks;
+    assert.ok(perLook < machine, `${perLook} reads a look, ${machine} processes on the machine`);
   });
 
   it('reads the members while visible, not the machine: three refreshes read fewer files than one full scan', async () => {
