@@ -11,7 +11,7 @@ import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { HostProcessesRecord, processCore } from '../../src/proc';
+import { HostProcessesRecord, processCore, TreeOwner } from '../../src/proc';
 import { endHostSubtrees } from '../../src/proc/hostChildren/ending';
 import { hostMark } from '../../src/proc/hostChildren/membership';
 import { runCli, OTHER_UID } from './cliHelpers';
@@ -169,6 +169,24 @@ describe("other extensions' processes of an extension host, on real processes", 
     assert.strictEqual(result.hostProcesses.length, 1);
     assert.deepStrictEqual(await waitAllDead(all, 10_000), []);
     assert.ok(!fs.existsSync(host.recordFile));
+  });
+
+  it('an owner that records host processes starts its watchdog (its records folder made first), keeps both past its teardown, and stops them when it records nothing', async () => {
+    const records = path.join(tmpDir(), 'not-made-yet');
+    const core = processCore();
+    const me = core.table.read(process.pid)!;
+    const owner = new TreeOwner({ core, recordsDir: records, watchdog: { cliPath: CLI } });
+    owner.setHostProcesses({ mark: hostMark({ pid: me.pid, startKey: me.startKey }), seen: [], keep: [] });
+    const watchdog = owner.watchdogPid;
+    assert.ok(watchdog, 'a watchdog runs');
+    register(watchdog);
+    assert.ok(fs.existsSync(path.join(records, `${process.pid}.json`)));
+    await owner.dispose(0);
+    assert.strictEqual(owner.watchdogPid, watchdog, 'the teardown keeps the watchdog: it acts once this process is gone');
+    assert.ok(fs.existsSync(path.join(records, `${process.pid}.json`)), 'and the record');
+    owner.setHostProcesses(undefined);
+    assert.deepStrictEqual(await waitAllDead([watchdog]), [], 'told to quit');
+    assert.ok(!fs.existsSync(path.join(records, `${process.pid}.json`)));
   });
 
   it('a live host ends its own child and the child\'s tree one by one, in its own process group; never a process of its group that is not its', async () => {

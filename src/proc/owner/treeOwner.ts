@@ -334,8 +334,9 @@ export class TreeOwner extends EventEmitter {
     if (this.hostWriteTimer) clearTimeout(this.hostWriteTimer);
     this.hostWriteTimer = undefined;
     this.hostWrittenAt = performance.now();
-    if (this.hostRecord && this.store.folderProblem() === undefined) this.startWatchdog();
     this.writeRecord();
+    // Once the record is there (its folder made if it was missing): a folder others could write gets none.
+    if (this.hostRecord && this.store.folderProblem() === undefined) this.startWatchdog();
   }
 
   /**
