@@ -79,6 +79,8 @@ export class OtherExtensions implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [this.changed];
   private shownSignature = '';
+  /** This host's window went to a newer host (the takeover): what was left is ended, and nothing is recorded any more. */
+  private handedOver = false;
 
   constructor(private readonly deps: OtherExtensionsDeps) {
     const me = process.platform === 'linux' ? processCore().table.read(process.pid) : undefined;
@@ -181,7 +183,7 @@ export class OtherExtensions implements vscode.Disposable {
    */
   private record(): void {
     const { owner, self } = this.deps;
-    if (this.mode !== 'end' || !this.mark) {
+    if (this.mode !== 'end' || !this.mark || this.handedOver) {
       owner.setHostProcesses(undefined);
       return;
     }
@@ -224,13 +226,15 @@ export class OtherExtensions implements vscode.Disposable {
 
   /**
    * This host's window is gone and a newer host serves it (the takeover): its other extensions' processes end as
-   * they would once it is gone, but the kept extensions'. Nothing in "keep" or "off".
+   * they would once it is gone, but the kept extensions', and its record names them no more (it goes with its
+   * trees), as it hands its trees over. Nothing is ended in "keep" or "off".
    */
   async endAll(graceMs: number): Promise<number> {
     const query = this.query();
-    if (this.mode !== 'end' || !query) return 0;
     const recorded = this.recorded();
-    if (!recorded) return 0;
+    this.handedOver = true;
+    this.record();
+    if (this.mode !== 'end' || !query || !recorded) return 0;
     const core = processCore();
     const whose = Object.fromEntries(this.remembered);
     const keep = { ids: recorded.keep.map((k) => k.extensionId), folders: recorded.keep.map((k) => ({ id: k.extensionId, folder: k.folder })), whose };
