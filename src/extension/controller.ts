@@ -40,6 +40,9 @@ import { ActivationFacts, AgentTreesTestHooks, createTestHooks } from './testHoo
 import { ProcessTreeProvider } from './treeView';
 import { ViewRefresh } from './viewRefresh';
 
+/** Between the window lease's round trips while only other extensions' processes are at stake. */
+const OTHERS_PROBE_MS = 5000;
+
 /** Grace at shutdown: short enough to fit in the ~5 s VS Code gives `deactivate()`. */
 const SHUTDOWN_GRACE_MS = 1500;
 
@@ -110,8 +113,12 @@ export class AgentTreesController implements vscode.Disposable {
    */
   private connectEvents(contextKeys: ContextKeys, windowLease: WindowLease): void {
     const { owner, runs, windowTerminals, viewRefresh, sweeper, mcp, otherExtensions } = this.parts;
-    // The window is watched while this host owns trees, or other extensions' processes that end with it.
-    const owning = () => windowLease.setActive(owner.list().length > 0 || otherExtensions.endsSomething());
+    // The window is watched while this host owns trees (a round trip every second), or other extensions' processes
+    // that end with it (every 5 s: a round trip costs the host ~0.8 ms of CPU, and these wait a little longer).
+    const owning = () => {
+      const trees = owner.list().length > 0;
+      windowLease.setActive(trees || otherExtensions.endsSomething(), trees ? undefined : OTHERS_PROBE_MS);
+    };
     owner.on('spawned', owning);
     owner.on('ended', owning);
     runs.on('changed', () => {
