@@ -13,7 +13,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { HostProcessesRecord, processCore, TreeOwner } from '../../src/proc';
 import { endHostSubtrees } from '../../src/proc/hostChildren/ending';
-import { hostMark } from '../../src/proc/hostChildren/membership';
+import { hostMark, resolveHostProcesses } from '../../src/proc/hostChildren/membership';
+import { MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
 import { runCli, OTHER_UID } from './cliHelpers';
 import { aliveOf, CLI, FIXTURE, fixturePids, register, REPO, table, tmpDir, waitAllDead, waitFor } from './helpers';
 
@@ -66,6 +67,14 @@ async function startHost(spec: Spec, ready: (s: HostState) => boolean) {
 }
 
 const recordedPids = (s: HostState) => (s.recorded?.seen ?? []).map((p) => p.pid);
+/** What the host's record on disk names (a change reaches it at most once a second). */
+function writtenPids(recordFile: string): number[] {
+  try {
+    return (JSON.parse(fs.readFileSync(recordFile, 'utf8')).hostProcesses?.seen ?? []).map((p: { pid: number }) => p.pid);
+  } catch {
+    return [];
+  }
+}
 const pidOf = (key: string) => Number(key.split(':')[0]);
 
 /** A language server (a sleeper), a daemon that double-forks at once (found by the mark only), and a scrubbed child with a setsid grandchild. */
@@ -103,7 +112,7 @@ describe("other extensions' processes of an extension host, on real processes", 
     // The scrubbed child's setsid grandchild carries no mark: only having been seen makes it the host's. Its parent
     // ends, so it leaves the chain, as a daemon whose parent exited does.
     const grandchild = scrubbed.roles.get('setsid')![0];
-    await waitFor('the grandchild recorded', () => recordedPids(host.read()).includes(grandchild));
+    await waitFor('the grandchild recorded', () => writtenPids(host.recordFile).includes(grandchild));
     process.kill(scrubbed.roles.get('root')![0], 'SIGKILL');
     await waitFor('the grandchild to leave the chain', () => table.read(grandchild)?.ppid === 1 || table.read(grandchild)?.ppid !== scrubbed.roles.get('root')![0]);
 
@@ -187,6 +196,47 @@ describe("other extensions' processes of an extension host, on real processes", 
     owner.setHostProcesses(undefined);
     assert.deepStrictEqual(await waitAllDead([watchdog]), [], 'told to quit');
     assert.ok(!fs.existsSync(path.join(records, `${process.pid}.json`)));
+  });
+
+  it("the view's look at a host's processes: what a full resolution finds; between walks (every 3 s) it reads the known ones only", async () => {
+    const core = processCore();
+    const me = core.table.read(process.pid)!;
+    const host = { pid: me.pid, startKey: me.startKey };
+    const query = { host, mark: hostMark(host), seen: [], exclude: [] };
+    const first = path.join(tmpDir(), 'pids');
+    const child = spawn('sh', [FIXTURE, 'setsid', first], { stdio: 'ignore' });
+    register(child.pid!);
+    const tree = (await fixturePids(first)).all;
+    const clock = { now: 0 };
+    const tracker = new MemberTracker(core, { now: () => clock.now }, 'host test');
+    const look = () => {
+      const request = tracker.next([], { host: query }, true);
+      const reads = table.reads;
+      const r = refreshMembers(table, request, core);
+      tracker.learn(r);
+      return { request, pids: r.host!.members.map((m) => m.pid), reads: table.reads - reads };
+    };
+    const full = () => resolveHostProcesses(core.table.snapshot(), query, core).members.map((p) => p.pid);
+    const walked = look();
+    assert.ok(walked.request.hostWalk, 'the first look walks');
+    for (const pid of [child.pid!, ...tree]) assert.ok(walked.pids.includes(pid), `${pid} found`);
+    assert.deepStrictEqual(walked.pids, full(), 'what a full resolution finds');
+    clock.now += 1000;
+    const second = path.join(tmpDir(), 'pids');
+    const later = spawn('sh', [FIXTURE, 'deep', second], { stdio: 'ignore' });
+    register(later.pid!);
+    const deep = (await fixturePids(second)).all;
+    const between = look();
+    assert.strictEqual(between.request.hostWalk, false, 'a look 1 s later reads the known ones');
+    assert.ok(!between.pids.includes(later.pid!), 'a newcomer waits for the next walk');
+    assert.ok(between.reads < walked.reads, `${between.reads} reads, against ${walked.reads} for the walk`);
+    clock.now += 2000;
+    const next = look();
+    assert.ok(next.request.hostWalk, '3 s after the last walk, the next');
+    for (const pid of [later.pid!, ...deep]) assert.ok(next.pids.includes(pid), `${pid} found`);
+    for (const p of [child, later]) p.kill('SIGKILL');
+    for (const pid of [...tree, ...deep]) process.kill(pid, 'SIGKILL');
+    assert.deepStrictEqual(await waitAllDead([child.pid!, later.pid!, ...tree, ...deep]), []);
   });
 
   it('a live host ends its own child and the child\'s tree one by one, in its own process group; never a process of its group that is not its', async () => {

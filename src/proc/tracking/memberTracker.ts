@@ -43,6 +43,13 @@ const THOROUGH_SCAN_EVERY = 6;
  */
 const FULL_SCAN_EARLY_MS = 500;
 /**
+ * How often a refresh walks down from the extension host's processes (the children lists of each of their threads:
+ * the host, claude and a Node server run a dozen threads each, so a walk reads some ten times more files than
+ * there are processes); the refreshes between read the known ones only. A newcomer there shows this much later at
+ * most, and a host child only once it has run for 2 s anyway (hostChildren/grouping.ts).
+ */
+const HOST_WALK_INTERVAL_MS = 3000;
+/**
  * Listing /proc costs about a twelfth of reading one children list per process (0.6 µs against 7 µs here): once
  * the processes to walk from are more than this share of the machine, a full scan is the cheaper refresh.
  */
@@ -71,6 +78,8 @@ export interface RefreshRequest {
   mostOfMachine?: boolean;
   /** Whose full scans these are: each asker's census is its own (see MemberTracker). */
   channel?: string;
+  /** Walk down from the extension host's processes (`extras.host`); else read only those known (see HOST_WALK_INTERVAL_MS). */
+  hostWalk?: boolean;
 }
 
 const treeKey = (id: string) => `tree:${id}`;
@@ -155,7 +164,7 @@ function seedsOf(request: RefreshRequest, deps: ListingDeps): { read: Set<number
     for (const t of record.trees) tree(recordedTreeQuery(t, deps), recordKey(t.id));
   }
   const host = request.extras.host;
-  if (host) for (const pid of [host.host.pid, ...known(HOST_KEY), ...seenPids(host.seen)]) walk.add(pid);
+  if (host) for (const pid of [host.host.pid, ...known(HOST_KEY), ...seenPids(host.seen)]) (request.hostWalk === false ? read : walk).add(pid);
   // PID 1 and below are never members, and walking PID 1 would read every orphan on the machine.
   for (const pid of walk) if (pid <= 1) walk.delete(pid);
   for (const pid of read) if (pid <= 0) read.delete(pid);
@@ -180,6 +189,7 @@ export class MemberTracker {
   /** What the last request walked to: each is known after its answer, with no member if it had none. */
   private asked: string[] = [];
   private lastFullScanAt = -Infinity;
+  private lastHostWalkAt = -Infinity;
   /** Full scans since the last that read every process. */
   private scansSinceThorough = 0;
   private scanWanted = false;
@@ -225,7 +235,16 @@ export class MemberTracker {
       this.scansSinceThorough = thorough ? 0 : this.scansSinceThorough + 1;
     }
     const mostOfMachine = full && !thorough && this.machine !== undefined && toWalk > this.machine / 2;
-    return { trees, extras, known, full, thorough, mostOfMachine, channel: this.channel };
+    return { trees, extras, known, full, thorough, mostOfMachine, channel: this.channel, hostWalk: this.hostWalk(extras) };
+  }
+
+  /** Whether this refresh walks down from the host's processes: when it knows none yet, else every HOST_WALK_INTERVAL_MS. */
+  private hostWalk(extras: ViewExtras): boolean {
+    if (!extras.host) return false;
+    const since = this.now() - this.lastHostWalkAt;
+    if (this.known.has(HOST_KEY) && since >= 0 && since < HOST_WALK_INTERVAL_MS - FULL_SCAN_EARLY_MS) return false;
+    this.lastHostWalkAt = this.now();
+    return true;
   }
 
   /** Takes in a refresh's answer: its members are the known members from now on. */
