@@ -64,8 +64,8 @@ async function setMode(api: AgentTreesTestExports, mode: 'end' | 'off'): Promise
 
 export async function run(): Promise<void> {
   const out = process.env.AGENT_TREES_OTHERS_BENCH_OUT!;
-  const windowS = Number(process.env.AGENT_TREES_OTHERS_BENCH_WINDOW_S || 15);
-  const rounds = Number(process.env.AGENT_TREES_OTHERS_BENCH_ROUNDS || 3);
+  const windowS = Number(process.env.AGENT_TREES_OTHERS_BENCH_WINDOW_S || 20);
+  const rounds = Number(process.env.AGENT_TREES_OTHERS_BENCH_ROUNDS || 4);
   const api = await vscode.extensions.getExtension<AgentTreesTestExports>('agent-trees.agent-trees')!.activate();
   const result: OthersResult = { hostPid: process.pid, hostChildren: 0, processes: 0, recordWrites: 0, windows: [], errors: [] };
   const sleepers: ChildProcess[] = [];

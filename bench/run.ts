@@ -151,7 +151,7 @@ async function main(): Promise<number> {
       results.terminal = await runTerminal({ owner: owners.cgroup, quick });
     });
     await phase('otherExtensions', async () => {
-      results.otherExtensions = measureOtherExtensions({ windowS: quick ? 8 : 15, rounds: quick ? 1 : 3 });
+      results.otherExtensions = measureOtherExtensions({ windowS: quick ? 8 : 20, rounds: quick ? 1 : 4 });
     });
   } finally {
     if (filler) await owners.cgroup.kill(filler.id, 0).catch(() => undefined);
