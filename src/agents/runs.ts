@@ -6,7 +6,18 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { checkSpawn, DEFAULT_TERM, KillReport, Logger, OwnedTree, PtyRoot, ptyProblem, silentLogger, TreeOwner } from '../proc';
+import {
+  checkSpawn,
+  DEFAULT_TERM,
+  KillReport,
+  Logger,
+  OwnedTree,
+  processCount,
+  PtyRoot,
+  ptyProblem,
+  silentLogger,
+  TreeOwner,
+} from '../proc';
 import { AgentDefinition, AgentKind, TerminalMode, terminalModeOf, timeoutSecondsOf } from './definition';
 
 export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'failed';
@@ -311,7 +322,7 @@ export class AgentRuns extends EventEmitter {
     this.emit('changed', run);
     const report = await this.ownerKill(run, graceSeconds);
     if (report.survivors)
-      this.log.warn(`${run.name} (tree ${id}): ${why}: ${report.survivors} processes survived (${report.survivorPids.join(', ')})`);
+      this.log.warn(`${run.name} (tree ${id}): ${why}: ${processCount(report.survivors)} survived (${report.survivorPids.join(', ')})`);
     return report;
   }
 

@@ -86,6 +86,44 @@ const FATAL_SIGNALS = [
 
 const SIGNAL_WHY: Partial<Record<NodeJS.Signals, string>> = { SIGINT: 'interrupted', SIGTERM: 'terminated', SIGHUP: 'hung up' };
 
+/** A fatal signal as `run` answers it: the code it exits with and the reason it logs. */
+interface FatalSignal {
+  code: number;
+  why: string;
+}
+
+/** Calls `onSignal` on each of FATAL_SIGNALS this platform lets Node listen to; returns the function that unhooks it. */
+function onFatalSignals(onSignal: (signal: FatalSignal) => void): () => void {
+  const unhooks: (() => void)[] = [];
+  for (const signal of FATAL_SIGNALS) {
+    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
+    if (number === undefined) continue; // not on this platform
+    const listener = () => onSignal({ code: 128 + number, why: SIGNAL_WHY[signal] ?? `received ${signal}` });
+    try {
+      process.on(signal, listener);
+    } catch {
+      continue; // this platform cannot listen to it (Windows)
+    }
+    unhooks.push(() => process.off(signal, listener));
+  }
+  return () => unhooks.forEach((unhook) => unhook());
+}
+
+/**
+ * The first fatal signal that comes while `run` starts CMD, held until the run is supervised: unheld, its default
+ * action would end this process between the spawn and `superviseRun`, leaving the tree to the watchdog.
+ */
+interface HeldSignals {
+  first?: FatalSignal;
+  release(): void;
+}
+
+function holdFatalSignals(): HeldSignals {
+  const held: HeldSignals = { release: () => {} };
+  held.release = onFatalSignals((signal) => (held.first ??= signal));
+  return held;
+}
+
 /** setTimeout's limit: a longer delay fires at once (TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -139,6 +177,7 @@ type RunArgs = ParsedArgs & { command: 'run' };
 /** `run`: owns CMD's tree until something ends it (see `superviseRun`), then ends what is left and exits. */
 async function run(args: RunArgs, records: string): Promise<number> {
   const log = stderrLogger(args.verbose);
+  const held = holdFatalSignals();
   const owner = new TreeOwner({
     core: processCore(),
     recordsDir: records,
@@ -148,10 +187,16 @@ async function run(args: RunArgs, records: string): Promise<number> {
     watchdog: args.watchdog ? { cliPath: __filename, graceMs: Math.min(args.graceMs, WATCHDOG_GRACE_MS) } : undefined,
   });
   await owner.prepare();
+  if (held.first) {
+    held.release();
+    log.warn(`${held.first.why} before ${args.cmd[0]} started: not started`);
+    return held.first.code;
+  }
   let started: StartedRun;
   try {
     started = startRun(owner, args, log);
   } catch (e) {
+    held.release();
     if (e instanceof SpawnError) {
       process.stderr.write(`agent-trees: ${e.message}\n`);
       return EXIT.usage;
@@ -159,7 +204,7 @@ async function run(args: RunArgs, records: string): Promise<number> {
     throw e;
   }
   log.info(`tree ${started.tree.record.id}: tier ${started.tree.tier}`);
-  return superviseRun({ owner, args, log, ...started });
+  return superviseRun({ owner, args, log, held, ...started });
 }
 
 /** A run's tree, and how it is connected: a terminal relayed to ours, or (--mcp) a stdin passed on. */
@@ -199,6 +244,7 @@ interface SupervisedRun extends StartedRun {
   owner: TreeOwner;
   args: RunArgs;
   log: Logger;
+  held: HeldSignals;
 }
 
 /**
@@ -218,6 +264,8 @@ function superviseRun(run: SupervisedRun): Promise<number> {
       resolve(code);
     };
     cancels.push(...watchRunEnds(run, finish));
+    run.held.release();
+    if (run.held.first) void finish(run.held.first.code, run.held.first.why);
   });
 }
 
@@ -273,17 +321,7 @@ function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): 
   if (args.timeoutMs > 0) {
     cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
   }
-  for (const signal of FATAL_SIGNALS) {
-    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
-    if (number === undefined) continue; // not on this platform
-    const onSignal = () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
-    try {
-      process.on(signal, onSignal);
-    } catch {
-      continue; // this platform cannot listen to it (Windows)
-    }
-    cancels.push(() => process.off(signal, onSignal));
-  }
+  cancels.push(onFatalSignals(({ code, why }) => void finish(code, why)));
   // The parent died: nobody is left to wait for the tree, so it goes too.
   const parent = process.ppid;
   const poll = setInterval(() => {

@@ -55,11 +55,13 @@ export function shortKillGrace(): void {
   after(() => setGrace(undefined));
 }
 
-/** What a phase leaves for the next one to check: this host, its record file, and its processes. */
+/** What a phase leaves for the next one to check: this host, its record file, its processes and their trees' cgroups. */
 export interface HostHandover {
   hostPid: number;
   recordFile: string;
   helpers: { pid: number; startTicks: number }[];
+  /** The cgroups of the agent trees the helpers run in (none without the cgroup tier). */
+  cgroups: string[];
 }
 
 function handoverFile(trees: AgentTreesApi, name: string): string {
@@ -73,16 +75,21 @@ export async function writeHandover(name: string, pids: number[]): Promise<HostH
     hostPid: process.pid,
     recordFile: path.join(trees.recordsDir, `${process.pid}.json`),
     helpers: pids.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),
+    cgroups: [...new Set(pids.map((pid) => processes.agentTreeCgroupOf(pid)).filter((c): c is string => c !== undefined))],
   };
   assert.ok(fs.existsSync(handover.recordFile), 'this host records its trees');
   fs.writeFileSync(handoverFile(trees, name), JSON.stringify(handover));
   return handover;
 }
 
-export async function readHandover(name: string): Promise<HostHandover & { alive(): number[] }> {
+export async function readHandover(name: string): Promise<HostHandover & { alive(): number[]; cgroupsLeft(): string[] }> {
   const handover: HostHandover = JSON.parse(fs.readFileSync(handoverFile(await api(), name), 'utf8'));
   assert.notStrictEqual(process.pid, handover.hostPid, 'a new extension host');
-  return { ...handover, alive: () => handover.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid) };
+  return {
+    ...handover,
+    alive: () => handover.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid),
+    cgroupsLeft: () => handover.cgroups.filter((dir) => fs.existsSync(dir)),
+  };
 }
 
 /** What test/fixtures/monitor.js saw, in ms since boot. */
@@ -172,4 +179,5 @@ export async function checkEndedBeforeThisHost(name: string, how: string): Promi
   );
   assert.ok(report.recordGoneAt! < thisHostStarted && report.processesGoneAt! < thisHostStarted, 'done before this window existed');
   assert.deepStrictEqual(handover.alive(), []);
+  assert.deepStrictEqual(handover.cgroupsLeft(), [], "the watchdog removed the trees' cgroups");
 }

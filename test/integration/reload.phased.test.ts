@@ -1,6 +1,6 @@
 // Reload: phase 2 launches agents with helpers (one ignores SIGTERM) and reloads the window. Phase 3 finds
-// every tree of the old extension host ended by its own shutdown: deactivate() and, where the host cut that
-// short, the SIGKILL in its exit event. Phase 3 runs with the activation sweep off, so nothing else ended them.
+// every tree of the old extension host ended, and its cgroup removed, by its own shutdown: deactivate() and, where
+// the host cut that short, the SIGKILL in its exit event. Phase 3 runs with the activation sweep off, so nothing else ended them.
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
@@ -34,6 +34,7 @@ inPhase(3, 'reload: the old host ended its trees as it shut down', () => {
     try {
       assert.strictEqual(config().get('sweepOnActivation'), false, 'this host did not sweep');
       assert.deepStrictEqual(handover.alive(), [], 'every helper ended with the old host');
+      assert.deepStrictEqual(handover.cgroupsLeft(), [], "the old host's teardown removed its trees' cgroups");
       // Where the host cut deactivate() short, the exit event killed what was left and left the record for
       // a sweep to confirm.
       const swept = await (await api()).sweep();

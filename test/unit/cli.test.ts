@@ -52,6 +52,24 @@ describe('agent-trees run', () => {
     });
   }
 
+  it('ends the tree on a signal that comes the moment CMD starts, before the run is under way', async () => {
+    // CMD signals this command first thing, so the signal often comes between the spawn and the moment the run
+    // is supervised: it must end the run as any other, not this command alone (leaving the tree to the watchdog).
+    for (const [signal, code] of [['INT', 130], ['TERM', 143], ['INT', 130], ['TERM', 143], ['INT', 130], ['TERM', 143]] as const) {
+      const records = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pids');
+      const cmd = `echo $$ > ${pidfile}; kill -${signal} $PPID; sleep 60 & echo $! >> ${pidfile}; exec sleep 60`;
+      const run = startCli(['run', '--records', records, '--grace', '1', '--', 'sh', '-c', cmd]);
+      const r = await run.done;
+      const pids = fs.existsSync(pidfile) ? fs.readFileSync(pidfile, 'utf8').split('\n').filter(Boolean).map(Number) : [];
+      pids.forEach(register);
+      assert.strictEqual(run.child.signalCode, null, `SIG${signal} was handled, not left to end this command outright: ${r.stderr}`);
+      assert.strictEqual(r.code, code, r.stderr);
+      assert.deepStrictEqual(aliveOf(pids), [], 'the tree was ended by the time the command returned');
+      assert.deepStrictEqual(fs.readdirSync(records), []);
+    }
+  });
+
   it('says so when CMD was ended by a signal it did not send (a kill from the view), on a line of its own', async () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pid');

@@ -1,18 +1,19 @@
 // What a newcomer's `npm ci && npm run demo` prints on the way to the URL: no npm warning. npm 11 warns about
 // dependencies' install scripts that package.json's allowScripts does not cover, and about settings it does not
-// know, such as those scripts/host/install.sh hands to the npm that installs code-server.
+// know, such as those scripts/host/install.sh hands to the npm that installs code-server. And no failure because
+// another apt (a fresh machine's unattended upgrades) holds dpkg's lock while install.sh installs Debian packages.
 import * as assert from 'assert';
-import { spawnSync } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { REPO, tmpDir } from './helpers';
+import { register, REPO, tmpDir, waitFor } from './helpers';
 
 function npm(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO) {
   const r = spawnSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, ...env } });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
-describe('a newcomer’s install prints no npm warning', function () {
+describe('a newcomer’s install: no npm warning, and a busy apt waited out', function () {
   this.timeout(60_000);
 
   it("npm ci: every dependency's install script is covered by package.json's allowScripts", function () {
@@ -35,6 +36,51 @@ describe('a newcomer’s install prints no npm warning', function () {
     for (const name of names) {
       const r = npm(['ls'], { [name]: name === 'npm_config_script_shell' ? '/bin/sh' : 'true' }, dir);
       assert.doesNotMatch(r.out, /npm warn/i, `${name}: ${r.out}`);
+    }
+  });
+
+  it("scripts/host/install.sh waits for dpkg's lock while another apt holds it, instead of failing", async function () {
+    this.timeout(150_000);
+    if (process.getuid?.() !== 0 || !fs.existsSync('/usr/bin/apt-get') || !fs.existsSync('/usr/bin/dpkg-query')) {
+      this.test!.title += ' (skipped: needs root and Debian apt)';
+      this.skip();
+    }
+    // pngquant (installed) looks missing to the script until apt-get has run, so it runs apt-get install, which
+    // changes nothing: the real apt-get, under the real lock.
+    const stubs = tmpDir();
+    const ran = path.join(stubs, 'apt-get-ran');
+    const stub = (name: string, body: string) => fs.writeFileSync(path.join(stubs, name), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+    stub('dpkg-query', `[ -e "${ran}" ] || case "$*" in *pngquant*) exit 1;; esac\nexec /usr/bin/dpkg-query "$@"`);
+    stub('apt-get', `touch "${ran}"\nexec /usr/bin/apt-get "$@"`);
+    // dpkg's front-end lock held for 3 s, as apt holds it (an fcntl lock).
+    const hold =
+      'import fcntl, os, time\nfd = os.open("/var/lib/dpkg/lock-frontend", os.O_RDWR)\nfcntl.lockf(fd, fcntl.LOCK_EX)\nprint("held", flush=True)\ntime.sleep(3)';
+    const holder = spawn('python3', ['-c', hold], { stdio: ['ignore', 'pipe', 'inherit'] });
+    register(holder.pid!);
+    await new Promise((resolve) => holder.stdout!.once('data', resolve));
+    const script = spawn('bash', [path.join(REPO, 'scripts', 'host', 'install.sh'), '--host', 'newest'], {
+      env: { ...process.env, PATH: `${stubs}:${process.env.PATH}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    register(script.pid!);
+    let out = '';
+    script.stdout!.on('data', (d) => (out += d));
+    script.stderr!.on('data', (d) => (out += d));
+    let exited = false;
+    script.on('exit', () => (exited = true));
+    try {
+      // Past the Debian packages: on to the hosts (another checkout's install may hold that lock), or ended.
+      await waitFor(
+        'the Debian packages step to end',
+        () => exited || /\[host-install\] (code-server|Node|another install)/.test(out),
+        120_000,
+      );
+      assert.ok(fs.existsSync(ran), `apt-get ran:\n${out}`);
+      assert.doesNotMatch(out, /ERROR/, out);
+      assert.match(out, /\[host-install\] apt-get install pngquant\n/, out);
+    } finally {
+      if (!exited) process.kill(-script.pid!, 'SIGTERM');
     }
   });
 });

@@ -73,6 +73,7 @@ describe('every way a tree ends removes its cgroup', function () {
       const run = await cliRun(['--', 'sh', '-c', 'sleep 60 & exec sleep 60']);
       run.child.kill(signal);
       assert.strictEqual((await run.done).code, signal === 'SIGINT' ? 130 : 143);
+      assert.strictEqual(run.child.signalCode, null, `it ended the run on ${signal}, not ended by it outright`);
       assert.ok(!fs.existsSync(cgroupOf(run.id)), 'removed by the time the command returns');
     });
   }
