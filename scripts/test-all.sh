@@ -21,7 +21,7 @@ mocha_count() { grep -E "^\s*[0-9]+ $2( |\$)" "$1" | tail -1 | grep -oE '[0-9]+'
 
 # ---------------------------------------------------------------- build (once for the whole run)
 # The bundles: unit tests run dist/cli.js, and the integration suite loads dist/extension.js. The tests:
-# out/test/unit for mocha, out/test/integration for the extension host. Compiling the tests type-checks every
+# out/test/unit and out/test/system for mocha, out/test/integration for the extension host. Compiling the tests type-checks every
 # file `npm run typecheck` checks (tsconfig.test.json is tsconfig.json with output), so it is the typecheck too.
 echo "==> build and typecheck (node esbuild.js; tsc -p tsconfig.test.json)"
 if ! node esbuild.js; then

@@ -1,5 +1,5 @@
 import { ChildProcess, spawn, SpawnOptions } from 'child_process';
-import { CLI, register } from './helpers';
+import { CLI, register } from './started';
 
 export interface CliRun {
   child: ChildProcess;

@@ -2,7 +2,7 @@
  * Root hook: after every test has run, nothing any test started may still be alive. A leak fails the run;
  * the leaked processes are then ended (by pid, identity checked) so they do not outlive the run either.
  */
-import { leakedProcesses, sleep, startedProcesses, table } from './helpers';
+import { leakedProcesses, sleep, startedProcesses, table } from './started';
 
 after(async function () {
   this.timeout(15_000);

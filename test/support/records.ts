@@ -11,8 +11,8 @@ import { hostClock, HostClock } from '../../src/proc/platform/bootClock';
 import { childrenOf, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
 import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
 import { SweepOptions } from '../../src/proc/sweep/sweepOrphans';
-import { FIXTURE, fixturePids, register, tmpDir, waitFor } from './helpers';
-import { startCli } from './cliHelpers';
+import { FIXTURE, fixturePids, register, tmpDir, waitFor } from './started';
+import { startCli } from './cli';
 
 export function clock(): HostClock {
   const c = hostClock();

@@ -5,11 +5,11 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { events, ProbeEvent } from '../support/ttyProbe';
-import { REPO, register, tmpDir, waitFor } from './helpers';
+import { events, ProbeEvent } from './ttyProbe';
+import { REPO, register, tmpDir, waitFor } from './started';
 
-export { events, PROBE, PYTHON } from '../support/ttyProbe';
-export type { ProbeEvent } from '../support/ttyProbe';
+export { events, PROBE, PYTHON } from './ttyProbe';
+export type { ProbeEvent } from './ttyProbe';
 
 export function reportFile(): string {
   return path.join(tmpDir('agent-trees-tty-'), 'report');

@@ -7,8 +7,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { liveOwnership, processCore, readShell, terminalLeftovers, WINDOW_TAG_VARIABLE } from '../../src/proc';
-import { aliveOf, CLI, register, tmpDir, waitFor } from './helpers';
-import { hasTool, processTable, runBounded } from './recordHelpers';
+import { aliveOf, CLI, register, tmpDir, waitFor } from '../support/started';
+import { hasTool, processTable, runBounded } from '../support/records';
 
 const node = process.execPath;
 const readNowTicks = () => Math.floor(parseFloat(fs.readFileSync('/proc/uptime', 'latin1')) * 100);

@@ -10,7 +10,7 @@ import { endTerminalTree, processCore, processKey, readShell, TreeOwner, WINDOW_
 import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
 import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../src/proc/tracking/listing';
 import { canTrack, MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
-import { aliveOf, register, tmpDir, waitAllDead, waitFor } from './helpers';
+import { aliveOf, register, tmpDir, waitAllDead, waitFor } from '../support/started';
 
 const core = processCore();
 

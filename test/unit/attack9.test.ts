@@ -16,8 +16,8 @@ import { OwnerInfo, ownerIsChildOf, processCore, SpawnError, TreeMembersSource, 
 import { createCore } from '../../src/proc/core';
 import { hostClock } from '../../src/proc/platform/bootClock';
 import { ProcessInfo } from '../../src/proc/platform/processTable';
-import { aliveOf, FIXTURE, fixturePids, REPO, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
-import { hasTool } from './recordHelpers';
+import { aliveOf, FIXTURE, fixturePids, REPO, register, table, tmpDir, waitAllDead, waitFor } from '../support/started';
+import { hasTool } from '../support/records';
 
 const isRoot = process.getuid?.() === 0;
 

@@ -9,8 +9,8 @@ import * as path from 'path';
 import { execFileSync, spawn } from 'child_process';
 import { RecordStore } from '../../src/proc';
 import { sameProcess } from '../../src/proc/identity/ownerIdentity';
-import { CLI, register, table, tmpDir, waitFor } from './helpers';
-import { hasTool, identity, runBounded, treeRecord } from './recordHelpers';
+import { CLI, register, table, tmpDir, waitFor } from '../support/started';
+import { hasTool, identity, runBounded, treeRecord } from '../support/records';
 
 const tree = (id: string) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100 });
 const claimant = () => identity(process.pid, 77);

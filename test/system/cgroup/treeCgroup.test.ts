@@ -7,10 +7,10 @@ import { spawn } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { processCore, TreeOwner } from '../../src/proc';
-import { treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
-import { startCli } from './cliHelpers';
-import { CLI, fixturePids, FIXTURE, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';
+import { processCore, TreeOwner } from '../../../src/proc';
+import { treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { startCli } from '../../support/cli';
+import { CLI, fixturePids, FIXTURE, register, REPO, tmpDir, waitAllDead, waitFor } from '../../support/started';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript of the host scripts, by path
 const marker: { MARKER_VAR: string; endMarked(value: string): Promise<{ killed: number[]; cgroupsRemoved: string[] }> } = require(

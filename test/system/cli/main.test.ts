@@ -2,9 +2,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { parseArgs } from '../../src/cli/args';
-import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor, aliveOf, CLI, REPO } from './helpers';
-import { runCli, startCli } from './cliHelpers';
+import { parseArgs } from '../../../src/cli/args';
+import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor, aliveOf, CLI, REPO } from '../../support/started';
+import { runCli, startCli } from '../../support/cli';
 
 describe('agent-trees run', () => {
   it('passes the exit code through, kills what CMD left running, and leaves no record', async () => {

@@ -8,8 +8,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { spawn, spawnSync } from 'child_process';
-import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';
-import { OTHER_UID, runCli, startCli } from './cliHelpers';
+import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { OTHER_UID, runCli, startCli } from '../../support/cli';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -202,7 +202,7 @@ describe('the cgroup probe', () => {
       { mode: 0o755 },
     );
     const script = `
-      const { createCore } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'proc', 'core'))});
+      const { createCore } = require(${JSON.stringify(path.join(__dirname, '..', '..', '..', 'src', 'proc', 'core'))});
       const core = createCore();
       const now = core.cgroupTier('auto');
       setTimeout(() => require('fs').writeFileSync(${JSON.stringify(path.join(dir, 'loop'))}, ''), 0);

@@ -3,10 +3,10 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { aliveOf, CLI, fixturePids, FIXTURE, register, tmpDir, waitAllDead, waitFor } from './helpers';
-import { runCli } from './cliHelpers';
-import { RESTORE_TERMINAL_MODES } from '../../src/proc';
-import { events, OuterTerminal, probeEvent, PROBE, PYTHON, reportFile } from './ptyHelpers';
+import { aliveOf, CLI, fixturePids, FIXTURE, register, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { runCli } from '../../support/cli';
+import { RESTORE_TERMINAL_MODES } from '../../../src/proc';
+import { events, OuterTerminal, probeEvent, PROBE, PYTHON, reportFile } from '../../support/tty';
 
 /** A shell line in the outer terminal: `run` on the probe, then its exit code and the terminal's mode. */
 function inTerminal(runArgs: string, size = { cols: 100, rows: 30 }, cli = CLI): OuterTerminal {

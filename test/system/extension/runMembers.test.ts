@@ -4,11 +4,11 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { AgentRuns } from '../../src/agents/runs';
-import { RunMembers } from '../../src/extension/runMembers';
-import { processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
-import { createCore } from '../../src/proc/core';
-import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor } from './helpers';
+import { AgentRuns } from '../../../src/agents/runs';
+import { RunMembers } from '../../../src/extension/runMembers';
+import { processCore, TreeMembersSource, TreeOwner } from '../../../src/proc';
+import { createCore } from '../../../src/proc/core';
+import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor } from '../../support/started';
 
 describe('the members of the runs, on request', () => {
   it('reads nothing until asked; then every live run in one read, as the async query finds them; then only the members', async () => {

@@ -7,13 +7,13 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync, spawn } from 'child_process';
-import { processCore, RecordStore, selfIdentity, TreeRecord } from '../../src/proc';
-import { processTag } from '../../src/proc/records/fileNames';
-import { OwnerRecord } from '../../src/proc/records/schema';
+import { processCore, RecordStore, selfIdentity, TreeRecord } from '../../../src/proc';
+import { processTag } from '../../../src/proc/records/fileNames';
+import { OwnerRecord } from '../../../src/proc/records/schema';
 
 const processTable = () => processCore().table;
-import { aliveOf, CLI, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';
-import { cliOwner, deadPid, hasTool, identity, runBounded, sweep, syntheticTable } from './recordHelpers';
+import { aliveOf, CLI, register, REPO, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { cliOwner, deadPid, hasTool, identity, runBounded, sweep, syntheticTable } from '../../support/records';
 
 const node = process.execPath;
 const isRoot = process.getuid?.() === 0;

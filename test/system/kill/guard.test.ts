@@ -7,9 +7,9 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { processCore, TreeOwner } from '../../src/proc';
-import { aliveOf, CLI, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
-import { OTHER_UID, startCli } from './cliHelpers';
+import { processCore, TreeOwner } from '../../../src/proc';
+import { aliveOf, CLI, register, table, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { OTHER_UID, startCli } from '../../support/cli';
 
 const core = processCore();
 const cgroupProbe = core.cgroupTier('auto');

@@ -2,14 +2,14 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { processCore, TreeOwner } from '../../src/proc';
-import { resolveTreeMembers } from '../../src/proc/members/treeMembers';
-import { spawnTree } from '../../src/proc/spawn/spawnTree';
+import { processCore, TreeOwner } from '../../../src/proc';
+import { resolveTreeMembers } from '../../../src/proc/members/treeMembers';
+import { spawnTree } from '../../../src/proc/spawn/spawnTree';
 
 const core = processCore();
 const treeKiller = core.killer;
 const processTable = () => core.table;
-import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
+import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, aliveOf } from '../../support/started';
 
 /** Starts a fixture tree through a TreeOwner in the group tier (process group, session, descendants, tag). */
 async function ownedFixture(mode: string, options: { cgroups?: 'auto' | 'off'; owner?: TreeOwner } = {}) {

@@ -9,12 +9,12 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import { createRequire } from 'module';
 import * as path from 'path';
-import { processCore, processKey, RecordStore, TreeOwner } from '../../src/proc';
-import { OWNER_EXIT_WAIT_MS, WATCHDOG_VARIABLE } from '../../src/proc/owner/watchdog';
-import { sweep } from './recordHelpers';
-import { aliveOf, CLI, FIXTURE, fixturePids, register, REPO, table, tmpDir, waitAllDead, waitFor } from './helpers';
-import { runCli, startCli } from './cliHelpers';
-import { parseArgs, UsageError } from '../../src/cli/args';
+import { processCore, processKey, RecordStore, TreeOwner } from '../../../src/proc';
+import { OWNER_EXIT_WAIT_MS, WATCHDOG_VARIABLE } from '../../../src/proc/owner/watchdog';
+import { sweep } from '../../support/records';
+import { aliveOf, CLI, FIXTURE, fixturePids, register, REPO, table, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { runCli, startCli } from '../../support/cli';
+import { parseArgs, UsageError } from '../../../src/cli/args';
 
 /** Live processes carrying the watchdog variable of owner `pid` (any start key), zombies excluded. */
 function watchdogsOf(ownerPid: number): number[] {

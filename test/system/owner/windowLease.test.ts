@@ -7,9 +7,9 @@ import * as assert from 'assert';
 import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { processCore, ProcessIdentity, windowKey, WindowLease } from '../../src/proc';
-import { WINDOW_FILE_PREFIX } from '../../src/proc/owner/windowLease';
-import { register, REPO, table, tmpDir, waitFor } from './helpers';
+import { processCore, ProcessIdentity, windowKey, WindowLease } from '../../../src/proc';
+import { WINDOW_FILE_PREFIX } from '../../../src/proc/owner/windowLease';
+import { register, REPO, table, tmpDir, waitFor } from '../../support/started';
 
 const KEY = windowKey('local\nfile:///work/project');
 

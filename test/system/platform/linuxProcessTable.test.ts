@@ -5,8 +5,8 @@ import * as assert from 'assert';
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
-import { register, tmpDir, waitAllDead, waitFor } from './helpers';
+import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
+import { register, tmpDir, waitAllDead, waitFor } from '../../support/started';
 
 /** `sh` (in a group of its own) that waits for `<dir>/go`, then execs `then` (a shell command line): pid and start time stay. */
 function execOnGo(then: string): { child: ChildProcess; go: () => void; dir: string } {

@@ -1,11 +1,11 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { AgentRuns } from '../../src/agents/runs';
-import { processCore, PtyRoot, RecordStore, TreeOwner } from '../../src/proc';
-import { loadPtyWith } from '../../src/proc/pty/spawnPtyTree';
-import { aliveOf, FIXTURE, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
-import { blockedInWrite, events, probeEvent, PROBE, PYTHON, reportFile } from './ptyHelpers';
+import { AgentRuns } from '../../../src/agents/runs';
+import { processCore, PtyRoot, RecordStore, TreeOwner } from '../../../src/proc';
+import { loadPtyWith } from '../../../src/proc/pty/spawnPtyTree';
+import { aliveOf, FIXTURE, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { blockedInWrite, events, probeEvent, PROBE, PYTHON, reportFile } from '../../support/tty';
 
 describe('trees on a pseudo-terminal (real processes)', () => {
   const owners: TreeOwner[] = [];

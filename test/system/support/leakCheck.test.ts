@@ -1,13 +1,13 @@
 import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as path from 'path';
-import { REPO, RUN_ID, RUN_MARKER } from './helpers';
+import { REPO, RUN_ID, RUN_MARKER } from '../../support/started';
 
 describe('the leak check', () => {
   it('fails a run that leaves a process behind, and ends that process', function () {
     this.timeout(20_000);
     const mocha = path.join(REPO, 'node_modules', 'mocha', 'bin', 'mocha.js');
-    const r = spawnSync(process.execPath, [mocha, '--no-config', '--file', path.join(REPO, 'out', 'test', 'unit', 'leakCheck.js'),
+    const r = spawnSync(process.execPath, [mocha, '--no-config', '--file', path.join(REPO, 'out', 'test', 'support', 'leakCheck.js'),
       path.join(REPO, 'test', 'fixtures', 'leaky.spec.js')], {
       encoding: 'utf8',
       timeout: 20_000,

@@ -4,9 +4,9 @@ import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { localSweepParts, Logger, processCore, RecordStore, selfIdentity, sweepOrphans } from '../../src/proc';
-import { removeUnnamedEmptyCgroups, treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
-import { fixturePids, REPO, register, tmpDir, waitAllDead } from './helpers';
+import { localSweepParts, Logger, processCore, RecordStore, selfIdentity, sweepOrphans } from '../../../src/proc';
+import { removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { fixturePids, REPO, register, tmpDir, waitAllDead } from '../../support/started';
 
 /** A logger that keeps its info and warning lines. */
 function capture(): Logger & { lines: string[] } {

@@ -2,14 +2,14 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { KillReport, processCore, RecordStore, TreeOwner, TreeRecord } from '../../src/proc';
-import { TreeIdentity } from '../../src/proc/members/membership';
-import { processTag } from '../../src/proc/records/fileNames';
+import { KillReport, processCore, RecordStore, TreeOwner, TreeRecord } from '../../../src/proc';
+import { TreeIdentity } from '../../../src/proc/members/membership';
+import { processTag } from '../../../src/proc/records/fileNames';
 
 const processTable = () => processCore().table;
-import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from './helpers';
-import { runCli } from './cliHelpers';
-import { cliOwner, deadPid, identity, nowTicks, sweep } from './recordHelpers';
+import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from '../../support/started';
+import { runCli } from '../../support/cli';
+import { cliOwner, deadPid, identity, nowTicks, sweep } from '../../support/records';
 
 describe('sweeping orphaned trees', () => {
   it('reaps the tree of an owner that was SIGKILLed, from another process, and deletes its record', async () => {

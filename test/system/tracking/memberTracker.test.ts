@@ -8,13 +8,13 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { MemberInfo, processCore, processKey, readShell, TreeMembersSource, TreeOwner, WINDOW_TAG_VARIABLE } from '../../src/proc';
-import { COMMAND_SETTLES_MS, LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
-import { CensusOptions, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
-import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../src/proc/tracking/listing';
-import { canTrack, MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
-import { SCENARIOS } from '../fixtures/scenarios';
-import { aliveOf, FIXTURE, fixturePids, register, REPO, sleep, tmpDir, waitAllDead, waitFor } from './helpers';
+import { MemberInfo, processCore, processKey, readShell, TreeMembersSource, TreeOwner, WINDOW_TAG_VARIABLE } from '../../../src/proc';
+import { COMMAND_SETTLES_MS, LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
+import { CensusOptions, ProcessInfo, ProcessTable, Snapshot } from '../../../src/proc/platform/processTable';
+import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../../src/proc/tracking/listing';
+import { canTrack, MemberTracker, refreshMembers } from '../../../src/proc/tracking/memberTracker';
+import { SCENARIOS } from '../../fixtures/scenarios';
+import { aliveOf, FIXTURE, fixturePids, register, REPO, sleep, tmpDir, waitAllDead, waitFor } from '../../support/started';
 
 /** Delegates to a real /proc table and records what was asked of it. */
 class RecordingTable implements ProcessTable {

@@ -1,11 +1,11 @@
 import * as assert from 'assert';
 import * as path from 'path';
-import { expandVariables, validateDefinition, validateDefinitions } from '../../src/agents/definition';
-import { chooseDefinitions } from '../../src/agents/definitionSource';
-import { AgentRuns, Clock } from '../../src/agents/runs';
-import { processCore, TreeMembersSource, TreeOwner } from '../../src/proc';
-import { MemberTracker, refreshMembers } from '../../src/proc/tracking/memberTracker';
-import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from './helpers';
+import { expandVariables, validateDefinition, validateDefinitions } from '../../../src/agents/definition';
+import { chooseDefinitions } from '../../../src/agents/definitionSource';
+import { AgentRuns, Clock } from '../../../src/agents/runs';
+import { processCore, TreeMembersSource, TreeOwner } from '../../../src/proc';
+import { MemberTracker, refreshMembers } from '../../../src/proc/tracking/memberTracker';
+import { FIXTURE, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor, aliveOf } from '../../support/started';
 
 describe('agent definitions', () => {
   it('names the entry and the field that is wrong, and keeps the good entries', () => {

@@ -1,5 +1,5 @@
 import * as assert from 'assert';
-import { AgentDefinition, DefinitionError, timeoutSecondsOf, validateDefinitions } from '../../src/agents/definition';
+import { AgentDefinition, DefinitionError, timeoutSecondsOf, validateDefinitions } from '../../../src/agents/definition';
 import {
   commandLineDefinition,
   ConfiguredAgents,
@@ -7,7 +7,7 @@ import {
   launchableAgents,
   LaunchContext,
   resolveDefinition,
-} from '../../src/agents/resolveDefinition';
+} from '../../../src/agents/resolveDefinition';
 
 describe('what a launch runs: agent names', () => {
   const { agents, errors } = validateDefinitions([

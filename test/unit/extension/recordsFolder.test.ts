@@ -9,14 +9,14 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { RecordStore } from '../../src/proc';
-import { recordsFolderProblem } from '../../src/extension/recordsFolder';
+import { RecordStore } from '../../../src/proc';
+import { recordsFolderProblem } from '../../../src/extension/recordsFolder';
 
 /** The check, run in a child that first mounts a 16 KB tmpfs on `dir` and runs `prepare` (sh) in it. */
 function problemOnTmpfs(dir: string, prepare: string): { problem?: string; error?: string } {
   const check =
-    `const { RecordStore } = require(${JSON.stringify(require.resolve('../../src/proc'))});` +
-    `const { recordsFolderProblem } = require(${JSON.stringify(require.resolve('../../src/extension/recordsFolder'))});` +
+    `const { RecordStore } = require(${JSON.stringify(require.resolve('../../../src/proc'))});` +
+    `const { recordsFolderProblem } = require(${JSON.stringify(require.resolve('../../../src/extension/recordsFolder'))});` +
     `process.stdout.write(JSON.stringify({ problem: recordsFolderProblem(new RecordStore(process.argv[1])) ?? null }));`;
   const script = `set -e; mount -t tmpfs -o size=16k,mode=0700 tmpfs "$1"; cd "$1"; ${prepare}; exec "$2" -e "$3" "$1/owned-trees"`;
   const r = spawnSync('unshare', ['-rm', 'sh', '-c', script, 'sh', dir, process.execPath, check], { encoding: 'utf8', timeout: 20_000 });

@@ -4,9 +4,9 @@
  * servers of VS Code, and the window trees Kill Agent Tree acts on, from the same records.
  */
 import * as assert from 'assert';
-import type { TreeRecord } from '../../src/proc';
-import { McpServerSource, RecordSource, RunSource, ViewSources, viewInputOf } from '../../src/extension/viewInput';
-import { member, NOW } from './viewFixtures';
+import type { TreeRecord } from '../../../src/proc';
+import { McpServerSource, RecordSource, RunSource, ViewSources, viewInputOf } from '../../../src/extension/viewInput';
+import { member, NOW } from '../../support/viewMembers';
 
 /** No translation: the English as written. */
 const ENGLISH = { t: (message: string) => message };

@@ -5,10 +5,10 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { buildView, Localizer, Row, ViewInput } from '../../src/extension/viewModel';
-import { commandLabel, formatBytes, formatDuration } from '../../src/extension/viewFormat';
-import { REPO } from './helpers';
-import { member, NOW } from './viewFixtures';
+import { buildView, Localizer, Row, ViewInput } from '../../../src/extension/viewModel';
+import { commandLabel, formatBytes, formatDuration } from '../../../src/extension/viewFormat';
+import { REPO } from '../../support/started';
+import { member, NOW } from '../../support/viewMembers';
 
 /** `vscode.l10n.t` as it behaves with no translation: `{n}` replaced by the n-th argument. */
 const l10n: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };

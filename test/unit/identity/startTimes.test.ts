@@ -1,10 +1,10 @@
 /** Identity rules on synthetic processes: the group-leader proof and the root's start-time tolerance. */
 import * as assert from 'assert';
-import { isRecordedRoot, recordTimeProblem, startedNoLaterThanTracking } from '../../src/proc/identity/startTimes';
-import { resolveTreeMembers } from '../../src/proc/members/treeMembers';
-import { parseUptimeTicks } from '../../src/proc/platform/bootClock';
-import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
-import { clock, identity, nowTicks, proc, syntheticTable, treeRecord } from './recordHelpers';
+import { isRecordedRoot, recordTimeProblem, startedNoLaterThanTracking } from '../../../src/proc/identity/startTimes';
+import { resolveTreeMembers } from '../../../src/proc/members/treeMembers';
+import { parseUptimeTicks } from '../../../src/proc/platform/bootClock';
+import { START_PRECISION_MS } from '../../../src/proc/platform/procParsers';
+import { clock, identity, nowTicks, proc, syntheticTable, treeRecord } from '../../support/records';
 
 const ticksTree = treeRecord('t', {
   rootPid: 100,

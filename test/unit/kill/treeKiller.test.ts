@@ -6,18 +6,18 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import { spawnSync } from 'child_process';
-import { localSweepParts, RecordStore, sweepOrphans, TreeRecord } from '../../src/proc';
-import { cgroup2Mount, CgroupProbeDeps, CgroupProber, probeCgroupTier } from '../../src/proc/cgroup/probe';
-import { KillOptions } from '../../src/proc/kill/killTarget';
-import { TreeIdentity } from '../../src/proc/members/membership';
-import { resolveTreeMembers } from '../../src/proc/members/treeMembers';
-import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
-import { MAC_START_PRECISION, MacProcessTable } from '../../src/proc/platform/macProcessTable';
-import { StartPrecision } from '../../src/proc/platform/processTable';
-import { parseStatusUid } from '../../src/proc/platform/procParsers';
-import { WindowsProcessTable } from '../../src/proc/platform/windowsProcessTable';
-import { ANCESTRY, FakeProcess, FakeTable, LINUX_PRECISION, machine, proc, SELF } from './synthetic';
-import { tmpDir } from './helpers';
+import { localSweepParts, RecordStore, sweepOrphans, TreeRecord } from '../../../src/proc';
+import { cgroup2Mount, CgroupProbeDeps, CgroupProber, probeCgroupTier } from '../../../src/proc/cgroup/probe';
+import { KillOptions } from '../../../src/proc/kill/killTarget';
+import { TreeIdentity } from '../../../src/proc/members/membership';
+import { resolveTreeMembers } from '../../../src/proc/members/treeMembers';
+import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
+import { MAC_START_PRECISION, MacProcessTable } from '../../../src/proc/platform/macProcessTable';
+import { StartPrecision } from '../../../src/proc/platform/processTable';
+import { parseStatusUid } from '../../../src/proc/platform/procParsers';
+import { WindowsProcessTable } from '../../../src/proc/platform/windowsProcessTable';
+import { ANCESTRY, FakeProcess, FakeTable, LINUX_PRECISION, machine, proc, SELF } from '../../support/synthetic';
+import { tmpDir } from '../../support/started';
 
 const TRACKED = 1_000_100;
 /**

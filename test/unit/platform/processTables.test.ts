@@ -2,14 +2,14 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ownerState } from '../../src/proc/identity/ownerIdentity';
-import { killWindows, TASKKILL_TIMEOUT_MS, WindowsKillDeps } from '../../src/proc/kill/windowsKill';
-import { ExecAsync } from '../../src/proc/platform/execAsync';
-import { MacProcessTable, parseCpuTime, parseMacPs } from '../../src/proc/platform/macProcessTable';
-import { envValue, parseProcStat } from '../../src/proc/platform/procParsers';
-import { fromPsList, WindowsProcessTable } from '../../src/proc/platform/windowsProcessTable';
+import { ownerState } from '../../../src/proc/identity/ownerIdentity';
+import { killWindows, TASKKILL_TIMEOUT_MS, WindowsKillDeps } from '../../../src/proc/kill/windowsKill';
+import { ExecAsync } from '../../../src/proc/platform/execAsync';
+import { MacProcessTable, parseCpuTime, parseMacPs } from '../../../src/proc/platform/macProcessTable';
+import { envValue, parseProcStat } from '../../../src/proc/platform/procParsers';
+import { fromPsList, WindowsProcessTable } from '../../../src/proc/platform/windowsProcessTable';
 import { spawn } from 'child_process';
-import { REPO, register, table, waitFor } from './helpers';
+import { REPO, register, table, waitFor } from '../../support/started';
 
 const recorded = fs.readFileSync(path.join(REPO, 'test', 'fixtures', 'recorded', 'macos-ps.txt'), 'utf8');
 

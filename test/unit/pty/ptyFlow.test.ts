@@ -2,9 +2,9 @@
 // that records what the terminal would get. The real terminal's answers are tested in the real host
 // (test/integration/ptyAgents.test.ts).
 import * as assert from 'assert';
-import { TerminalFlow } from '../../src/proc';
-import { EscapeTracker, STATUS_OK, STATUS_QUERY } from '../../src/proc/pty/ptyFlow';
-import { sleep } from './helpers';
+import { TerminalFlow } from '../../../src/proc';
+import { EscapeTracker, STATUS_OK, STATUS_QUERY } from '../../../src/proc/pty/ptyFlow';
+import { sleep } from '../../support/started';
 
 class Sink {
   out = '';

@@ -2,13 +2,13 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { execFileSync } from 'child_process';
-import { OwnerInfo, RecordStore } from '../../src/proc';
-import { ownerState, sameProcess } from '../../src/proc/identity/ownerIdentity';
-import { processTag } from '../../src/proc/records/fileNames';
-import { setAsidePreviousRecord } from '../../src/proc/records/previousRecord';
-import { MAX_RECORD_BYTES, recordShapeProblem } from '../../src/proc/records/schema';
-import { tmpDir } from './helpers';
-import { clock, identity, proc, syntheticTable, treeRecord } from './recordHelpers';
+import { OwnerInfo, RecordStore } from '../../../src/proc';
+import { ownerState, sameProcess } from '../../../src/proc/identity/ownerIdentity';
+import { processTag } from '../../../src/proc/records/fileNames';
+import { setAsidePreviousRecord } from '../../../src/proc/records/previousRecord';
+import { MAX_RECORD_BYTES, recordShapeProblem } from '../../../src/proc/records/schema';
+import { tmpDir } from '../../support/started';
+import { clock, identity, proc, syntheticTable, treeRecord } from '../../support/records';
 
 const tree = (id: string, extra = {}) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100, ...extra });
 

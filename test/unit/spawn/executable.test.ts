@@ -3,8 +3,8 @@
 // arguments Windows passes `file args...` joined by spaces; /s then drops the first and the last quote of the text
 // after /c, and runs what is left.
 import * as assert from 'assert';
-import { cmdLine } from '../../src/proc/spawn/executable';
-import { commandLineDefinition } from '../../src/agents/resolveDefinition';
+import { cmdLine } from '../../../src/proc/spawn/executable';
+import { commandLineDefinition } from '../../../src/agents/resolveDefinition';
 
 /** What cmd.exe runs for `/d /s /c <rest>` (verbatim): the rest without its first and last quote. */
 function cmdRuns(verbatimArgs: string[]): string {

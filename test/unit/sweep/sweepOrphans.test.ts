@@ -6,15 +6,15 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { KillReport, OwnerInfo, processCore, RecordStore, sweepOrphans, TreeRecord } from '../../src/proc';
-import { treeCgroupPath } from '../../src/proc/cgroup/treeCgroup';
-import { KillOptions } from '../../src/proc/kill/killTarget';
-import { TreeIdentity } from '../../src/proc/members/membership';
-import { processTag } from '../../src/proc/records/fileNames';
-import { setAsidePreviousRecord } from '../../src/proc/records/previousRecord';
-import { SweepOptions } from '../../src/proc/sweep/sweepOrphans';
-import { tmpDir } from './helpers';
-import { clock, identity, proc, syntheticTable } from './recordHelpers';
+import { KillReport, OwnerInfo, processCore, RecordStore, sweepOrphans, TreeRecord } from '../../../src/proc';
+import { treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { KillOptions } from '../../../src/proc/kill/killTarget';
+import { TreeIdentity } from '../../../src/proc/members/membership';
+import { processTag } from '../../../src/proc/records/fileNames';
+import { setAsidePreviousRecord } from '../../../src/proc/records/previousRecord';
+import { SweepOptions } from '../../../src/proc/sweep/sweepOrphans';
+import { tmpDir } from '../../support/started';
+import { clock, identity, proc, syntheticTable } from '../../support/records';
 
 const EARLIER_BOOT = '00000000-0000-0000-0000-000000000000';
 

@@ -8,13 +8,13 @@ import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { classifyRecords, endLeftovers, endTerminalTree, liveOwnership, processCore, processKey, readShell, RecordStore, selfIdentity, settleLeftovers, terminalLeftovers, TerminalQuery, TerminalShell, WINDOW_TAG_VARIABLE } from '../../src/proc';
-import { childrenOf, ProcessInfo, Snapshot, TREE_ID_VARIABLE } from '../../src/proc/platform/processTable';
-import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
-import { deferredLeftovers } from '../../src/proc/terminals/leftovers';
-import { resolveTerminalTrees } from '../../src/proc/terminals/membership';
-import { writeCliLauncher } from '../../src/extension/cliLauncher';
-import { alive, CLI, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from './helpers';
+import { classifyRecords, endLeftovers, endTerminalTree, liveOwnership, processCore, processKey, readShell, RecordStore, selfIdentity, settleLeftovers, terminalLeftovers, TerminalQuery, TerminalShell, WINDOW_TAG_VARIABLE } from '../../../src/proc';
+import { childrenOf, ProcessInfo, Snapshot, TREE_ID_VARIABLE } from '../../../src/proc/platform/processTable';
+import { START_PRECISION_MS } from '../../../src/proc/platform/procParsers';
+import { deferredLeftovers } from '../../../src/proc/terminals/leftovers';
+import { resolveTerminalTrees } from '../../../src/proc/terminals/membership';
+import { writeCliLauncher } from '../../../src/extension/cliLauncher';
+import { alive, CLI, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from '../../support/started';
 
 // ---------------------------------------------------------------------------------------------- synthetic
 
