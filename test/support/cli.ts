@@ -1,5 +1,11 @@
-import { ChildProcess, spawn, SpawnOptions } from 'child_process';
-import { CLI, register } from './started';
+/**
+ * Commands the system tests run: the bundled CLI (as this user or another), any command bounded in time, and
+ * folders another user can use.
+ */
+import { ChildProcess, spawn, SpawnOptions, spawnSync } from 'child_process';
+import * as fs from 'fs';
+import { CLI, tmpDir } from './repo';
+import { register } from './started';
 
 export interface CliRun {
   child: ChildProcess;
@@ -33,4 +39,47 @@ export function startCli(args: string[], options: SpawnOptions & { asUid?: numbe
 
 export function runCli(args: string[], options: SpawnOptions & { asUid?: number } = {}) {
   return startCli(args, options).done;
+}
+
+/** A folder `uid` can use (tmpDir makes 0700 folders owned by root), with `mode`. */
+export function dirFor(uid: number, mode = 0o755): string {
+  const dir = tmpDir();
+  fs.chownSync(dir, uid, uid);
+  fs.chmodSync(dir, mode);
+  return dir;
+}
+
+export interface Ran {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** It had to be SIGKILLed at the time limit. */
+  timedOut: boolean;
+}
+
+/** Runs a command to its end, or SIGKILLs it after `timeoutMs` (a hang fails the caller, not the suite). */
+export function runBounded(file: string, args: string[], timeoutMs = 20_000, options: SpawnOptions = {}): Promise<Ran> {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  register(child.pid!);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
+  return new Promise((resolve) =>
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, timedOut });
+    }),
+  );
+}
+
+/** Whether a program is on PATH (the Debian test tools: faketime, unshare, setpriv). */
+export function hasTool(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
 }

@@ -1,18 +1,21 @@
 /**
- * Helpers for the record, identity and sweep tests: identities in this machine's boot clock, dead pids,
- * synthetic process tables, and a sweep with this process's table, killer and guard.
+ * For the record, identity and sweep tests on real processes: identities in this machine's boot clock, dead pids,
+ * a sweep with this process's table, killer and guard, and `agent-trees run` owners of fixture trees.
  */
+import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { spawn, SpawnOptions, spawnSync } from 'child_process';
-import { localSweepParts, OwnerInfo, processCore, RecordStore, selfIdentity, sweepOrphans, TreeRecord } from '../../src/proc';
-import { PresenceProbe } from '../../src/proc/identity/ownerIdentity';
+import { spawn, spawnSync } from 'child_process';
+import { localSweepParts, OwnerInfo, processCore, RecordStore, selfIdentity, sweepOrphans } from '../../src/proc';
 import { hostClock, HostClock } from '../../src/proc/platform/bootClock';
-import { childrenOf, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
-import { START_PRECISION_MS } from '../../src/proc/platform/procParsers';
+import { ProcessTable } from '../../src/proc/platform/processTable';
 import { SweepOptions } from '../../src/proc/sweep/sweepOrphans';
-import { FIXTURE, fixturePids, register, tmpDir, waitFor } from './started';
 import { startCli } from './cli';
+import { fixturePids } from './fixtures';
+import { FIXTURE, tmpDir } from './repo';
+import { aliveOf, register, waitAllDead } from './started';
+import { identityOn } from './synthetic';
+import { waitFor } from './wait';
 
 export function clock(): HostClock {
   const c = hostClock();
@@ -25,10 +28,7 @@ export function nowTicks(): number {
 }
 
 /** A full boot-clock identity on this machine, as this version writes it. */
-export function identity(pid: number, startTicks: number, startTime = Date.now()): OwnerInfo {
-  const c = clock();
-  return { pid, startTime, startTicks, bootId: c.bootId, pidNs: c.pidNs, machineId: c.machineId };
-}
+export const identity = (pid: number, startTicks: number, startTime?: number): OwnerInfo => identityOn(clock(), pid, startTicks, startTime);
 
 /** The pid of a process that has exited and been reaped, checked to be free right now. */
 export function deadPid(): number {
@@ -42,74 +42,11 @@ export function deadPid(): number {
   }
 }
 
-export function treeRecord(id: string, extra: Partial<TreeRecord> = {}): TreeRecord {
-  return {
-    id,
-    label: 'demo',
-    command: ['sleep', '60'],
-    rootPid: 4242,
-    pgid: 4242,
-    sid: 4242,
-    rootStartTime: Date.now() - 60_000,
-    trackedAt: Date.now() - 59_900,
-    envTag: `AGENT_TREES_TREE_ID=${id}`,
-    cgroup: null,
-    ...extra,
-  };
-}
 
 /** A sweep by this process as a front end runs it (cgroups off unless asked). */
 export function sweep(store: RecordStore, extra: Partial<SweepOptions> = {}) {
   const parts = localSweepParts(processCore());
   return sweepOrphans(store, { ...parts, self: selfIdentity(parts.table), graceMs: 500, cgroups: 'off', ...extra });
-}
-
-/** A process of a synthetic table. */
-export function proc(pid: number, startKey: number, extra: Partial<ProcessInfo> = {}): ProcessInfo {
-  return {
-    pid,
-    ppid: 1,
-    pgid: pid,
-    sid: pid,
-    state: 'S',
-    startKey,
-    startTime: startKey * 10,
-    uid: 0,
-    name: 'p',
-    rssBytes: 0,
-    cpuMs: 0,
-    ...extra,
-  };
-}
-
-/**
- * A synthetic process table: exactly these processes, the rest gone; `unreadable` pids answer as a table
- * under EMFILE does. Snapshots have no tags unless given.
- */
-export function syntheticTable(
-  processes: ProcessInfo[],
-  options: { unreadable?: number[]; tags?: Record<string, number[]> } = {},
-): ProcessTable & PresenceProbe {
-  const byPid = new Map(processes.map((p) => [p.pid, p]));
-  const unreadable = new Set(options.unreadable ?? []);
-  const startPrecision = { unit: 'ticks', errorMs: START_PRECISION_MS } as const;
-  const snapshot = (): Snapshot => ({
-    takenAt: Date.now(),
-    processes: new Map(byPid),
-    startPrecision,
-    commandLine: (pid) => (byPid.has(pid) ? `cmd ${pid}` : ''),
-    tagged: () => new Map(Object.entries(options.tags ?? {}).map(([id, pids]) => [id, pids.map((pid) => byPid.get(pid)!).filter(Boolean)])),
-    children: () => childrenOf(byPid),
-  });
-  return {
-    startPrecision,
-    snapshot,
-    read: (pid) => {
-      if (unreadable.has(pid)) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
-      return byPid.get(pid);
-    },
-    probe: (pid) => (unreadable.has(pid) ? 'unreadable' : (byPid.get(pid) ?? 'gone')),
-  };
 }
 
 /** This process's table (see core.ts). */
@@ -127,37 +64,48 @@ export async function cliOwner(records: string, mode = 'deep', extra: string[] =
   return { run, pids, ownerPid: run.child.pid!, file };
 }
 
-export interface Ran {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  /** It had to be SIGKILLed at the time limit. */
-  timedOut: boolean;
+type CliOwner = Awaited<ReturnType<typeof cliOwner>>;
+
+/**
+ * `agent-trees run` owners for the tests of one `describe` (call it there): `start` starts one on a fixture (see
+ * cliOwner), `end` ends it as a user does (SIGTERM: it kills its tree) and checks nothing of it is left; whatever a
+ * failing test left of them is ended after it.
+ */
+export function cliOwners() {
+  const started: CliOwner[] = [];
+  afterEach(() => {
+    for (const o of started.splice(0)) {
+      if (o.run.child.exitCode === null && o.run.child.signalCode === null) o.run.child.kill('SIGKILL');
+      for (const pid of aliveOf(o.pids.all)) process.kill(pid, 'SIGKILL'); // alive with the start key registered
+    }
+  });
+  return {
+    async start(records: string): Promise<CliOwner> {
+      const o = await cliOwner(records);
+      started.push(o);
+      return o;
+    },
+    async end(o: CliOwner): Promise<void> {
+      o.run.child.kill('SIGTERM');
+      await o.run.done;
+      assert.deepStrictEqual(await waitAllDead(o.pids.all), []);
+    },
+  };
 }
 
-/** Runs a command to its end, or SIGKILLs it after `timeoutMs` (a hang fails the caller, not the suite). */
-export function runBounded(file: string, args: string[], timeoutMs = 20_000, options: SpawnOptions = {}): Promise<Ran> {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+/** A process that leads its own session and group (`setsid`), unrelated to any record. */
+export async function unrelatedLeader() {
+  const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
   register(child.pid!);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    child.kill('SIGKILL');
-  }, timeoutMs);
-  return new Promise((resolve) =>
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, timedOut });
-    }),
-  );
+  const info = await waitFor('the unrelated process', () => processTable().read(child.pid!));
+  return { child, info };
 }
 
-/** Whether a program is on PATH (the Debian test tools: faketime, unshare, setpriv). */
-export function hasTool(name: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
+/** What `agent-trees sweep --json` printed. */
+export function sweepJson(ran: { stdout: string; stderr: string }) {
+  try {
+    return JSON.parse(ran.stdout);
+  } catch {
+    throw new Error(`sweep printed no JSON: ${ran.stdout}\n${ran.stderr}`);
+  }
 }

@@ -8,9 +8,15 @@ import { CgroupProber } from '../../src/proc/cgroup/probe';
 import { CgroupControl } from '../../src/proc/cgroup/treeCgroup';
 import { Core, createCore } from '../../src/proc/core';
 import { GuardSelf, SignalGuard } from '../../src/proc/identity/guard';
+import { OwnerInfo, PresenceProbe } from '../../src/proc/identity/ownerIdentity';
+import { KillOptions } from '../../src/proc/kill/killTarget';
+import { TreeIdentity } from '../../src/proc/members/membership';
+import { HostClock } from '../../src/proc/platform/bootClock';
 import { ExecAsync } from '../../src/proc/platform/execAsync';
 import { childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from '../../src/proc/platform/processTable';
+import { TreeRecord } from '../../src/proc/records/schema';
 import { Signaller, SignalResult } from '../../src/proc/platform/signaller';
+import { WindowsProcessTable } from '../../src/proc/platform/windowsProcessTable';
 
 export const LINUX_PRECISION: StartPrecision = { unit: 'ticks', errorMs: 50 };
 
@@ -41,19 +47,32 @@ export function proc(pid: number, fields: Partial<FakeProcess> = {}): FakeProces
   };
 }
 
-export class FakeTable implements ProcessTable {
+/**
+ * A process table held in memory: exactly these processes, the rest gone. Snapshots show no uid (as a Linux one
+ * reads none); `unreadable` pids answer as a table does under EMFILE.
+ */
+export class FakeTable implements ProcessTable, PresenceProbe {
   readonly processes = new Map<number, FakeProcess>();
+  private readonly unreadable: Set<number>;
 
   constructor(
     list: FakeProcess[],
     readonly startPrecision: StartPrecision = LINUX_PRECISION,
+    options: { unreadable?: number[] } = {},
   ) {
     for (const p of list) this.processes.set(p.pid, p);
+    this.unreadable = new Set(options.unreadable ?? []);
   }
 
   read(pid: number): ProcessInfo | undefined {
+    if (this.unreadable.has(pid)) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
     const p = this.processes.get(pid);
     return p && { ...p };
+  }
+
+  probe(pid: number): ProcessInfo | 'gone' | 'unreadable' {
+    if (this.unreadable.has(pid)) return 'unreadable';
+    return this.read(pid) ?? 'gone';
   }
 
   snapshot(): Snapshot {
@@ -70,6 +89,27 @@ export class FakeTable implements ProcessTable {
     };
   }
 }
+
+/** A table of exactly `list` with Linux's start times (ticks); `unreadable` pids answer as under EMFILE. */
+export const syntheticTable = (list: FakeProcess[], options: { unreadable?: number[] } = {}) => new FakeTable(list, LINUX_PRECISION, options);
+
+/** The boot clock of the synthetic machine: its ids, and now at tick NOW_TICKS (ten hours after boot). */
+export const NOW_TICKS = 3_600_000;
+export const CLOCK: HostClock = {
+  machineId: 'synthetic-machine',
+  bootId: '5e5e5e5e-0000-4000-8000-000000000001',
+  pidNs: 4026531836,
+  procIsOurs: true,
+  nowTicks: () => NOW_TICKS,
+};
+
+/** A full boot-clock identity of `pid`, started at tick `startTicks` on `clock`'s machine, as this version writes it. */
+export function identityOn(clock: HostClock, pid: number, startTicks: number, startTime = Date.now()): OwnerInfo {
+  return { pid, startTime, startTicks, bootId: clock.bootId, pidNs: clock.pidNs, machineId: clock.machineId };
+}
+
+/** An identity on the synthetic machine (see identityOn). */
+export const identity = (pid: number, startTicks: number, startTime?: number) => identityOn(CLOCK, pid, startTicks, startTime);
 
 export interface SignalCall {
   to: 'pid' | 'group';
@@ -183,3 +223,73 @@ export function machine(
   });
   return { table, signaller, cgroups, core };
 }
+
+/** When the synthetic tree was tracked, in ms since the epoch. */
+export const TRACKED = 1_000_100;
+/**
+ * Where start keys are boot ticks (Linux) the tree is judged by its ticks: the root's exact start tick (the
+ * synthetic root 200 starts at tick 1200, see `proc`) and the tick tracking began at; elsewhere by its epoch times.
+ */
+export const TRACKED_TICKS = 5000;
+/** The tree of the synthetic machines: root 200, leading its group and session. */
+export const TREE: TreeIdentity = {
+  id: 't1',
+  rootPid: 200,
+  pgid: 200,
+  sid: 200,
+  rootStartTime: 1_000_000,
+  trackedAt: TRACKED,
+  cgroup: null,
+  rootStartTicks: 1200,
+  trackedAtTicks: TRACKED_TICKS,
+};
+/** A member of the tree's group and session. */
+export const inTree = (pid: number, fields: Partial<FakeProcess> = {}) => proc(pid, { ppid: 200, pgid: 200, sid: 200, ...fields });
+/** A kill by someone who did not spawn the tree (a sweeper), and by its continuous owner. */
+export const OUTSIDER: KillOptions = { graceMs: 0, continuouslyOwned: false, cgroupVerified: false };
+export const OWNED: KillOptions = { graceMs: 0, continuouslyOwned: true, cgroupVerified: false };
+
+/**
+ * A Windows machine: ps-list lists node.exe 4000 > cmd.exe 4001 > python.exe 4002 and conhost.exe 4003, and
+ * taskkill answers as `exec` says (a success ends 4001 and its children).
+ */
+export function windowsMachine(exec: (args: string[]) => { code: number; stdout: string }) {
+  let alive = [
+    { pid: 4000, ppid: 100, name: 'node.exe' },
+    { pid: 4001, ppid: 4000, name: 'cmd.exe' },
+    { pid: 4002, ppid: 4001, name: 'python.exe' },
+    { pid: 4003, ppid: 4001, name: 'conhost.exe' },
+  ];
+  const calls: string[][] = [];
+  const table = new WindowsProcessTable(async () => alive);
+  const m = machine([], {
+    platform: 'win32',
+    precision: { unit: 'none', errorMs: Infinity },
+    coreTable: () => table,
+    exec: async (_file, args) => {
+      calls.push(args);
+      const r = exec(args);
+      if (r.code === 0) alive = alive.filter((p) => p.pid !== 4001 && p.ppid !== 4001);
+      return r;
+    },
+  });
+  return { m, calls, table };
+}
+
+/** A tree record with defaults for what a case does not care about (root 4242, tracked a minute ago). */
+export function treeRecord(id: string, extra: Partial<TreeRecord> = {}): TreeRecord {
+  return {
+    id,
+    label: 'demo',
+    command: ['sleep', '60'],
+    rootPid: 4242,
+    pgid: 4242,
+    sid: 4242,
+    rootStartTime: Date.now() - 60_000,
+    trackedAt: Date.now() - 59_900,
+    envTag: `AGENT_TREES_TREE_ID=${id}`,
+    cgroup: null,
+    ...extra,
+  };
+}
+

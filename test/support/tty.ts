@@ -6,7 +6,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { events, ProbeEvent } from './ttyProbe';
-import { REPO, register, tmpDir, waitFor } from './started';
+import { REPO, tmpDir } from './repo';
+import { waitFor } from './wait';
+import { register } from './started';
 
 export { events, PROBE, PYTHON } from './ttyProbe';
 export type { ProbeEvent } from './ttyProbe';

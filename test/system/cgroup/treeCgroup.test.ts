@@ -8,9 +8,12 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { processCore, TreeOwner } from '../../../src/proc';
-import { treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { isOurCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
 import { startCli } from '../../support/cli';
-import { CLI, fixturePids, FIXTURE, register, REPO, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { fixturePids } from '../../support/fixtures';
+import { register, waitAllDead } from '../../support/started';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript of the host scripts, by path
 const marker: { MARKER_VAR: string; endMarked(value: string): Promise<{ killed: number[]; cgroupsRemoved: string[] }> } = require(
@@ -124,5 +127,47 @@ describe('every way a tree ends removes its cgroup', function () {
     assert.deepStrictEqual(await waitAllDead(pids, 1000), []);
     assert.deepStrictEqual(ended.cgroupsRemoved, [cgroupOf(id)]);
     assert.ok(!fs.existsSync(cgroupOf(id)), `${cgroupOf(id)} is left behind`);
+  });
+});
+
+describe('cgroup housekeeping', () => {
+  const cgroupProbe = tier;
+
+  it('a sweep removes empty cgroups of ours that no record names, and leaves named ones', function () {
+    const tier = cgroupProbe.tier;
+    if (!tier) {
+      this.test!.title += ` (skipped: ${cgroupProbe.unavailable})`;
+      this.skip();
+    }
+    const stale = treeCgroupPath(tier, `stale-${process.pid}`);
+    const named = treeCgroupPath(tier, `named-${process.pid}`);
+    fs.mkdirSync(stale);
+    fs.mkdirSync(named);
+    try {
+      const removed = removeUnnamedEmptyCgroups(tier, new Set([named]), Date.now() + 120_000);
+      assert.ok(removed.includes(stale));
+      assert.ok(!fs.existsSync(stale));
+      assert.ok(fs.existsSync(named));
+      assert.deepStrictEqual(removeUnnamedEmptyCgroups(tier, new Set(), Date.now()).filter((d) => d === named), [], 'a fresh one may be a tree being spawned');
+    } finally {
+      for (const dir of [stale, named]) if (fs.existsSync(dir)) fs.rmdirSync(dir);
+    }
+  });
+
+
+  it('uses a recorded cgroup only when it is ours and not made afresh', function () {
+    const tier = cgroupProbe.tier;
+    if (!tier) this.skip();
+    const id = `verify-${process.pid}`;
+    const dir = treeCgroupPath(tier!, id);
+    fs.mkdirSync(dir);
+    try {
+      assert.strictEqual(isOurCgroup(tier, dir, id, Date.now()), true);
+      assert.strictEqual(isOurCgroup(tier, dir, id, Date.now() - 60_000), false, 'created after the tree was tracked');
+      assert.strictEqual(isOurCgroup(tier, dir, 'other-id', Date.now()), false, 'named for another tree');
+      assert.strictEqual(isOurCgroup(tier, '/sys/fs/cgroup', id, Date.now()), false, 'outside our folder');
+    } finally {
+      fs.rmdirSync(dir);
+    }
   });
 });

@@ -1,9 +1,17 @@
+/**
+ * The `agent-trees` command line (src/cli/main.ts) on real processes: `run` passes its command's exit on and ends
+ * whatever that left, on its timeout, on every catchable fatal signal, and when its own parent dies; `ps`, `kill`
+ * and `sweep` on the trees it recorded.
+ */
 import * as assert from 'assert';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { parseArgs } from '../../../src/cli/args';
-import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor, aliveOf, CLI, REPO } from '../../support/started';
+import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { fixturePids } from '../../support/fixtures';
+import { aliveOf, register, waitAllDead } from '../../support/started';
 import { runCli, startCli } from '../../support/cli';
 
 describe('agent-trees run', () => {
@@ -161,16 +169,104 @@ describe('agent-trees run', () => {
   });
 });
 
-describe('argument parsing', () => {
-  it('takes the command after -- or at the first non-option word', () => {
-    const a = parseArgs(['run', '--timeout', '2.5', '--label', 'x', '--', 'claude', '--print', 'hi']);
-    assert.deepStrictEqual(a.command === 'run' && [a.cmd, a.timeoutMs, a.label], [['claude', '--print', 'hi'], 2500, 'x']);
-    const b = parseArgs(['run', '--grace=0', 'sleep', '--timeout', '1']);
-    assert.deepStrictEqual(b.command === 'run' && [b.cmd, b.graceMs, b.timeoutMs], [['sleep', '--timeout', '1'], 0, 0]);
+describe('agent-trees run --timeout past 2^31-1 ms', () => {
+  it('a timeout of 25.5 days does not fire at once', async () => {
+    const records = tmpDir();
+    const r = await runCli(['run', '--records', records, '--timeout', '2200000', '--', 'sh', '-c', 'sleep 0.5; exit 3']);
+    assert.strictEqual(r.code, 3, r.stderr);
+    assert.doesNotMatch(r.stderr, /TimeoutOverflowWarning|timed out/);
   });
-  it('says what is wrong', () => {
-    assert.throws(() => parseArgs(['ps', '--timeout', '1']), /--timeout does not apply to 'ps'/);
-    assert.throws(() => parseArgs(['run', '--grace', '-1', '--', 'x']), /--grace takes a number of seconds/);
-    assert.throws(() => parseArgs(['sweep', 'extra']), /takes no argument "extra"/);
+
+  it('a timeout too large to keep exits 2 with a one-line error, spawning nothing', async () => {
+    const records = tmpDir();
+    const marker = path.join(tmpDir(), 'spawned');
+    for (const timeout of ['99999999999999999999', '1'.repeat(400)]) {
+      const r = await runCli(['run', '--records', records, '--timeout', timeout, '--', 'sh', '-c', `touch ${marker}`]);
+      assert.strictEqual(r.code, 2, r.stderr);
+      assert.match(r.stderr, /^agent-trees: --timeout .*at most/);
+      assert.strictEqual(r.stderr.trim().split('\n').length, 2, 'the error and the usage hint');
+    }
+    assert.ok(!fs.existsSync(marker));
+    assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+});
+
+describe('agent-trees run on every catchable fatal signal', () => {
+  // The signals whose default action ends a Node process and that Node lets us catch. SIGUSR1 is Node's
+  // debugger signal, but a run ends on it as any program would; SIGSEGV, SIGBUS, SIGFPE and SIGILL are left
+  // to the default (a real fault cannot run JavaScript); SIGPIPE Node ignores.
+  const fatal = [
+    'SIGQUIT',
+    'SIGABRT',
+    'SIGTRAP',
+    'SIGUSR1',
+    'SIGUSR2',
+    'SIGALRM',
+    'SIGVTALRM',
+    'SIGXCPU',
+    'SIGXFSZ',
+    'SIGPROF',
+    'SIGSYS',
+    'SIGIO',
+    'SIGPWR',
+    'SIGSTKFLT',
+  ] as const;
+  for (const signal of fatal) {
+    const code = 128 + os.constants.signals[signal];
+    it(`${signal}: ends the tree and exits ${code}`, async () => {
+      const records = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pids');
+      const run = startCli(['run', '--records', records, '--grace', '1', '--', FIXTURE, 'daemon', pidfile]);
+      const pids = await fixturePids(pidfile);
+      run.child.kill(signal);
+      const r = await run.done;
+      assert.strictEqual(r.code, code, r.stderr);
+      assert.deepStrictEqual(await waitAllDead(pids.all), []);
+      assert.deepStrictEqual(fs.readdirSync(records), []);
+    });
+  }
+
+  it('SIGPIPE does not end it (Node ignores SIGPIPE), so nothing is orphaned', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = startCli(['run', '--records', records, '--grace', '1', '--', FIXTURE, 'deep', pidfile]);
+    const pids = await fixturePids(pidfile);
+    run.child.kill('SIGPIPE');
+    run.child.kill('SIGTERM');
+    const r = await run.done;
+    assert.strictEqual(r.code, 143);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+});
+
+describe('--verbose', () => {
+  it('makes `kill` and `sweep` say what they do', async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = startCli(['run', '--records', records, '--', FIXTURE, 'deep', pidfile]);
+    await fixturePids(pidfile);
+    const treeId = await waitFor('the record', () => {
+      const f = fs.readdirSync(records).find((n) => n.endsWith('.json'));
+      return f && (JSON.parse(fs.readFileSync(path.join(records, f), 'utf8')).trees[0].id as string);
+    });
+    const killed = await runCli(['kill', treeId, '--records', records, '--grace', '1', '--verbose']);
+    assert.strictEqual(killed.code, 0, killed.stderr);
+    assert.match(killed.stderr, new RegExp(`tree ${treeId}: ended 3 processes in \\d+ ms`));
+    await run.done;
+
+    // A tree whose owner was SIGKILLed, swept.
+    const ownerPids = path.join(tmpDir(), 'pids');
+    const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), records, 'deep', ownerPids, 'off'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    register(owner.pid!);
+    const [orphanId] = (await new Promise<string>((resolve) => owner.stdout!.once('data', (d) => resolve(String(d))))).trim().split(' ');
+    const orphans = await fixturePids(ownerPids);
+    owner.kill('SIGKILL');
+    await new Promise((resolve) => owner.once('exit', resolve));
+    const swept = await runCli(['sweep', '--records', records, '--grace', '1', '--verbose']);
+    assert.strictEqual(swept.code, 0, swept.stderr);
+    assert.match(swept.stderr, new RegExp(`tree ${orphanId}: ended 3 processes in \\d+ ms`));
+    assert.deepStrictEqual(await waitAllDead(orphans.all), []);
   });
 });

@@ -3,7 +3,10 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { aliveOf, CLI, fixturePids, FIXTURE, register, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { CLI, FIXTURE, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { fixturePids } from '../../support/fixtures';
+import { aliveOf, register, waitAllDead } from '../../support/started';
 import { runCli } from '../../support/cli';
 import { RESTORE_TERMINAL_MODES } from '../../../src/proc';
 import { events, OuterTerminal, probeEvent, PROBE, PYTHON, reportFile } from '../../support/tty';

@@ -8,7 +8,10 @@ import { AgentRuns } from '../../../src/agents/runs';
 import { RunMembers } from '../../../src/extension/runMembers';
 import { processCore, TreeMembersSource, TreeOwner } from '../../../src/proc';
 import { createCore } from '../../../src/proc/core';
-import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { FIXTURE, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { fixturePids } from '../../support/fixtures';
+import { register, waitAllDead } from '../../support/started';
 
 describe('the members of the runs, on request', () => {
   it('reads nothing until asked; then every live run in one read, as the async query finds them; then only the members', async () => {
@@ -70,5 +73,57 @@ describe('the members of the runs, on request', () => {
       source.dispose();
     }
     assert.deepStrictEqual(await waitAllDead([...pa.all, ...pb.all]), []);
+  });
+});
+
+describe("the API's members (RunMembers)", () => {
+  const settings = () => ({ defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true });
+
+  it('no runs, or only ended ones: nothing read, however often asked', async () => {
+    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), settings);
+    const core = createCore();
+    const source = new TreeMembersSource(core);
+    const members = new RunMembers(runs, source);
+    try {
+      for (let i = 0; i < 50; i++) assert.strictEqual(members.now().size, 0);
+      const run = runs.launch({ name: 'true', command: 'true', terminal: 'pipe' });
+      register(run.tree.child.pid!);
+      await waitFor('the run to end', () => !run.live);
+      const before = source.stats().processReads;
+      for (let i = 0; i < 50; i++) assert.strictEqual(members.now().size, 0);
+      assert.strictEqual(source.stats().refreshes, 0);
+      assert.strictEqual(source.stats().processReads, before, 'no process read');
+    } finally {
+      await runs.owner.dispose(300);
+      source.dispose();
+    }
+  });
+
+  it('asked in a tight loop: one full scan, then reads that follow the members, not the machine', async function () {
+    const core = createCore();
+    if (!core.table.listsChildren?.()) this.skip();
+    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), settings);
+    const source = new TreeMembersSource(core);
+    const members = new RunMembers(runs, source);
+    const file = path.join(tmpDir(), 'pids');
+    const run = runs.launch({ name: 'tree', command: FIXTURE, args: ['setsid', file], terminal: 'pipe' });
+    register(run.tree.child.pid!);
+    const pids = await fixturePids(file);
+    try {
+      members.now();
+      const machine = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length;
+      const before = source.stats();
+      const calls = 200;
+      for (let i = 0; i < calls; i++) assert.deepStrictEqual((members.now().get(run.id) ?? []).length, pids.all.length);
+      const after = source.stats();
+      assert.strictEqual(after.refreshes - before.refreshes, calls);
+      assert.ok(after.fullScans - before.fullScans <= 1, `${after.fullScans - before.fullScans} full scans in ${calls} calls`);
+      const perCall = (after.processReads - before.processReads) / calls;
+      assert.ok(perCall < machine / 2, `${perCall} reads a call, ${machine} processes on the machine`);
+    } finally {
+      await runs.owner.dispose(300);
+      source.dispose();
+    }
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
   });
 });

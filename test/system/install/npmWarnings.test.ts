@@ -5,7 +5,7 @@ import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { REPO, tmpDir } from '../../support/started';
+import { REPO, tmpDir } from '../../support/repo';
 
 function npm(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO) {
   const r = spawnSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, ...env } });

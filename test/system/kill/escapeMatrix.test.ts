@@ -9,8 +9,11 @@ import { spawn } from 'child_process';
 import { localSweepParts, processCore, RecordStore, selfIdentity, sweepOrphans, TreeOwner } from '../../../src/proc';
 
 const processTable = () => processCore().table;
-import { isOurCgroup, killCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
-import { aliveOf, FIXTURE, FixturePids, fixturePids, REPO, register, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { fixturePids, FixturePids } from '../../support/fixtures';
+import { aliveOf, register, waitAllDead } from '../../support/started';
 import { SCENARIOS } from '../../fixtures/scenarios';
 
 
@@ -96,55 +99,3 @@ for (const tier of ['cgroup', 'group'] as const) {
     }
   });
 }
-
-describe('cgroup housekeeping', () => {
-  it('a sweep removes empty cgroups of ours that no record names, and leaves named ones', function () {
-    const tier = cgroupProbe.tier;
-    if (!tier) {
-      this.test!.title += ` (skipped: ${cgroupProbe.unavailable})`;
-      this.skip();
-    }
-    const stale = treeCgroupPath(tier, `stale-${process.pid}`);
-    const named = treeCgroupPath(tier, `named-${process.pid}`);
-    fs.mkdirSync(stale);
-    fs.mkdirSync(named);
-    try {
-      const removed = removeUnnamedEmptyCgroups(tier, new Set([named]), Date.now() + 120_000);
-      assert.ok(removed.includes(stale));
-      assert.ok(!fs.existsSync(stale));
-      assert.ok(fs.existsSync(named));
-      assert.deepStrictEqual(removeUnnamedEmptyCgroups(tier, new Set(), Date.now()).filter((d) => d === named), [], 'a fresh one may be a tree being spawned');
-    } finally {
-      for (const dir of [stale, named]) if (fs.existsSync(dir)) fs.rmdirSync(dir);
-    }
-  });
-
-  it('without cgroup.kill (before Linux 5.14), freezes the cgroup, SIGKILLs each member, then thaws it', () => {
-    // A stand-in folder: cgroup.kill cannot be written (a directory), so the freeze path runs.
-    const dir = tmpDir();
-    fs.writeFileSync(path.join(dir, 'cgroup.procs'), '1234\n5678\n');
-    fs.mkdirSync(path.join(dir, 'cgroup.kill'));
-    fs.writeFileSync(path.join(dir, 'cgroup.freeze'), '0');
-    const seen: { pid: number; frozen: string }[] = [];
-    const pids = killCgroup(dir, (pid) => seen.push({ pid, frozen: fs.readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8') }));
-    assert.deepStrictEqual(pids, [1234, 5678]);
-    assert.deepStrictEqual(seen, [{ pid: 1234, frozen: '1' }, { pid: 5678, frozen: '1' }], 'signalled while frozen');
-    assert.strictEqual(fs.readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8'), '0', 'thawed afterwards');
-  });
-
-  it('uses a recorded cgroup only when it is ours and not made afresh', function () {
-    const tier = cgroupProbe.tier;
-    if (!tier) this.skip();
-    const id = `verify-${process.pid}`;
-    const dir = treeCgroupPath(tier!, id);
-    fs.mkdirSync(dir);
-    try {
-      assert.strictEqual(isOurCgroup(tier, dir, id, Date.now()), true);
-      assert.strictEqual(isOurCgroup(tier, dir, id, Date.now() - 60_000), false, 'created after the tree was tracked');
-      assert.strictEqual(isOurCgroup(tier, dir, 'other-id', Date.now()), false, 'named for another tree');
-      assert.strictEqual(isOurCgroup(tier, '/sys/fs/cgroup', id, Date.now()), false, 'outside our folder');
-    } finally {
-      fs.rmdirSync(dir);
-    }
-  });
-});

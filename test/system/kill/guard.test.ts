@@ -1,44 +1,25 @@
 /**
- * The guard has no side door (issue 10, items 8–10), on real processes: a killer inside the tree it kills
- * spares itself and its ancestors on every path (cgroup.kill, group signals); a member in a child cgroup of
- * the tree's cgroup does not escape; survivors are counted by their real uid, and a member that changed uid
- * is ended by root and reported by an ordinary owner.
+ * The guard has no side door (src/proc/identity/guard.ts, on every kill path), on real processes: a killer inside
+ * the tree it kills spares itself, its ancestors and its own group on every path (cgroup.kill, group signals);
+ * Kill Process outside our trees refuses PID 1, its caller's ancestry and group, and another user's process; a
+ * member in a child cgroup of the tree's cgroup does not escape; survivors are counted by their real uid, and a
+ * member that changed uid is ended by root and reported by an ordinary owner.
  */
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
+import { spawn, spawnSync } from 'child_process';
 import { processCore, TreeOwner } from '../../../src/proc';
-import { aliveOf, CLI, register, table, tmpDir, waitAllDead, waitFor } from '../../support/started';
-import { OTHER_UID, startCli } from '../../support/cli';
+import { dirFor, hasTool, OTHER_UID, runBounded, startCli } from '../../support/cli';
+import { rolesOnce } from '../../support/fixtures';
+import { CLI, REPO, tmpDir } from '../../support/repo';
+import { aliveOf, register, waitAllDead } from '../../support/started';
+import { waitFor } from '../../support/wait';
 
 const core = processCore();
 const cgroupProbe = core.cgroupTier('auto');
-
-/** `ROLE PID` lines written by the scripts below, once `role` has appeared. */
-async function linesOf(file: string, role: string, timeoutMs = 10_000): Promise<Map<string, number[]>> {
-  return waitFor(
-    `"${role}" in ${file}`,
-    () => {
-      const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-      if (!new RegExp(`^${role}( |$)`, 'm').test(text)) return undefined;
-      const roles = new Map<string, number[]>();
-      for (const line of text.split('\n')) {
-        const [r, pid] = line.split(' ');
-        if (r) roles.set(r, [...(roles.get(r) ?? []), Number(pid)]);
-      }
-      return roles;
-    },
-    timeoutMs,
-  );
-}
-
-/** A folder an ordinary user can use (tmpDir makes 0700 folders owned by root). */
-function dirFor(uid: number): string {
-  const dir = tmpDir();
-  fs.chmodSync(dir, 0o755);
-  fs.chownSync(dir, uid, uid);
-  return dir;
-}
+/** This process's table, to read the processes a test started. */
+const table = core.table;
 
 function stateOf(pid: number): string | undefined {
   return table.read(pid)?.state;
@@ -84,9 +65,9 @@ for (const tier of ['cgroup', 'group'] as const) {
         env: { ...process.env, P: pids, R: records, OUT: out, NODE: process.execPath, CLI },
       });
       try {
-        const roles = await linesOf(pids, 'daemon');
+        const roles = await rolesOnce(pids, 'daemon');
         register(roles.get('daemon')![0]);
-        const done = await linesOf(pids, 'shell-alive', 15_000);
+        const done = await rolesOnce(pids, 'shell-alive', 15_000);
         const shell = done.get('shell')![0];
         assert.strictEqual(done.get('shell-alive')![0], shell, 'the parent shell lived through the kill');
         assert.strictEqual(done.get('killer-exit')![0], 0, fs.readFileSync(out, 'utf8'));
@@ -124,7 +105,7 @@ for (const tier of ['cgroup', 'group'] as const) {
         env: { P: pids, GO: go, R: records, NODE: process.execPath, CLI },
       });
       register(tree.child.pid!);
-      const roles = await linesOf(pids, 'ready');
+      const roles = await rolesOnce(pids, 'ready');
       const member = roles.get('member')![0];
       const parent = roles.get('parent')![0];
       register(member);
@@ -135,7 +116,7 @@ for (const tier of ['cgroup', 'group'] as const) {
       assert.strictEqual(snap.processes.get(parent)!.pgid, tree.record.pgid, 'the parent shell is in the group');
       try {
         fs.writeFileSync(go, '');
-        await linesOf(pids, 'parent-done', 15_000);
+        await rolesOnce(pids, 'parent-done', 15_000);
         assert.notStrictEqual(stateOf(parent), 'T', 'the parent shell was not stopped');
         assert.deepStrictEqual(await waitAllDead([member]), [], 'the tagged member was ended one by one');
       } finally {
@@ -161,7 +142,7 @@ describe("a member in a child cgroup of the tree's cgroup", () => {
     const run = startCli(['run', '--records', records, '--verbose', '--', 'sh', '-c', script], {
       env: { ...process.env, P: pids, CGROOT: mount },
     });
-    const roles = await linesOf(pids, 'daemon');
+    const roles = await rolesOnce(pids, 'daemon');
     const daemon = roles.get('daemon')![0];
     register(daemon);
     try {
@@ -194,7 +175,7 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
       asUid: OTHER_UID,
       env: { ...process.env, P: pids },
     });
-    const roles = await linesOf(pids, 'nodump');
+    const roles = await rolesOnce(pids, 'nodump');
     const nodump = roles.get('nodump')![0];
     register(nodump);
     try {
@@ -224,7 +205,7 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
       asUid: OTHER_UID,
       env: { ...process.env, P: pids, SUID: suid },
     });
-    const roles = await linesOf(pids, 'rooted');
+    const roles = await rolesOnce(pids, 'rooted');
     const rooted = roles.get('rooted')![0];
     register(rooted);
     try {
@@ -247,7 +228,7 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
     const run = startCli(['run', '--records', records, '--verbose', '--grace', '1', '--no-cgroup', '--', 'sh', '-c', script], {
       env: { ...process.env, P: pids },
     });
-    const roles = await linesOf(pids, 'dropped');
+    const roles = await rolesOnce(pids, 'dropped');
     const dropped = roles.get('dropped')![0];
     register(dropped);
     try {
@@ -258,5 +239,111 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
       killAll([dropped]);
     }
     assert.deepStrictEqual(fs.readdirSync(records), []);
+  });
+});
+
+describe('Kill Process outside our trees: the guard', () => {
+  // Run by a disposable "host" in a session of its own: if the guard failed, only the probe's own shell died.
+  const probeScript = (dir: string) => {
+    const script = path.join(dir, 'probe.js');
+    fs.writeFileSync(
+      script,
+      `const { TreeOwner, processCore } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc'))});
+const { LinuxProcessTable } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc', 'platform', 'linuxProcessTable'))});
+const { spawn } = require('child_process');
+(async () => {
+const table = new LinuxProcessTable();
+const owner = new TreeOwner({ core: processCore(), recordsDir: ${JSON.stringify(dir)}, cgroups: 'off' });
+const sibling = spawn('sleep', ['60'], { stdio: 'ignore' }); // our own process group
+while (!table.read(sibling.pid)) await new Promise((r) => setTimeout(r, 10));
+const targets = [1, process.ppid, process.pid, sibling.pid, ...process.argv.slice(2).map(Number)];
+const out = {};
+for (const pid of targets) {
+  const p = table.read(pid);
+  const r = p ? await owner.killForeignProcess(pid, p.startKey, 200) : { signalled: -1 };
+  out[pid] = { signalled: r.signalled, refused: r.refused, survivors: r.survivors };
+}
+out.sibling = sibling.pid;
+out.alive = targets.filter((pid) => { try { process.kill(pid, 0); return true; } catch { return false; } });
+sibling.kill('SIGKILL');
+process.stdout.write(JSON.stringify(out));
+})().catch((e) => { process.stdout.write('ERROR ' + e.stack); });
+`,
+    );
+    fs.chmodSync(dir, 0o755);
+    fs.chmodSync(script, 0o644);
+    return script;
+  };
+
+  it('PID 1, its own parent, itself and its own group: refused, nothing signalled', () => {
+    const dir = tmpDir();
+    const script = probeScript(dir);
+    const ran = spawnSync('setsid', ['-w', 'sh', '-c', `"${process.execPath}" "${script}"; echo " sh-survived"`], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.match(ran.stdout, / sh-survived\s*$/, ran.stdout + ran.stderr);
+    const out = JSON.parse(ran.stdout.replace(/ sh-survived\s*$/, ''));
+    for (const [pid, r] of Object.entries(out)) {
+      if (pid === 'alive' || pid === 'sibling') continue;
+      assert.strictEqual((r as { signalled: number }).signalled, 0, `pid ${pid}: ${JSON.stringify(r)}`);
+    }
+    assert.ok(out.alive.includes(1) && out.alive.includes(out.sibling), JSON.stringify(out));
+  });
+
+  it("another user's process: nothing signalled, no throw, the process lives", async function () {
+    if (!isRoot || !hasTool('setpriv')) this.skip();
+    const victim = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    register(victim.pid!);
+    try {
+      await waitFor('the sleep', () => table.read(victim.pid!));
+      const dir = tmpDir();
+      const script = probeScript(dir);
+      fs.chmodSync(dir, 0o777);
+      const ran = spawnSync(
+        'setpriv',
+        ['--reuid=12345', '--regid=12345', '--clear-groups', 'setsid', '-w', process.execPath, script, String(victim.pid)],
+        { encoding: 'utf8', timeout: 20_000 },
+      );
+      assert.doesNotMatch(ran.stdout, /^ERROR/, ran.stdout + ran.stderr);
+      const out = JSON.parse(ran.stdout);
+      const r = out[victim.pid!];
+      assert.strictEqual(r.signalled, 0, JSON.stringify(r));
+      assert.ok(r.survivors >= 1 || r.refused.length > 0, `told it could not end it: ${JSON.stringify(r)}`);
+      assert.deepStrictEqual(aliveOf([victim.pid!]), [victim.pid!]);
+    } finally {
+      victim.kill('SIGKILL');
+      assert.deepStrictEqual(await waitAllDead([victim.pid!]), []);
+    }
+  });
+});
+
+describe('a killer inside the tree it kills, and the rest of its own process group', () => {
+  // `agent-trees kill $AGENT_TREES_TREE_ID` run by the tree's own shell spares itself and its ancestors (above),
+  // and also every other member of its own process group (the guard never signals our group): a background job of
+  // that shell runs on, so the kill must say so and fail, not print "ended 0 processes" and exit 0.
+  it('says which members of its own group it left running and exits 1, signalling none of them', async () => {
+    const records = tmpDir();
+    const marker = path.join(tmpDir(), 'after');
+    const ran = await runBounded(process.execPath, [
+      CLI,
+      'run',
+      '--records',
+      records,
+      '--no-cgroup',
+      '--timeout',
+      '30',
+      '--',
+      'sh',
+      '-c',
+      `sleep 60 & "${process.execPath}" "${CLI}" kill "$AGENT_TREES_TREE_ID" --records "${records}" --grace 1; echo "kill exit $?"; kill $!; touch "${marker}"`,
+    ]);
+    assert.strictEqual(ran.timedOut, false);
+    assert.match(ran.stdout, /^kill exit 1$/m, ran.stdout + ran.stderr);
+    assert.match(
+      ran.stdout,
+      /ended 0 processes; spared this command and its ancestors \(\d+, \d+\); 1 left running: in this command's own process group \(\d+\)/,
+    );
+    assert.ok(fs.existsSync(marker), 'the shell that ran it was not signalled');
   });
 });

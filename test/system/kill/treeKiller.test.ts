@@ -1,3 +1,8 @@
+/**
+ * Killing a whole tree (src/proc/kill) on real processes: grandchildren, a root that exits first, setsid children,
+ * daemons re-parented to PID 1, SIGTERM-ignoring members, forkers, joined requests, and never our own group; then
+ * Kill Process on one process and its children, in a tree and outside our trees.
+ */
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -5,11 +10,14 @@ import { spawn } from 'child_process';
 import { processCore, TreeOwner } from '../../../src/proc';
 import { resolveTreeMembers } from '../../../src/proc/members/treeMembers';
 import { spawnTree } from '../../../src/proc/spawn/spawnTree';
+import { fixturePids } from '../../support/fixtures';
+import { FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { aliveOf, register, waitAllDead } from '../../support/started';
+import { waitFor } from '../../support/wait';
 
 const core = processCore();
 const treeKiller = core.killer;
-const processTable = () => core.table;
-import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor, aliveOf } from '../../support/started';
+const table = core.table;
 
 /** Starts a fixture tree through a TreeOwner in the group tier (process group, session, descendants, tag). */
 async function ownedFixture(mode: string, options: { cgroups?: 'auto' | 'off'; owner?: TreeOwner } = {}) {
@@ -46,7 +54,7 @@ describe('killing a whole tree (real processes)', () => {
   it('reaches a child that called setsid (tag and descendant walk)', async () => {
     const { owner, id, pids } = await ownedFixture('setsid');
     const child = pids.roles.get('setsid')![0];
-    const info = processTable().read(child)!;
+    const info = table.read(child)!;
     assert.strictEqual(info.sid, child, 'the child leads its own session');
     assert.ok(owner.members(id).some((p) => p.pid === child));
     await owner.kill(id, 2000);
@@ -56,10 +64,10 @@ describe('killing a whole tree (real processes)', () => {
   it('reaches a daemonized child re-parented to PID 1 through its tag', async () => {
     const { owner, id, pids } = await ownedFixture('daemon');
     const daemon = pids.roles.get('daemon')![0];
-    const info = processTable().read(daemon)!;
+    const info = table.read(daemon)!;
     assert.notStrictEqual(info.pgid, owner.get(id)!.record.pgid, 'the daemon left the group');
     await waitFor('daemon re-parented away from the tree', () => {
-      const ppid = processTable().read(daemon)?.ppid;
+      const ppid = table.read(daemon)?.ppid;
       return ppid !== undefined && !pids.all.includes(ppid);
     });
     assert.ok(owner.members(id).some((p) => p.pid === daemon), 'found by tag');
@@ -138,7 +146,7 @@ describe('killing a whole tree (real processes)', () => {
     const impostor = spawn('sleep', ['60'], { env: { ...process.env, AGENT_TREES_TREE_ID: `${id}x` }, detached: true, stdio: 'ignore' });
     register(impostor.pid!);
     try {
-      await waitFor('impostor', () => processTable().read(impostor.pid!));
+      await waitFor('impostor', () => table.read(impostor.pid!));
       assert.ok(!owner.members(id).some((p) => p.pid === impostor.pid));
       await owner.kill(id, 1000);
       assert.deepStrictEqual(await waitAllDead(pids.all), []);
@@ -159,7 +167,7 @@ describe('killing a whole tree (real processes)', () => {
     assert.ok(low < member, `child ${low} has a lower pid than its parent ${member}`);
     // Seen through the descendant walk alone: drop group, session and tag from the evidence.
     const record = owner.get(id)!.record;
-    const snap = processTable().snapshot();
+    const snap = table.snapshot();
     const withoutTag = { ...snap, tagged: () => new Map() };
     const viaRoot = resolveTreeMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }, core).members.map((p) => p.pid);
     assert.ok(viaRoot.includes(low), 'the low-pid child is a member');
@@ -185,14 +193,59 @@ describe('killing a whole tree (real processes)', () => {
     register(spawned.child.pid!);
     const pids = await fixturePids(pidfile);
     // A record whose group is our own (the session stays the fixture's): the guard must refuse our group.
-    const own = processTable().read(process.pid)!;
+    const own = table.read(process.pid)!;
     const report = await treeKiller.kill(
       { ...spawned.record, id: 'own-group', pgid: own.pgid, rootPid: process.pid },
       { graceMs: 0, continuouslyOwned: true, cgroupVerified: false },
     );
     assert.ok(report.refused.some((r) => /our own process group|this process or its ancestor/.test(r)), report.refused.join('; '));
-    assert.ok(processTable().read(process.pid), 'still alive');
+    assert.ok(table.read(process.pid), 'still alive');
     assert.deepStrictEqual(await waitAllDead(pids.all), [], 'the fixture tree itself (its session) was killed');
     assert.ok(!report.survivorPids.includes(process.pid), 'protected processes are not members at all');
+  });
+});
+
+describe('killing one process and its children', () => {
+  it('ends the subtree and leaves the rest of the tree running', async () => {
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
+    // root (sleep, after exec) -> middle sh -> two sleeps
+    const tree = owner.spawn({ command: 'sh', args: ['-c', 'sh -c "sleep 30 & sleep 30" & exec sleep 30'], stdio: 'ignore' });
+    register(tree.child.pid!);
+    const root = tree.record.rootPid;
+    const members = await waitFor('four members', () => {
+      const m = owner.members(tree.record.id);
+      return m.length === 4 && m.filter((p) => p.ppid !== root && p.pid !== root).length === 2 ? m : undefined;
+    });
+    for (const m of members) register(m.pid);
+    const middle = members.find((p) => p.ppid === root)!;
+    const report = await owner.killProcess(middle.pid, middle.startKey, 300);
+    assert.strictEqual(report.signalled, 3, 'the middle shell and its two children');
+    assert.deepStrictEqual(await waitAllDead(members.filter((p) => p.pid !== root).map((p) => p.pid)), []);
+    assert.strictEqual(aliveOf([root]).length, 1, 'the root lives on');
+    const stale = await owner.killProcess(root, processCore().table.read(root)!.startKey + 99999, 300);
+    assert.strictEqual(stale.signalled, 0, 'a pid whose start time does not match is not touched');
+    assert.strictEqual(aliveOf([root]).length, 1);
+    await owner.dispose(300);
+    assert.deepStrictEqual(await waitAllDead([root]), []);
+  });
+});
+describe('Kill Process on a process outside our trees', () => {
+  it('a process whose start key is not the row\'s (its pid reused) gets no signal', async () => {
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
+    const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    register(child.pid!);
+    try {
+      const p = await waitFor('the sleep', () => table.read(child.pid!));
+      for (const key of [p.startKey + 1, p.startKey - 1, 0, NaN]) {
+        const report = await owner.killForeignProcess(p.pid, key, 100);
+        assert.strictEqual(report.signalled, 0, `start key ${key}`);
+        assert.deepStrictEqual(aliveOf([p.pid]), [p.pid]);
+      }
+      const report = await owner.killForeignProcess(p.pid, p.startKey, 100);
+      assert.strictEqual(report.signalled, 1);
+    } finally {
+      child.kill('SIGKILL');
+      assert.deepStrictEqual(await waitAllDead([child.pid!]), []);
+    }
   });
 });

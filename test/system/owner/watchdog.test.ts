@@ -11,10 +11,18 @@ import { createRequire } from 'module';
 import * as path from 'path';
 import { processCore, processKey, RecordStore, TreeOwner } from '../../../src/proc';
 import { OWNER_EXIT_WAIT_MS, WATCHDOG_VARIABLE } from '../../../src/proc/owner/watchdog';
-import { sweep } from '../../support/records';
-import { aliveOf, CLI, FIXTURE, fixturePids, register, REPO, table, tmpDir, waitAllDead, waitFor } from '../../support/started';
-import { runCli, startCli } from '../../support/cli';
-import { parseArgs, UsageError } from '../../../src/cli/args';
+import { hasTool, runBounded, runCli, startCli } from '../../support/cli';
+import { fixturePids } from '../../support/fixtures';
+import { identity, sweep } from '../../support/records';
+import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { aliveOf, register, waitAllDead } from '../../support/started';
+import { treeRecord } from '../../support/synthetic';
+import { waitFor } from '../../support/wait';
+
+const tree = (id: string) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100 });
+
+/** This process's table, to read the processes a test started. */
+const table = processCore().table;
 
 /** Live processes carrying the watchdog variable of owner `pid` (any start key), zombies excluded. */
 function watchdogsOf(ownerPid: number): number[] {
@@ -333,25 +341,61 @@ describe("the owner's watchdog", () => {
       fs.rmdirSync(ownerCgroup);
     }
   });
-});
 
-describe("the watchdog's command line", () => {
-  it('parses sweep --owner PID:START_KEY and run --no-watchdog; rejects a bad owner with exit 2', async () => {
-    const sweep = parseArgs(['sweep', '--owner', '4242:123456', '--records', '/x']);
-    assert.deepStrictEqual(sweep.command === 'sweep' && sweep.owner, { pid: 4242, startKey: 123456 });
-    const run = parseArgs(['run', '--no-watchdog', '--', 'true']);
-    assert.strictEqual(run.command === 'run' && run.watchdog, false);
-    assert.strictEqual((parseArgs(['run', '--', 'true']) as { watchdog: boolean }).watchdog, true);
-    for (const bad of ['4242', '0:1', 'x:1', '4242:', '4242:1:2', '-1:5']) {
-      assert.throws(
-        () => parseArgs(['sweep', '--owner', bad]),
-        (e: Error) => e instanceof UsageError && /--owner takes PID:START_KEY/.test(e.message),
-        bad,
-      );
-    }
-    assert.throws(() => parseArgs(['ps', '--owner', '1:1']), /does not apply to 'ps'/);
+  it('a bad --owner: exit 2 with a one-line error', async () => {
     const r = await runCli(['sweep', '--owner', 'nonsense', '--records', tmpDir()]);
     assert.strictEqual(r.code, 2);
     assert.match(r.stderr, /^agent-trees: --owner takes PID:START_KEY .*"nonsense"\n/);
+  });
+});
+
+describe("the watchdog's wait for its owner to finish exiting, across a wall-clock step", () => {
+  // The watchdog waits for its owner (whose end of the pipe closes a moment before it is gone) to be gone. On the
+  // wall clock, a clock running fast (faketime x1000, as a step forward would) would end that wait at once with
+  // "owner still running: nothing swept", and the dead owner's trees would run on until some later sweep.
+  it('waits on a monotonic clock: an owner that ends within the wait is proven gone', async function () {
+    if (!hasTool('faketime')) this.skip();
+    const owner = spawn('sleep', ['1.5'], { stdio: 'ignore' });
+    register(owner.pid!);
+    const startKey = (await waitFor('the owner', () => table.read(owner.pid!))).startKey;
+    const ran = await runBounded(
+      'faketime',
+      ['-f', '+0 x1000', process.execPath, CLI, 'sweep', '--owner', `${owner.pid}:${startKey}`, '--records', tmpDir()],
+      20_000,
+      { env: { ...process.env, FAKETIME_DONT_FAKE_MONOTONIC: '1' } },
+    );
+    assert.strictEqual(ran.timedOut, false);
+    assert.doesNotMatch(ran.stderr, /still running: nothing swept/, ran.stderr);
+    assert.strictEqual(ran.code, 0, ran.stderr);
+  });
+});
+
+describe('a watchdog sweep for an owner whose pid a new owner now holds', () => {
+  it("proves the old owner gone and leaves the new owner's record (and its .current link) alone", async () => {
+    const dir = tmpDir();
+    const store = new RecordStore(dir);
+    const newOwner = spawn('sleep', ['30'], { stdio: 'ignore' });
+    register(newOwner.pid!);
+    const startKey = (await waitFor('the new owner', () => table.read(newOwner.pid!))).startKey;
+    const live = identity(newOwner.pid!, startKey);
+    store.write(live, [tree('new-owners')]);
+    const before = fs.readdirSync(dir).sort();
+    try {
+      const ran = await runBounded(process.execPath, [
+        CLI,
+        'sweep',
+        '--owner',
+        `${newOwner.pid}:${startKey - 1}`,
+        '--records',
+        dir,
+        '--json',
+      ]);
+      assert.strictEqual(ran.code, 0, ran.stderr);
+      assert.deepStrictEqual(JSON.parse(ran.stdout).trees, [], 'nothing swept');
+      assert.deepStrictEqual(fs.readdirSync(dir).sort(), before, 'the folder is as it was');
+      assert.strictEqual(store.read(newOwner.pid!)!.trees[0].id, 'new-owners');
+    } finally {
+      newOwner.kill('SIGKILL');
+    }
   });
 });

@@ -9,7 +9,12 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { processCore, ProcessIdentity, windowKey, WindowLease } from '../../../src/proc';
 import { WINDOW_FILE_PREFIX } from '../../../src/proc/owner/windowLease';
-import { register, REPO, table, tmpDir, waitFor } from '../../support/started';
+import { REPO, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { register } from '../../support/started';
+
+/** This process's table, to read the processes a test started. */
+const table = processCore().table;
 
 const KEY = windowKey('local\nfile:///work/project');
 

@@ -5,8 +5,11 @@ import * as assert from 'assert';
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { ownerState } from '../../../src/proc/identity/ownerIdentity';
 import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
-import { register, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { register, waitAllDead } from '../../support/started';
 
 /** `sh` (in a group of its own) that waits for `<dir>/go`, then execs `then` (a shell command line): pid and start time stay. */
 function execOnGo(then: string): { child: ChildProcess; go: () => void; dir: string } {
@@ -73,5 +76,95 @@ describe('LinuxProcessTable command lines', () => {
     const again = table.snapshotOf([1]);
     assert.ok(again.commandLine(1).length > 0);
     assert.strictEqual(table.reads - reads, 1, 'one read: /proc/1/stat');
+  });
+});
+
+describe('LinuxProcessTable censuses: what started since the last one', function () {
+  this.timeout(60_000);
+
+  it('reads every process the first time, then only the newcomers: 300 new processes cost about 300 reads', async () => {
+    const table = new LinuxProcessTable();
+    const first = table.reads;
+    const all = table.snapshotOfNewcomers([], []);
+    const firstReads = table.reads - first;
+    assert.ok(firstReads >= all.processes.size, 'the first census reads every process');
+    let crowd: ReturnType<typeof spawn> | undefined;
+    try {
+      crowd = spawn('sh', ['-c', 'i=0; while [ $i -lt 300 ]; do sleep 60 & i=$((i+1)); done; echo up; wait'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+        detached: true,
+      });
+      register(crowd.pid!);
+      await new Promise((r) => crowd!.stdout!.once('data', r));
+      const before = table.reads;
+      const census = table.snapshotOfNewcomers([], []);
+      const reads = table.reads - before;
+      const crowdPids = fs.readFileSync(`/proc/${crowd.pid}/task/${crowd.pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number);
+      assert.strictEqual(crowdPids.length, 300);
+      for (const pid of crowdPids) assert.ok(census.processes.has(pid), `newcomer ${pid} is in the census`);
+      assert.ok(census.processes.has(crowd.pid!));
+      // The crowd, whatever else started meanwhile on this shared machine, the listing and its counters: not every process.
+      const everything = table.snapshot().processes.size;
+      assert.ok(reads < everything - 200 || everything < 600, `${reads} reads with ${everything} processes on the machine`);
+      assert.ok(reads >= 301);
+    } finally {
+      if (crowd) process.kill(-crowd.pid!, 'SIGKILL');
+    }
+  });
+
+  // Pid allocation moved by hand (ns_last_pid, root only) so that a new process gets a pid the census saw before.
+  for (const { title, lastPidAtCensus } of [
+    { title: 'within one turn of pid allocation', lastPidAtCensus: (pid: number) => pid - 10 },
+    {
+      title: 'after pid allocation wrapped around',
+      lastPidAtCensus: (pid: number, max: number) => pid + Math.min(5000, Math.floor((max - pid) / 2)),
+    },
+  ]) {
+    it(`reads a pid again when allocation came round to it (${title}): a new process at a pid seen before is a newcomer`, async function () {
+      const maxPid = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
+      if (process.getuid?.() !== 0) this.skip(); // moving ns_last_pid needs root
+      const table = new LinuxProcessTable();
+      const first = spawn('sleep', ['60'], { stdio: 'ignore' });
+      register(first.pid!);
+      const pid = first.pid!;
+      const started = [first];
+      try {
+        const lastPid = lastPidAtCensus(pid, maxPid);
+        if (lastPid === pid || lastPid >= maxPid || pid < 400) this.skip(); // no room on this side of the pid
+        fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(lastPid));
+        table.snapshotOfNewcomers([], []);
+        first.kill('SIGKILL');
+        await waitFor('the first holder to be reaped', () => !fs.existsSync(`/proc/${pid}`));
+        let second: ReturnType<typeof spawn> | undefined;
+        for (let attempt = 0; attempt < 20 && second?.pid !== pid; attempt++) {
+          fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(pid - 1));
+          second = spawn('sleep', ['60'], { stdio: 'ignore' });
+          started.push(second);
+          if (second.pid) register(second.pid);
+        }
+        if (second?.pid !== pid) this.skip(); // something else on the machine took the pid each time
+        const census = table.snapshotOfNewcomers([], []);
+        const now = table.read(pid);
+        assert.ok(now, 'the new holder runs');
+        assert.strictEqual(census.processes.get(pid)?.startKey, now.startKey, 'the new holder is read, not taken for the old one');
+      } finally {
+        for (const c of started) c.kill('SIGKILL');
+      }
+    });
+  }
+});
+
+describe('LinuxProcessTable processes', () => {
+  it('counts a zombie as dead', async () => {
+    const table = new LinuxProcessTable();
+    // The exec'd parent never reaps its child, which stays a zombie until the parent ends.
+    const parent = spawn('sh', ['-c', 'sleep 0.05 & echo $!; exec sleep 3'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    register(parent.pid!);
+    const zombie = Number(await new Promise<string>((r) => parent.stdout!.once('data', (d) => r(String(d)))));
+    await waitFor('zombie state', () => fs.readFileSync(`/proc/${zombie}/stat`, 'latin1').includes(') Z '));
+    assert.strictEqual(table.read(zombie), undefined);
+    assert.ok(!table.snapshot().processes.has(zombie));
+    assert.strictEqual(ownerState(table, { pid: zombie, startTime: Date.now() }), 'dead');
+    parent.kill('SIGKILL');
   });
 });

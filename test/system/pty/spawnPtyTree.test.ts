@@ -1,11 +1,15 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { AgentRuns } from '../../../src/agents/runs';
-import { processCore, PtyRoot, RecordStore, TreeOwner } from '../../../src/proc';
-import { loadPtyWith } from '../../../src/proc/pty/spawnPtyTree';
-import { aliveOf, FIXTURE, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { processCore, RecordStore, TreeOwner } from '../../../src/proc';
+import { FIXTURE, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { fixturePids } from '../../support/fixtures';
+import { register, waitAllDead } from '../../support/started';
 import { blockedInWrite, events, probeEvent, PROBE, PYTHON, reportFile } from '../../support/tty';
+
+/** This process's table, to read the processes a test started. */
+const table = processCore().table;
 
 describe('trees on a pseudo-terminal (real processes)', () => {
   const owners: TreeOwner[] = [];
@@ -151,121 +155,5 @@ describe('trees on a pseudo-terminal (real processes)', () => {
       assert.strictEqual(report.survivors, 0, mode);
       assert.deepStrictEqual(await waitAllDead(pids.all), [], mode);
     }
-  });
-});
-
-describe('the pseudo-terminal module', () => {
-  it('says why it cannot load, and for which platform', () => {
-    const missing = loadPtyWith(() => {
-      throw new Error("Cannot find module '@lydell/node-pty'\nRequire stack:\n- /x/dist/extension.js");
-    }, 'linux');
-    assert.strictEqual(missing.module, undefined);
-    assert.strictEqual(missing.problem, `cannot load @lydell/node-pty (linux-${process.arch}): Cannot find module '@lydell/node-pty'`);
-    assert.match(loadPtyWith(() => ({}), 'darwin').problem!, /has no spawn\(\)/);
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the real module, loaded as pty.ts loads it
-    const real = () => require('@lydell/node-pty');
-    assert.match(loadPtyWith(real, 'win32').problem!, /on Windows agents run on pipes/);
-    assert.strictEqual(typeof loadPtyWith(real, 'linux').module?.spawn, 'function');
-  });
-});
-
-describe('agent runs on a terminal (real processes)', () => {
-  const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
-  const all: AgentRuns[] = [];
-  const newRuns = () => {
-    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' }), () => settings);
-    all.push(runs);
-    return runs;
-  };
-  afterEach(async () => {
-    for (const runs of all.splice(0)) {
-      runs.dispose();
-      await runs.owner.dispose(300);
-    }
-  });
-
-  it('puts agents on a terminal by default, MCP servers on pipes, and follows "terminal"', async () => {
-    const runs = newRuns();
-    const agent = runs.launch({ name: 'a', command: 'sleep', args: ['30'] }, { size: { cols: 90, rows: 20 } });
-    const mcp = runs.launch({ name: 'm', command: 'sleep', args: ['30'], kind: 'mcp' });
-    const piped = runs.launch({ name: 'p', command: 'sleep', args: ['30'], terminal: 'pipe' });
-    const ptyMcp = runs.launch({ name: 'q', command: 'sleep', args: ['30'], kind: 'mcp', terminal: 'pty' });
-    for (const r of [agent, mcp, piped, ptyMcp]) register(r.tree.record.rootPid);
-    assert.deepStrictEqual([agent.io, mcp.io, piped.io, ptyMcp.io], ['pty', 'pipe', 'pipe', 'pty']);
-    assert.ok(agent.pty instanceof PtyRoot);
-    assert.deepStrictEqual([agent.pty!.cols, agent.pty!.rows], [90, 20]);
-    assert.strictEqual(mcp.pty, undefined);
-  });
-
-  it('sets TERM and COLORTERM as VS Code does, unless the definition says otherwise', async () => {
-    const runs = newRuns();
-    const file = reportFile();
-    const run = runs.launch({ name: 't', command: PYTHON, args: [PROBE, file, 'wait'], env: { COLORTERM: 'no' } });
-    register(run.tree.record.rootPid);
-    const start = await probeEvent(file, (e) => e.event === 'start', 'start');
-    assert.deepStrictEqual([start.term, start.colorterm], ['xterm-256color', 'no']);
-  });
-
-  it('tells the ending once, after the kill reported, with the count the kill reported', async () => {
-    const runs = newRuns();
-    const pidfile = path.join(tmpDir(), 'pids');
-    const run = runs.launch({ name: 'k', command: FIXTURE, args: ['setsid', pidfile] });
-    register(run.tree.record.rootPid);
-    const pids = await fixturePids(pidfile);
-    const told: string[] = [];
-    runs.on('finished', (r) => r === run && told.push(r.endingText()));
-    // A kill and the leftover kill that the root's exit starts join: one report, counted once.
-    const report = await runs.kill(run.id);
-    await waitFor('told', () => told.length > 0);
-    assert.ok(report.signalled >= 2);
-    assert.deepStrictEqual(told, [`killed: ended ${report.signalled} processes`]);
-    assert.strictEqual(run.processesEnded, report.signalled);
-    assert.deepStrictEqual(await waitAllDead(pids.all), []);
-  });
-
-  it('says how an agent that exited ended, with what it left running, once', async () => {
-    const runs = newRuns();
-    const flag = path.join(tmpDir(), 'left');
-    // The child is in a session of its own before the root exits (else the root's exit hangs it up, as in any terminal).
-    const script = `setsid sh -c 'echo $$ > "$0"; exec sleep 30' "${flag}" & while [ ! -s "${flag}" ]; do :; done; echo hello; exit 3`;
-    const run = runs.launch({ name: 'leaver', command: 'sh', args: ['-c', script] });
-    register(run.tree.record.rootPid);
-    const told: string[] = [];
-    runs.on('finished', (r) => r === run && told.push(r.endingText()));
-    await waitFor('finished', () => run.finished && told.length > 0, 8000);
-    register(Number(fs.readFileSync(flag, 'utf8')));
-    assert.deepStrictEqual(told, ['exited with code 3; ended 1 process it left running']);
-    assert.match(run.output.text(), /^hello\r\n/, "output unchanged but for the tty's own \\r\\n");
-  });
-
-  it('interrupts a terminal run through its tty, and forgets only finished runs when pruning', async () => {
-    const runs = newRuns();
-    const file = reportFile();
-    const run = runs.launch({ name: 'i', command: PYTHON, args: [PROBE, file, 'wait'] });
-    register(run.tree.record.rootPid);
-    await probeEvent(file, (e) => e.event === 'waiting', 'waiting');
-    assert.strictEqual(runs.interrupt(run.id), true);
-    await probeEvent(file, (e) => e.event === 'sigint', 'SIGINT');
-    const pruned: string[] = [];
-    runs.on('pruned', (r) => pruned.push(r.id));
-    runs.prune(0);
-    assert.deepStrictEqual(pruned, [], 'a live run stays');
-    run.write('q\r');
-    await waitFor('finished', () => run.finished, 8000);
-    runs.prune(0);
-    assert.deepStrictEqual(pruned, [run.id]);
-    assert.strictEqual(runs.get(run.id), undefined);
-    assert.deepStrictEqual(aliveOf([run.tree.record.rootPid]), []);
-  });
-
-  it('keeps a pty tree recorded until its last member is gone, and leaves no record after', async () => {
-    const runs = newRuns();
-    const run = runs.launch({ name: 'r', command: 'sleep', args: ['30'] });
-    register(run.tree.record.rootPid);
-    const store = new RecordStore(runs.owner.store.dir);
-    assert.ok(store.read(process.pid)!.trees.some((t) => t.id === run.id));
-    await runs.kill(run.id);
-    await waitFor('record gone', () => !fs.existsSync(store.fileOf(process.pid)));
-    assert.strictEqual(table.read(run.tree.record.rootPid), undefined);
   });
 });

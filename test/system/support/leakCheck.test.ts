@@ -1,7 +1,9 @@
+/** The leak check of the unit and system runs (test/support/leakCheck.ts), run on a spec of its own that leaks. */
 import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as path from 'path';
-import { REPO, RUN_ID, RUN_MARKER } from '../../support/started';
+import { REPO } from '../../support/repo';
+import { RUN_MARKER, runId } from '../../support/started';
 
 describe('the leak check', () => {
   it('fails a run that leaves a process behind, and ends that process', function () {
@@ -11,7 +13,7 @@ describe('the leak check', () => {
       path.join(REPO, 'test', 'fixtures', 'leaky.spec.js')], {
       encoding: 'utf8',
       timeout: 20_000,
-      env: { ...process.env, [RUN_MARKER]: `leaky-${RUN_ID}` }, // its own run: it must not see (or end) ours
+      env: { ...process.env, [RUN_MARKER]: `leaky-${runId()}` }, // its own run: it must not see (or end) ours
     });
     assert.notStrictEqual(r.status, 0, r.stdout);
     assert.match(r.stdout, /leak check: 1 process\(es\) started by the tests were still alive/);

@@ -6,7 +6,9 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { localSweepParts, Logger, processCore, RecordStore, selfIdentity, sweepOrphans } from '../../../src/proc';
 import { removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
-import { fixturePids, REPO, register, tmpDir, waitAllDead } from '../../support/started';
+import { REPO, tmpDir } from '../../support/repo';
+import { fixturePids } from '../../support/fixtures';
+import { register, waitAllDead } from '../../support/started';
 
 /** A logger that keeps its info and warning lines. */
 function capture(): Logger & { lines: string[] } {

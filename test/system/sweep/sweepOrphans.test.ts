@@ -7,7 +7,10 @@ import { TreeIdentity } from '../../../src/proc/members/membership';
 import { processTag } from '../../../src/proc/records/fileNames';
 
 const processTable = () => processCore().table;
-import { fixturePids, register, REPO, tmpDir, waitAllDead, aliveOf, waitFor } from '../../support/started';
+import { REPO, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { fixturePids } from '../../support/fixtures';
+import { aliveOf, register, waitAllDead } from '../../support/started';
 import { runCli } from '../../support/cli';
 import { cliOwner, deadPid, identity, nowTicks, sweep } from '../../support/records';
 

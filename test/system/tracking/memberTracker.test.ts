@@ -1,109 +1,25 @@
 /**
- * The view's member tracking (src/proc/memberTracker.ts) on real trees: the same members as a full resolution,
- * reads that follow the members and not the machine, the slow full scan that finds a daemon that left the parent
- * chain, and kills that reach it whatever the view saw. Process reads are counted by the table itself (`reads`)
- * and by a recording wrapper around it.
+ * The view's member tracking (src/proc/tracking/memberTracker.ts) on real trees: the same members as a full
+ * resolution, for owned trees and the window's terminals, and reads that follow the members, not the machine.
+ * Process reads are counted by the table itself (`reads`) and by a recording wrapper around it.
  */
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { spawn } from 'child_process';
-import { MemberInfo, processCore, processKey, readShell, TreeMembersSource, TreeOwner, WINDOW_TAG_VARIABLE } from '../../../src/proc';
+import { spawn, spawnSync } from 'child_process';
+import { endTerminalTree, processCore, processKey, readShell, TreeOwner, WINDOW_TAG_VARIABLE } from '../../../src/proc';
 import { COMMAND_SETTLES_MS, LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
-import { CensusOptions, ProcessInfo, ProcessTable, Snapshot } from '../../../src/proc/platform/processTable';
-import { listMembers, MemberListing, TreeQuery, ViewExtras } from '../../../src/proc/tracking/listing';
-import { canTrack, MemberTracker, refreshMembers } from '../../../src/proc/tracking/memberTracker';
+import { listMembers, MemberListing, ViewExtras } from '../../../src/proc/tracking/listing';
 import { SCENARIOS } from '../../fixtures/scenarios';
-import { aliveOf, FIXTURE, fixturePids, register, REPO, sleep, tmpDir, waitAllDead, waitFor } from '../../support/started';
+import { FIXTURE, tmpDir } from '../../support/repo';
+import { sleep, waitFor } from '../../support/wait';
+import { fixturePids, roleIn } from '../../support/fixtures';
+import { aliveOf, register, waitAllDead } from '../../support/started';
+import { pidsOf, queryOf, RecordingTable, sorted, tracked } from '../../support/ownedTrees';
 
-/** Delegates to a real /proc table and records what was asked of it. */
-class RecordingTable implements ProcessTable {
-  readonly startPrecision: ProcessTable['startPrecision'];
-  /** Looks at every process: snapshot() and censuses (snapshotOfNewcomers). */
-  fullScans = 0;
-  censuses = 0;
-  partialSnapshots: { pids: number[]; walkedFrom: number[] }[] = [];
-  constructor(
-    readonly inner = new LinuxProcessTable(),
-    private readonly childrenListed = true,
-  ) {
-    this.startPrecision = inner.startPrecision;
-  }
-  snapshot(): Snapshot {
-    this.fullScans++;
-    return this.inner.snapshot();
-  }
-  snapshotOfNewcomers(pids: Iterable<number>, descendantsOf: Iterable<number> = [], options: CensusOptions = {}): Snapshot {
-    this.fullScans++;
-    this.censuses++;
-    return this.inner.snapshotOfNewcomers(pids, descendantsOf, options);
-  }
-  snapshotOf(pids: Iterable<number>, descendantsOf: Iterable<number> = []): Snapshot {
-    const p = [...pids];
-    const d = [...descendantsOf];
-    this.partialSnapshots.push({ pids: p, walkedFrom: d });
-    return this.inner.snapshotOf(p, d);
-  }
-  read(pid: number): ProcessInfo | undefined {
-    return this.inner.read(pid);
-  }
-  listsChildren(): boolean {
-    return this.childrenListed && this.inner.listsChildren();
-  }
-  /** Files under /proc read so far. */
-  get reads(): number {
-    return this.inner.reads;
-  }
-}
-
-/** A clock the test moves, and a refresh function as the view runs it (tracker + refreshMembers). */
-function tracked(table: ProcessTable) {
-  const clock = { now: 1_000_000 };
-  const tracker = new MemberTracker(core, { now: () => clock.now });
-  const refresh = (trees: TreeQuery[], extras: ViewExtras = {}): MemberListing => {
-    const r = refreshMembers(table, tracker.next(trees, extras, canTrack(table, trees, extras, core)), core);
-    tracker.learn(r);
-    return r;
-  };
-  return { clock, tracker, refresh };
-}
-
-const queryOf = (owner: TreeOwner, id: string): TreeQuery => {
-  const record = owner.get(id)!.record;
-  return { ...record, continuouslyOwned: true, cgroupVerified: record.cgroup !== null };
-};
-const pidsOf = (r: MemberListing, id: string) => (r.trees.find((t) => t.id === id)?.members ?? []).map((m) => m.pid).sort((a, b) => a - b);
-const sorted = (pids: number[]) => [...pids].sort((a, b) => a - b);
 /** This process's guard and cgroups (the table under test is each test's own). */
 const core = processCore();
 const cgroupProbe = core.cgroupTier('auto');
-
-/** Starts a root that, on a line on its stdin, runs `setsid -f` to leave a daemon behind, re-parented away from the tree. */
-function spawnEscaper(owner: TreeOwner, cgroups: 'auto' | 'off') {
-  const pidfile = path.join(tmpDir(), 'pids');
-  const script = 'echo "root $$" >> "$0"; read go; setsid -f sh -c \'echo "daemon $$" >> "$0"; exec sleep 60\' "$0"; exec sleep 60';
-  const tree = owner.spawn({ command: 'sh', args: ['-c', script, pidfile], stdio: ['pipe', 'ignore', 'ignore'], cgroups });
-  register(tree.child.pid!);
-  const table = new LinuxProcessTable();
-  return {
-    tree,
-    /** Lets the daemon go and waits until nothing of the tree is its parent any more. */
-    async escape(): Promise<number> {
-      tree.child.stdin!.write('go\n');
-      const daemon = await waitFor('the daemon', () => {
-        const m = /^daemon (\d+)$/m.exec(fs.existsSync(pidfile) ? fs.readFileSync(pidfile, 'utf8') : '');
-        return m ? Number(m[1]) : undefined;
-      });
-      register(daemon);
-      await waitFor('the daemon to leave the parent chain', () => {
-        const d = table.read(daemon);
-        const parent = d && table.read(d.ppid);
-        return d && (!parent || parent.sid !== tree.record.sid);
-      });
-      return daemon;
-    },
-  };
-}
 
 describe('member tracking: the same members as a full resolution', function () {
   this.timeout(60_000);
@@ -251,6 +167,69 @@ describe('member tracking: a terminal of the window', function () {
       for (const pid of aliveOf(all)) process.kill(pid, 'SIGKILL');
     }
   });
+
+  // with a scrubbed environment went into the terminal's `seen`, and a full resolution then took them as members:
+  // End Everything Under This Terminal (and a close) ended them.
+  it("does not show the editor's own tagged processes under a terminal, nor end them with it", async () => {
+    const tag = `attack14-window-${process.pid}`;
+    const dir = tmpDir();
+    const fifo = path.join(dir, 'go');
+    const pidfile = path.join(dir, 'pids');
+    spawnSync('mkfifo', [fifo]);
+    // The editor (E) runs another window's extension host (U, tagged: opened from our terminal), which starts a
+    // language server (T) later; T starts a helper with a scrubbed environment (C).
+    const editorScript = `
+      sh -c 'echo "host $$" >> "$1"; read x < "$2"
+        sh -c '"'"'echo "server $$" >> "$1"; env -i sh -c "echo helper \\$\\$ >> $1; exec sleep 60" & exec sleep 60'"'"' x "$1" &
+        wait' x "$0" "$1" &
+      echo "editor $$" >> "$0"; wait`;
+    const editor = spawn('sh', ['-c', editorScript, pidfile, fifo], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag },
+    });
+    register(editor.pid!);
+    const shellChild = spawn('sh', ['-c', 'exec sleep 60'], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag },
+    });
+    register(shellChild.pid!);
+    const all = () => [editor.pid!, shellChild.pid!, ...['host', 'server', 'helper'].flatMap((r) => roleIn(pidfile, r) ?? [])];
+    try {
+      const host = await waitFor('the other window host', () => roleIn(pidfile, 'host'));
+      register(host);
+      const shell = await waitFor('the shell', () => readShell(shellChild.pid!, core.table));
+      const extras: ViewExtras = { terminals: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: editor.pid! } };
+      const { clock, refresh } = tracked();
+      const full = () => listMembers(new LinuxProcessTable().snapshot(), [], core, { extras }).terminals[0].members.map((m) => m.pid);
+      const observe = (r: MemberListing) => {
+        // As the extension's WindowTerminals.observe does.
+        const t = r.terminals[0];
+        extras.terminals!.seen[shell.key] = t.members.filter((p) => p.pid !== shell.pid && !t.unclaimed.includes(p.pid)).map(processKey);
+        return t.members.map((m) => m.pid);
+      };
+      assert.deepStrictEqual(observe(refresh([], extras)), [shell.pid], 'the first (thorough) look: the shell alone');
+      fs.writeFileSync(fifo, 'go\n');
+      const server = await waitFor('the language server', () => roleIn(pidfile, 'server'));
+      const helper = await waitFor('its helper', () => roleIn(pidfile, 'helper'));
+      register(server);
+      register(helper);
+      await waitFor('the helper to run sleep', () => fs.readFileSync(`/proc/${helper}/cmdline`, 'latin1').startsWith('sleep'));
+      assert.deepStrictEqual(full(), [shell.pid], "a full resolution: none of them is the terminal's");
+      for (let i = 0; i < 12; i++) {
+        clock.now += 1000;
+        const shown = observe(refresh([], extras));
+        assert.deepStrictEqual(shown, [shell.pid], `second ${i + 1}: the view shows only the shell (census every 10 s)`);
+      }
+      const report = await endTerminalTree(core.killer, { query: extras.terminals!, shellKey: shell.key, graceMs: 0 });
+      assert.strictEqual(report.signalled, 0, `End Everything Under This Terminal ended ${report.signalled} of the editor's processes`);
+      assert.deepStrictEqual(aliveOf([server, helper]), [server, helper]);
+    } finally {
+      for (const pid of aliveOf(all())) process.kill(pid, 'SIGKILL');
+      assert.deepStrictEqual(await waitAllDead(all()), []);
+    }
+  });
 });
 
 describe('member tracking: what a refresh reads', function () {
@@ -319,7 +298,7 @@ describe('member tracking: what a refresh reads', function () {
     }
   });
 
-  it('reads nothing when there is no tree to show (today a full scan)', () => {
+  it('reads nothing when there is no tree to show', () => {
     const table = new RecordingTable();
     const { refresh } = tracked(table);
     const before = table.reads;
@@ -328,66 +307,6 @@ describe('member tracking: what a refresh reads', function () {
     assert.strictEqual(table.reads - before, 0);
     assert.strictEqual(table.fullScans, 0);
     assert.strictEqual(table.partialSnapshots.length, 0);
-  });
-
-  it('scans every process at most once per interval, at once when asked or for a tree it knows nothing of, never for trees in their own cgroups', () => {
-    const clock = { now: 0 };
-    const tracker = new MemberTracker(core, { now: () => clock.now, fullScanIntervalMs: 10_000 });
-    const group = {
-      id: 'g',
-      rootPid: 100,
-      pgid: 100,
-      sid: 100,
-      rootStartTime: 0,
-      trackedAt: 0,
-      cgroup: null,
-      continuouslyOwned: true,
-      cgroupVerified: false,
-    };
-    const inCgroup = { ...group, id: 'c', cgroup: '/sys/fs/cgroup/x', cgroupVerified: true };
-    const members = (n: number) => Array.from({ length: n }, (_, i) => ({ pid: 1000 + i }) as MemberInfo);
-    const answer = (id: string, n: number, listed = 1000): MemberListing => ({
-      takenAt: 0,
-      processCount: n,
-      listed,
-      trees: [{ id, members: members(n) }],
-      terminals: [],
-      windowRecords: [],
-    });
-    const ask = (trees: TreeQuery[], n = 3, tracking = true) => {
-      const r = tracker.next(trees, {}, tracking);
-      tracker.learn(answer(trees[0]?.id ?? '', n));
-      return r;
-    };
-    const fulls: number[] = [];
-    for (let t = 0; t <= 25_000; t += 1000) {
-      clock.now = t + (t % 3000 === 0 ? -3 : 2); // timers drift a few ms either way
-      const r = ask([group]);
-      if (r.full) fulls.push(t);
-      assert.strictEqual(r.thorough, t === 0, 'every process read only the first time');
-    }
-    assert.deepStrictEqual(fulls, [0, 10_000, 20_000]);
-    tracker.scanSoon();
-    const asked = ask([group]);
-    assert.deepStrictEqual([asked.full, asked.thorough], [true, true]);
-    assert.strictEqual(ask([group]).full, false);
-    const other = { ...group, id: 'h' };
-    const first = ask([group, other]);
-    assert.deepStrictEqual(
-      [first.full, first.thorough],
-      [true, true],
-      'a tree it knows no members of: they may be older than the last scan',
-    );
-    tracker.scanSoon();
-    assert.strictEqual(ask([inCgroup]).full, false, 'a cgroup holds every member: no scan needed');
-    assert.strictEqual(ask([]).full, false);
-    assert.strictEqual(ask([group], 3, false).full, true, 'without children lists every refresh is a full scan');
-    // A tree that is a large part of the machine: listing /proc costs less than walking it, every refresh.
-    clock.now += 1000;
-    ask([group], 20);
-    assert.strictEqual(ask([group], 400).full, false);
-    assert.strictEqual(ask([group], 400).full, true);
-    assert.strictEqual(ask([group], 400).full, true);
   });
 
   it('falls back to a full scan on every refresh where the kernel lists no children (CONFIG_PROC_CHILDREN)', async () => {
@@ -462,208 +381,5 @@ describe('member tracking: what a refresh reads', function () {
         });
       if (roles) assert.deepStrictEqual(await waitAllDead([...roles.values()].flat()), []);
     }
-  });
-});
-
-describe('member tracking: the full scan reads what started since the last one', function () {
-  this.timeout(60_000);
-
-  it('reads every process the first time, then only the newcomers: 300 new processes cost about 300 reads', async () => {
-    const table = new LinuxProcessTable();
-    const first = table.reads;
-    const all = table.snapshotOfNewcomers([], []);
-    const firstReads = table.reads - first;
-    assert.ok(firstReads >= all.processes.size, 'the first census reads every process');
-    let crowd: ReturnType<typeof spawn> | undefined;
-    try {
-      crowd = spawn('sh', ['-c', 'i=0; while [ $i -lt 300 ]; do sleep 60 & i=$((i+1)); done; echo up; wait'], {
-        stdio: ['ignore', 'pipe', 'ignore'],
-        detached: true,
-      });
-      register(crowd.pid!);
-      await new Promise((r) => crowd!.stdout!.once('data', r));
-      const before = table.reads;
-      const census = table.snapshotOfNewcomers([], []);
-      const reads = table.reads - before;
-      const crowdPids = fs.readFileSync(`/proc/${crowd.pid}/task/${crowd.pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number);
-      assert.strictEqual(crowdPids.length, 300);
-      for (const pid of crowdPids) assert.ok(census.processes.has(pid), `newcomer ${pid} is in the census`);
-      assert.ok(census.processes.has(crowd.pid!));
-      // The crowd, whatever else started meanwhile on this shared machine, the listing and its counters: not every process.
-      const everything = table.snapshot().processes.size;
-      assert.ok(reads < everything - 200 || everything < 600, `${reads} reads with ${everything} processes on the machine`);
-      assert.ok(reads >= 301);
-    } finally {
-      if (crowd) process.kill(-crowd.pid!, 'SIGKILL');
-    }
-  });
-
-  // Pid allocation moved by hand (ns_last_pid, root only) so that a new process gets a pid the census saw before.
-  for (const { title, lastPidAtCensus } of [
-    { title: 'within one turn of pid allocation', lastPidAtCensus: (pid: number) => pid - 10 },
-    {
-      title: 'after pid allocation wrapped around',
-      lastPidAtCensus: (pid: number, max: number) => pid + Math.min(5000, Math.floor((max - pid) / 2)),
-    },
-  ]) {
-    it(`reads a pid again when allocation came round to it (${title}): a new process at a pid seen before is a newcomer`, async function () {
-      const maxPid = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
-      if (process.getuid?.() !== 0) this.skip(); // moving ns_last_pid needs root
-      const table = new LinuxProcessTable();
-      const first = spawn('sleep', ['60'], { stdio: 'ignore' });
-      register(first.pid!);
-      const pid = first.pid!;
-      const started = [first];
-      try {
-        const lastPid = lastPidAtCensus(pid, maxPid);
-        if (lastPid === pid || lastPid >= maxPid || pid < 400) this.skip(); // no room on this side of the pid
-        fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(lastPid));
-        table.snapshotOfNewcomers([], []);
-        first.kill('SIGKILL');
-        await waitFor('the first holder to be reaped', () => !fs.existsSync(`/proc/${pid}`));
-        let second: ReturnType<typeof spawn> | undefined;
-        for (let attempt = 0; attempt < 20 && second?.pid !== pid; attempt++) {
-          fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(pid - 1));
-          second = spawn('sleep', ['60'], { stdio: 'ignore' });
-          started.push(second);
-          if (second.pid) register(second.pid);
-        }
-        if (second?.pid !== pid) this.skip(); // something else on the machine took the pid each time
-        const census = table.snapshotOfNewcomers([], []);
-        const now = table.read(pid);
-        assert.ok(now, 'the new holder runs');
-        assert.strictEqual(census.processes.get(pid)?.startKey, now.startKey, 'the new holder is read, not taken for the old one');
-      } finally {
-        for (const c of started) c.kill('SIGKILL');
-      }
-    });
-  }
-});
-
-describe('member tracking: a daemon that left the parent chain', function () {
-  this.timeout(30_000);
-
-  it('is found by the slow full scan, kept from then on, and dies in a kill', async () => {
-    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
-    const escaper = spawnEscaper(owner, 'off');
-    const id = escaper.tree.record.id;
-    const table = new RecordingTable();
-    const { clock, refresh } = tracked(table);
-    try {
-      assert.strictEqual(refresh([queryOf(owner, id)]).fullScan, true);
-      const daemon = await escaper.escape();
-      assert.ok(
-        owner.members(id).some((p) => p.pid === daemon),
-        'a member by its tag, for a full resolution',
-      );
-      for (let s = 1; s <= 9; s++) {
-        clock.now += 1000;
-        const r = refresh([queryOf(owner, id)]);
-        assert.strictEqual(r.fullScan, false);
-        assert.ok(!pidsOf(r, id).includes(daemon), `second ${s}: no walk from the tree leads to the daemon`);
-      }
-      clock.now += 1000;
-      const slow = refresh([queryOf(owner, id)]);
-      assert.strictEqual(slow.fullScan, true);
-      assert.ok(pidsOf(slow, id).includes(daemon), 'shown after the slow scan, 10 s after the last');
-      clock.now += 1000;
-      assert.ok(pidsOf(refresh([queryOf(owner, id)]), id).includes(daemon), 'and kept by the walks after it');
-      const report = await owner.kill(id, 0);
-      assert.strictEqual(report.survivors, 0);
-      assert.deepStrictEqual(await waitAllDead([daemon]), []);
-    } finally {
-      await owner.dispose(300);
-    }
-  });
-
-  it('dies in a kill that comes before any slow scan saw it: kills resolve on a full scan', async () => {
-    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
-    const escaper = spawnEscaper(owner, 'off');
-    const id = escaper.tree.record.id;
-    const { clock, refresh } = tracked(new RecordingTable());
-    try {
-      refresh([queryOf(owner, id)]);
-      const daemon = await escaper.escape();
-      clock.now += 1000;
-      assert.ok(!pidsOf(refresh([queryOf(owner, id)]), id).includes(daemon), 'the view has not seen it yet');
-      const report = await owner.kill(id, 0);
-      assert.strictEqual(report.survivors, 0);
-      assert.ok(report.signalled >= 2);
-      assert.deepStrictEqual(await waitAllDead([daemon]), []);
-    } finally {
-      await owner.dispose(300);
-    }
-  });
-});
-
-describe("the owner's watch of a tree whose root exited", function () {
-  this.timeout(30_000);
-
-  it('follows the members: a daemon that left the parent chain keeps the tree owned, found without a full scan each look; it ends once the daemon is gone', async () => {
-    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 50 });
-    const pidfile = path.join(tmpDir(), 'pids');
-    const tree = owner.spawn({
-      command: 'sh',
-      args: ['-c', 'setsid -f sh -c \'echo "$$" > "$0"; exec sleep 60\' "$0"', pidfile],
-      stdio: 'ignore',
-    });
-    register(tree.child.pid!);
-    const shared = core.table as LinuxProcessTable;
-    const calls = { full: 0, partial: 0 };
-    const snapshot = shared.snapshot.bind(shared);
-    const snapshotOf = shared.snapshotOf.bind(shared);
-    shared.snapshot = () => (calls.full++, snapshot());
-    shared.snapshotOf = (pids, walk) => (calls.partial++, snapshotOf(pids, walk));
-    let ended = false;
-    owner.on('ended', () => (ended = true));
-    try {
-      const daemon = await waitFor('the daemon', () => Number(fs.existsSync(pidfile) ? fs.readFileSync(pidfile, 'utf8').trim() || 0 : 0));
-      register(daemon);
-      await waitFor('the root to exit', () => tree.rootExit !== undefined);
-      await waitFor('a first look', () => calls.partial + calls.full > 0);
-      const before = { ...calls };
-      await waitFor('three more looks', () => calls.partial >= before.partial + 3);
-      assert.strictEqual(ended, false, 'still owned: the daemon is a member');
-      assert.strictEqual(calls.full, before.full, 'no full scan while the walk finds a member');
-      process.kill(daemon, 'SIGKILL');
-      await waitFor('the tree to end', () => ended);
-    } finally {
-      shared.snapshot = snapshot;
-      shared.snapshotOf = snapshotOf;
-      await owner.dispose(0);
-    }
-  });
-});
-
-describe('member tracking in the view source, on this thread and in the worker', function () {
-  this.timeout(30_000);
-
-  it('gives the same members either way, and counts the reads', async () => {
-    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
-    const pidfile = path.join(tmpDir(), 'pids');
-    const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
-    register(tree.child.pid!);
-    const pids = await fixturePids(pidfile);
-    const query = [queryOf(owner, tree.record.id)];
-    const local = new TreeMembersSource(core);
-    const worker = new TreeMembersSource(core, { workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'), workerThreshold: -1 });
-    try {
-      for (let round = 0; round < 3; round++) {
-        const [a, b] = [await local.query(query), await worker.query(query)];
-        assert.strictEqual(worker.lastInWorker, true);
-        assert.strictEqual(local.lastInWorker, false);
-        assert.deepStrictEqual(pidsOf(a, tree.record.id), sorted(pids.all));
-        assert.deepStrictEqual(pidsOf(b, tree.record.id), pidsOf(a, tree.record.id));
-        assert.ok(b.trees[0].members.every((m) => m.command.length > 0));
-      }
-      const s = worker.stats();
-      assert.deepStrictEqual([s.refreshes, s.fullScans], [3, 1]);
-      // Both share this thread's table; the worker's own reads come on top.
-      assert.ok(s.processReads > local.stats().processReads, 'the worker reports its reads');
-    } finally {
-      worker.dispose();
-      await owner.dispose(300);
-    }
-    assert.deepStrictEqual(await waitAllDead(pids.all), []);
   });
 });

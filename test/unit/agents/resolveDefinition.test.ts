@@ -77,6 +77,22 @@ describe('what a launch runs: agent names', () => {
       );
     }
   });
+
+  it('a bad entry of a name is that name\'s error even when a later good one has it; quotes match no name by accident', () => {
+    const { agents, errors } = validateDefinitions([
+      { name: 'dup', command: 'x', kind: 'bad' },
+      { name: 'dup', command: 'y' },
+      { name: 'z', command: 'z' },
+      { name: 'z', command: 'w' },
+    ]);
+    const configured = { agents, agentErrors: errors, agentsFrom: 'user' as const, workspaceTrusted: true };
+    const dup = findAgent('dup', configured);
+    assert.strictEqual('found' in dup && dup.found.command, 'y', 'the good one of two with that name');
+    const z = findAgent('z', configured);
+    assert.strictEqual('found' in z && z.found.command, 'z', 'the first of two good ones');
+    const quote = findAgent('") ("z', configured);
+    assert.ok('missing' in quote, 'quotes in a name match no entry by accident');
+  });
 });
 
 describe('what a launch runs: variables and folders', () => {
@@ -165,6 +181,61 @@ describe('what a launch runs: variables and folders', () => {
     resolveDefinition(def, context(['/ws']));
     assert.deepStrictEqual(def, copy);
   });
+
+  // Values that hold variables or shell syntax: expanded once, never run. Each case gives the whole definition
+  // the launch runs (undefined fields left out) and the folder it runs in when the definition names none.
+  const holdsVar = '${workspaceFolder}/${userHome}/${env:HOME}';
+  const holdsShell = '$(touch /tmp/agent-trees-pwn)`touch /tmp/agent-trees-pwn`';
+  const env = { HOLDS_VAR: holdsVar, HOLDS_SHELL: holdsShell, EMPTY: '' };
+  const twoFolders: LaunchContext = { workspaceFolders: ['/ws/one', '/ws/two'], userHome: '/home/u', env };
+  const literalCases: { title: string; def: AgentDefinition; context?: LaunchContext; definition: AgentDefinition; defaultCwd?: string }[] = [
+    {
+      title: '${env:X} holding ${workspaceFolder}: expanded once, the value stays as written',
+      def: { name: 'a', command: '${env:HOLDS_VAR}', args: ['${env:HOLDS_VAR}'], cwd: '${env:HOLDS_VAR}', env: { V: '${env:HOLDS_VAR}' } },
+      definition: { name: 'a', command: holdsVar, args: [holdsVar], cwd: `/ws/one/${holdsVar}`, env: { V: holdsVar } },
+      defaultCwd: '/ws/one',
+    },
+    {
+      title: '${env:X} holding $(...) and backquotes: a literal, no shell',
+      def: { name: 'a', command: 'echo', args: ['${env:HOLDS_SHELL}'] },
+      definition: { name: 'a', command: 'echo', args: [holdsShell] },
+      defaultCwd: '/ws/one',
+    },
+    {
+      title: 'unknown variables stay as written',
+      def: { name: 'a', command: 'x', args: ['${workspaceFolderBasename}', '${env:}', '${env:1X}', '${config:a.b}', '${ env:HOME }'] },
+      definition: { name: 'a', command: 'x', args: ['${workspaceFolderBasename}', '${env:}', '${env:1X}', '${config:a.b}', '${ env:HOME }'] },
+      defaultCwd: '/ws/one',
+    },
+    {
+      title: 'a relative cwd with .. may leave the first workspace folder',
+      def: { name: 'a', command: 'x', cwd: '../../etc' },
+      definition: { name: 'a', command: 'x', cwd: '/etc' },
+      defaultCwd: '/ws/one',
+    },
+    {
+      title: 'without a workspace folder ${workspaceFolder} and a relative cwd stay as written',
+      def: { name: 'a', command: 'x', cwd: 'sub', args: ['${workspaceFolder}'] },
+      context: { workspaceFolders: [], userHome: '/home/u', env },
+      definition: { name: 'a', command: 'x', cwd: 'sub', args: ['${workspaceFolder}'] },
+      defaultCwd: undefined,
+    },
+    {
+      title: 'an unset variable expands to nothing',
+      def: { name: 'a', command: 'x', args: ['${env:NOT_SET_ANYWHERE}', '${env:EMPTY}'] },
+      definition: { name: 'a', command: 'x', args: ['', ''] },
+      defaultCwd: '/ws/one',
+    },
+  ];
+  /** The definition without its undefined fields. */
+  const defined = (d: AgentDefinition) => Object.fromEntries(Object.entries(d).filter(([, v]) => v !== undefined));
+  for (const c of literalCases) {
+    it(c.title, () => {
+      const r = resolveDefinition(c.def, c.context ?? twoFolders);
+      assert.deepStrictEqual(defined(r.definition), c.definition);
+      assert.strictEqual(r.defaultCwd, c.defaultCwd);
+    });
+  }
 });
 
 describe('what a launch runs: a typed command line', () => {
@@ -215,6 +286,27 @@ describe('what a launch runs: a typed command line', () => {
   for (const c of cases) {
     it(c.title, () => assert.deepStrictEqual(commandLineDefinition(c.line, c.platform, c.env), c.expect));
   }
+
+  it('a quoted first word is one word, named by its file name', () => {
+    const names: [string, NodeJS.Platform, string][] = [
+      [`'/opt/my tool/bin/agent' --x`, 'linux', 'agent'],
+      [`"/opt/my tool/bin/agent" --x`, 'darwin', 'agent'],
+      [`"C:\\Program Files\\Agent\\agent.exe" run`, 'win32', 'agent.exe'],
+      [`'C:\\x y\\a.exe' run`, 'win32', 'x'], // cmd.exe does not quote with '
+      [`"unterminated --x`, 'linux', '"unterminated'],
+    ];
+    for (const [line, platform, name] of names) assert.strictEqual(commandLineDefinition(line, platform, {}).name, name, line);
+  });
+
+  it('Windows: the line for cmd /d /s /c, %ComSpec% when set', () => {
+    const line = '"C:\\Program Files\\tool.exe" --say "a b"';
+    assert.deepStrictEqual(commandLineDefinition(line, 'win32', { ComSpec: 'C:\\Windows\\system32\\cmd.exe' }), {
+      name: 'tool.exe',
+      command: 'C:\\Windows\\system32\\cmd.exe',
+      args: ['/d', '/s', '/c', line],
+    });
+    assert.strictEqual(commandLineDefinition(line, 'win32', {}).command, 'cmd.exe');
+  });
 });
 
 describe('what a launch runs: the timeout', () => {

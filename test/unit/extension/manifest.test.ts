@@ -6,7 +6,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { REPO } from '../../support/started';
+import { REPO } from '../../support/repo';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
 const nls: Record<string, string> = JSON.parse(fs.readFileSync(path.join(REPO, 'package.nls.json'), 'utf8'));

@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { buildView, Localizer, Row, ViewInput } from '../../../src/extension/viewModel';
 import { commandLabel, formatBytes, formatDuration } from '../../../src/extension/viewFormat';
-import { REPO } from '../../support/started';
+import { REPO } from '../../support/repo';
 import { member, NOW } from '../../support/viewMembers';
 
 /** `vscode.l10n.t` as it behaves with no translation: `{n}` replaced by the n-th argument. */

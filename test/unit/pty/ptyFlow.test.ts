@@ -4,7 +4,7 @@
 import * as assert from 'assert';
 import { TerminalFlow } from '../../../src/proc';
 import { EscapeTracker, STATUS_OK, STATUS_QUERY } from '../../../src/proc/pty/ptyFlow';
-import { sleep } from '../../support/started';
+import { sleep } from '../../support/wait';
 
 class Sink {
   out = '';

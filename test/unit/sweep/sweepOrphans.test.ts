@@ -1,20 +1,21 @@
 /**
- * The sweep's rules on synthetic process tables, with a killer that records what it is asked to kill:
- * which records and claims are acted on, taken over, given back or cleaned up. (The real-process sweeps are
- * in sweep.test.ts and identityUnderAttack.test.ts; they stay the final word.)
+ * The sweep's rules (src/proc/sweep/sweepOrphans.ts) on synthetic process tables, with a killer that records what it
+ * is asked to kill: which records and claims are acted on, taken over, given back or cleaned up. The real-process
+ * sweeps (test/system/sweep) stay the final word.
  */
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { KillReport, OwnerInfo, processCore, RecordStore, sweepOrphans, TreeRecord } from '../../../src/proc';
+import { KillReport, localSweepParts, OwnerInfo, RecordStore, sweepOrphans, TreeRecord } from '../../../src/proc';
+import { CgroupLocation } from '../../../src/proc/cgroup/probe';
 import { treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
 import { KillOptions } from '../../../src/proc/kill/killTarget';
 import { TreeIdentity } from '../../../src/proc/members/membership';
 import { processTag } from '../../../src/proc/records/fileNames';
 import { setAsidePreviousRecord } from '../../../src/proc/records/previousRecord';
 import { SweepOptions } from '../../../src/proc/sweep/sweepOrphans';
-import { tmpDir } from '../../support/started';
-import { clock, identity, proc, syntheticTable } from '../../support/records';
+import { tmpDir } from '../../support/repo';
+import { CLOCK, identity, proc, SELF as SYNTHETIC_SELF, syntheticTable, TREE, windowsMachine } from '../../support/synthetic';
 
 const EARLIER_BOOT = '00000000-0000-0000-0000-000000000000';
 
@@ -46,7 +47,7 @@ const treeOf = (id: string, root: number, extra: Partial<TreeRecord> = {}): Tree
   trackedAtTicks: 101,
   ...extra,
 });
-const membersOf = (root: number) => [proc(root, 100), proc(root + 1, 102, { ppid: root, pgid: root, sid: root })];
+const membersOf = (root: number) => [proc(root, { startKey: 100 }), proc(root + 1, { startKey: 102, ppid: root, pgid: root, sid: root })];
 
 const SELF = () => identity(process.pid, 7);
 const SWEEPER = 8000; // a sweeper that claimed something
@@ -59,9 +60,18 @@ interface World {
   run(extra?: Partial<SweepOptions>): ReturnType<typeof sweepOrphans>;
 }
 
-function world(processes: ReturnType<typeof proc>[], unreadable: number[] = [], store = new RecordStore(tmpDir())): World {
+/**
+ * A sweep by this process over `processes` (and itself, start tick 7), with a killer that kills nothing; our tree
+ * cgroups live in `cgroupsAt` (a stand-in folder), if anywhere.
+ */
+function world(
+  processes: ReturnType<typeof proc>[],
+  unreadable: number[] = [],
+  store = new RecordStore(tmpDir()),
+  cgroupsAt?: CgroupLocation,
+): World {
   const killer = recordingKiller();
-  const table = syntheticTable([proc(process.pid, 7), ...processes], { unreadable });
+  const table = syntheticTable([proc(process.pid, { startKey: 7 }), ...processes], { unreadable });
   return {
     store,
     killer,
@@ -72,9 +82,9 @@ function world(processes: ReturnType<typeof proc>[], unreadable: number[] = [], 
         table,
         killer,
         guard: { protectedReason: () => undefined },
-        cgroupParts: processCore(),
+        cgroupParts: { cgroups: { procs: () => [], remove: () => true }, cgroupProber: { location: () => cgroupsAt } },
         cgroups: 'off',
-        clock: clock(),
+        clock: CLOCK,
         ...extra,
       }),
   };
@@ -92,7 +102,7 @@ function leaveClaim(w: World, owner: OwnerInfo, claimant: OwnerInfo, tree = tree
 }
 
 describe('sweep rules: taking over a stale claim', () => {
-  const liveOwner = [proc(OWNER, 50), ...membersOf(ROOT)];
+  const liveOwner = [proc(OWNER, { startKey: 50 }), ...membersOf(ROOT)];
   const cases: {
     name: string;
     processes: ReturnType<typeof proc>[];
@@ -110,13 +120,13 @@ describe('sweep rules: taking over a stale claim', () => {
     },
     {
       name: 'claimant replaced (its pid now a later process): taken over',
-      processes: [proc(SWEEPER, 99), ...membersOf(ROOT)],
+      processes: [proc(SWEEPER, { startKey: 99 }), ...membersOf(ROOT)],
       claimant: () => identity(SWEEPER, 10),
       expect: 'killed',
     },
     {
       name: 'claimant of an earlier boot: taken over',
-      processes: [proc(SWEEPER, 10), ...membersOf(ROOT)],
+      processes: [proc(SWEEPER, { startKey: 10 }), ...membersOf(ROOT)],
       claimant: () => ({ ...identity(SWEEPER, 10), bootId: EARLIER_BOOT }),
       expect: 'killed',
     },
@@ -129,7 +139,7 @@ describe('sweep rules: taking over a stale claim', () => {
     { name: 'our own claim left by an earlier sweep here: taken up', processes: membersOf(ROOT), claimant: SELF, expect: 'killed' },
     {
       name: 'claimant alive: left alone',
-      processes: [proc(SWEEPER, 10), ...membersOf(ROOT)],
+      processes: [proc(SWEEPER, { startKey: 10 }), ...membersOf(ROOT)],
       claimant: () => identity(SWEEPER, 10),
       expect: 'left',
     },
@@ -142,7 +152,7 @@ describe('sweep rules: taking over a stale claim', () => {
     },
     {
       name: "an older version's claim, its claimant pid in use: left alone",
-      processes: [proc(SWEEPER, 10), ...membersOf(ROOT)],
+      processes: [proc(SWEEPER, { startKey: 10 }), ...membersOf(ROOT)],
       claimant: () => ({ pid: SWEEPER, startTime: 5 }),
       expect: 'left',
     },
@@ -250,7 +260,7 @@ describe('sweep rules: a live owner removes its record while a sweeper holds it'
 
   it('a claim of a sweeper that died, taken over: the record the owner removed meanwhile stays removed', async () => {
     const store = new RacingStore(tmpDir());
-    const w = world([proc(OWNER, 50), ...membersOf(ROOT)], [], store);
+    const w = world([proc(OWNER, { startKey: 50 }), ...membersOf(ROOT)], [], store);
     leaveClaim(w, live(), identity(SWEEPER, 10));
     store.atGiveBack = () => new RecordStore(store.dir).write(live(), []); // the owner is done with its trees
     const result = await w.run();
@@ -262,7 +272,7 @@ describe('sweep rules: a live owner removes its record while a sweeper holds it'
 
   it("a record claimed on a stale listing (a new owner took the pid): the new owner's removal stands, the old owner is swept", async () => {
     const store = new RacingStore(tmpDir());
-    const w = world([proc(OWNER, 50), ...membersOf(ROOT), ...membersOf(ROOT + 10)], [], store);
+    const w = world([proc(OWNER, { startKey: 50 }), ...membersOf(ROOT), ...membersOf(ROOT + 10)], [], store);
     store.write(identity(OWNER, 40), [treeOf('old', ROOT)]); // listed: its owner is gone, its pid now a later process's
     const owner = new RecordStore(store.dir);
     store.atClaim = () => {
@@ -284,7 +294,7 @@ describe('sweep rules: a live owner removes its record while a sweeper holds it'
 
 describe('sweep rules: records', () => {
   it('sweeps a dead owner, leaves a live one, cleans up an earlier boot, leaves another namespace alone', async () => {
-    const w = world([proc(OWNER + 1, 60), ...membersOf(ROOT), ...membersOf(ROOT + 10)]);
+    const w = world([proc(OWNER + 1, { startKey: 60 }), ...membersOf(ROOT), ...membersOf(ROOT + 10)]);
     w.store.write(identity(OWNER, 50), [treeOf('dead', ROOT)]);
     w.store.write(identity(OWNER + 1, 60), [treeOf('live', ROOT + 10)]);
     w.store.write({ ...identity(OWNER + 2, 70), bootId: EARLIER_BOOT }, [treeOf('old-boot', ROOT + 20)]);
@@ -308,7 +318,7 @@ describe('sweep rules: records', () => {
   });
 
   it('an owner replaced by a later process with its pid is swept; an owner whose pid is unreadable is not', async () => {
-    const w = world([proc(OWNER, 51), ...membersOf(ROOT), ...membersOf(ROOT + 10)], [OWNER + 1]);
+    const w = world([proc(OWNER, { startKey: 51 }), ...membersOf(ROOT), ...membersOf(ROOT + 10)], [OWNER + 1]);
     w.store.write(identity(OWNER, 50), [treeOf('replaced', ROOT)]);
     w.store.write(identity(OWNER + 1, 50), [treeOf('unknown', ROOT + 10)]);
     const result = await w.run();
@@ -346,7 +356,7 @@ describe('sweep rules: records', () => {
   });
 
   it('removes a temp file whose writer is gone, keeps one whose writer is alive', async () => {
-    const w = world([proc(SWEEPER, 10)]);
+    const w = world([proc(SWEEPER, { startKey: 10 })]);
     const name = (writer: OwnerInfo) => path.join(w.store.dir, `.${OWNER}.json.${processTag(writer)}.0123456789ab.tmp`);
     fs.writeFileSync(name(identity(SWEEPER, 10)), '{}', { mode: 0o600 });
     fs.writeFileSync(name(identity(SWEEPER + 1, 10)), '{}', { mode: 0o600 });
@@ -357,33 +367,70 @@ describe('sweep rules: records', () => {
   it('gives every claimed record back when no snapshot can be taken', async () => {
     const w = world(membersOf(ROOT));
     w.store.write(identity(OWNER, 50), [treeOf('t', ROOT)]);
-    const result = await w.run({
-      table: {
-        ...syntheticTable([proc(process.pid, 7)]),
-        snapshot: () => {
-          throw new Error('EMFILE: too many open files');
-        },
-      },
-    });
+    const table = syntheticTable([proc(process.pid, { startKey: 7 })]);
+    table.snapshot = () => {
+      throw new Error('EMFILE: too many open files');
+    };
+    const result = await w.run({ table });
     assert.deepStrictEqual(w.killer.calls, []);
     assert.match(result.problems[0].problem, /cannot take a process snapshot/);
     assert.deepStrictEqual(fs.readdirSync(w.store.dir), [`${OWNER}.json`]);
   });
 
-  it('honours cgroups "off": a recorded cgroup is never used, even one that is ours', async function () {
-    const tier = processCore().cgroupTier('auto').tier;
-    if (!tier || tier.kind !== 'directory') this.skip();
-    const dir = treeCgroupPath(tier!, `sweep-rules-${process.pid}`);
+  it('honours cgroups "off": a recorded cgroup is never used, even one that is ours', async () => {
+    // A stand-in for the folder of our tree cgroups, holding this tree's (as the cgroup file system shows one).
+    const location: CgroupLocation = { kind: 'directory', base: tmpDir() };
+    const id = 'sweep-rules-cgroup';
+    const dir = treeCgroupPath(location, id);
     fs.mkdirSync(dir);
-    try {
-      for (const cgroups of ['off', 'auto'] as const) {
-        const w = world(membersOf(ROOT));
-        w.store.write(identity(OWNER, 50), [treeOf(`sweep-rules-${process.pid}`, ROOT, { cgroup: dir, trackedAt: Date.now() })]);
-        await w.run({ cgroups });
-        assert.strictEqual(w.killer.calls[0].options.cgroupVerified, cgroups === 'auto', cgroups);
-      }
-    } finally {
-      fs.rmdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'cgroup.procs'), '');
+    for (const cgroups of ['off', 'auto'] as const) {
+      const w = world(membersOf(ROOT), [], new RecordStore(tmpDir()), location);
+      w.store.write(identity(OWNER, 50), [treeOf(id, ROOT, { cgroup: dir, trackedAt: Date.now() })]);
+      await w.run({ cgroups });
+      assert.strictEqual(w.killer.calls[0].options.cgroupVerified, cgroups === 'auto', cgroups);
     }
+  });
+});
+
+describe('sweep rules: Windows (injected ps-list and taskkill)', () => {
+  it("a sweep of another owner's tree is refused, logged, and its record kept", async () => {
+    const { m } = windowsMachine(() => assert.fail('taskkill must not run'));
+    const store = new RecordStore(tmpDir());
+    // A dead owner: a pid ps-list does not list.
+    const gone = 4999;
+    const record: TreeRecord = {
+      ...TREE,
+      rootPid: 4000,
+      pgid: 4000,
+      sid: 4000,
+      label: 'agent',
+      command: ['agent'],
+      envTag: 'AGENT_TREES_TREE_ID=t1',
+    };
+    store.write({ pid: gone, startTime: 1 }, [record]);
+    const warnings: string[] = [];
+    const log = { trace() {}, debug() {}, info() {}, warn: (s: string) => warnings.push(s), error() {} };
+    const result = await sweepOrphans(store, {
+      ...localSweepParts(m.core),
+      self: { pid: SYNTHETIC_SELF.pid, startTime: 1 },
+      graceMs: 0,
+      cgroups: 'auto',
+      log,
+    });
+    assert.deepStrictEqual(
+      result.trees.map((t) => t.outcome),
+      ['refused'],
+    );
+    assert.ok(
+      warnings.some((w) => /not swept: .*no start times/.test(w)),
+      warnings.join('\n'),
+    );
+    assert.deepStrictEqual(
+      store.read(gone)?.trees.map((t) => t.id),
+      ['t1'],
+      'the record is kept',
+    );
+    fs.rmSync(store.dir, { recursive: true });
   });
 });

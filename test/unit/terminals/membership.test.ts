@@ -1,22 +1,14 @@
 /**
- * Terminal trees in the core: which processes are a terminal's (rules on synthetic snapshots, table-driven), and
- * on real processes: a shell in its own session with a setsid child, a SIGHUP-ignoring child and a double-forked
- * daemon; what it leaves when it gets SIGHUP as a closing terminal sends; ending that, and ending everything
- * under a live shell but the shell.
+ * Terminal trees (src/proc/terminals): which processes are a terminal's, and what a closing one leaves, rule by
+ * rule on synthetic snapshots, table-driven. The real-process cases are in test/system/terminals.
  */
 import * as assert from 'assert';
-import { spawn } from 'child_process';
-import * as fs from 'fs';
-import * as path from 'path';
-import { classifyRecords, endLeftovers, endTerminalTree, liveOwnership, processCore, processKey, readShell, RecordStore, selfIdentity, settleLeftovers, terminalLeftovers, TerminalQuery, TerminalShell, WINDOW_TAG_VARIABLE } from '../../../src/proc';
+import { liveOwnership, terminalLeftovers, TerminalQuery, TerminalShell, WINDOW_TAG_VARIABLE } from '../../../src/proc';
 import { childrenOf, ProcessInfo, Snapshot, TREE_ID_VARIABLE } from '../../../src/proc/platform/processTable';
 import { START_PRECISION_MS } from '../../../src/proc/platform/procParsers';
 import { deferredLeftovers } from '../../../src/proc/terminals/leftovers';
 import { resolveTerminalTrees } from '../../../src/proc/terminals/membership';
-import { writeCliLauncher } from '../../../src/extension/cliLauncher';
-import { alive, CLI, fixturePids, register, table, tmpDir, waitAllDead, waitFor } from '../../support/started';
-
-// ---------------------------------------------------------------------------------------------- synthetic
+import { machine } from '../../support/synthetic';
 
 const T0 = 1_800_000_000_000;
 
@@ -72,7 +64,7 @@ const shellAt = (pid: number, start: number, tracked = start + 10): TerminalShel
   sid: pid,
   trackedAt: T0 + tracked,
 });
-const nobodyProtected = { protectedReason: () => undefined, deps: processCore() };
+const nobodyProtected = { protectedReason: () => undefined, deps: machine([]).core };
 
 describe("terminal trees: which processes are a terminal's (synthetic snapshots)", () => {
   const shell = shellAt(100, 1000);
@@ -203,171 +195,5 @@ describe("terminal trees: which processes are a terminal's (synthetic snapshots)
     // The second terminal, closing while the first shell still runs: 108 stays for the first.
     const secondGone = [...base.filter((f) => f.pid !== 200).map((f) => (f.pid === 201 ? { ...f, ppid: 1 } : f)), daemon];
     assert.deepStrictEqual(leftBy(secondGone, other.key), [201]);
-  });
-});
-
-// ---------------------------------------------------------------------------------------------- real processes
-
-/**
- * A shell in a session of its own (as a terminal's is), tagged with the window, that starts a setsid child, a
- * child that ignores SIGHUP, and a double-forked daemon, then waits.
- */
-function startShell(pidfile: string, tag: string): number {
-  const script = `
-    echo "shell $$" >> "$1"
-    setsid sh -c 'echo "setsid $$" >> "$1"; exec sleep 120' x "$1" &
-    sh -c 'trap "" HUP; echo "nohup $$" >> "$1"; exec sleep 120' x "$1" &
-    setsid -f sh -c 'echo "daemon $$" >> "$1"; exec sleep 120' x "$1"
-    sleep 0.2
-    echo "ready $$" >> "$1"
-    exec sleep 120`;
-  const child = spawn('bash', ['-c', script, 'shell', pidfile], {
-    detached: true,
-    stdio: 'ignore',
-    env: { ...process.env, [WINDOW_TAG_VARIABLE]: tag },
-  });
-  child.unref();
-  register(child.pid!);
-  return child.pid!;
-}
-
-describe('terminal trees on real processes', function () {
-  this.timeout(30_000);
-  const tag = `test-window-${process.pid}`;
-
-  it('finds the setsid child, the SIGHUP-ignoring child and the double-forked daemon under the shell; after SIGHUP, ends what it left and nothing else', async () => {
-    const pidfile = path.join(tmpDir(), 'pids');
-    const shellPid = startShell(pidfile, tag);
-    const { roles, all } = await fixturePids(pidfile);
-    const shell = readShell(shellPid, processCore().table)!;
-    const query: TerminalQuery = { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined };
-    const [m] = resolveTerminalTrees(table.snapshot(), query, { deps: processCore() });
-    const daemon = roles.get('daemon')![0];
-    for (const pid of all)
-      assert.ok(
-        m.members.some((p) => p.pid === pid),
-        `${pid} (${[...roles].find(([, p]) => p.includes(pid))?.[0]}) is a member`,
-      );
-    assert.ok(m.unclaimed.includes(daemon), 'the daemon is found by the window tag alone');
-    query.seen[shell.key] = m.members.filter((p) => p.pid !== shellPid).map(processKey);
-
-    // The terminal closes: its shell gets SIGHUP.
-    process.kill(shellPid, 'SIGHUP');
-    const owners = liveOwnership([]);
-    const left = await settleLeftovers(shell, (snap) => terminalLeftovers(snap, query, shell.key, { owners, deps: processCore() }), {
-      table: processCore().table,
-      quietMs: 200,
-    });
-    assert.ok(!alive(shellPid), 'the shell exited');
-    assert.deepStrictEqual(left.map((p) => p.pid).sort(), [roles.get('setsid')![0], roles.get('nohup')![0], daemon].sort());
-
-    const report = await endLeftovers(processCore().killer, { shell, left, graceMs: 2000 });
-    assert.strictEqual(report.survivors, 0);
-    assert.deepStrictEqual(await waitAllDead(all), []);
-  });
-
-  it('"End Everything Under This Terminal" ends every member but the shell, which keeps running', async () => {
-    const pidfile = path.join(tmpDir(), 'pids');
-    const shellPid = startShell(pidfile, tag);
-    const { all } = await fixturePids(pidfile);
-    const shell = readShell(shellPid, processCore().table)!;
-    try {
-      const report = await endTerminalTree(processCore().killer, {
-        query: { windowTags: [tag], shells: [shell], seen: {}, kept: [], editorRoot: undefined },
-        shellKey: shell.key,
-        graceMs: 2000,
-      });
-      assert.strictEqual(report.survivors, 0);
-      assert.deepStrictEqual(await waitAllDead(all.filter((p) => p !== shellPid)), []);
-      assert.ok(alive(shellPid), 'the shell was spared');
-      assert.strictEqual(readShell(shellPid, processCore().table)!.key, shell.key);
-    } finally {
-      process.kill(shellPid, 'SIGKILL');
-      await waitAllDead([shellPid]);
-    }
-  });
-});
-
-describe('records by owner', () => {
-  it("sorts records into our own, a live owner's, and one whose pid now belongs to a newer process", async () => {
-    const dir = tmpDir();
-    const store = new RecordStore(dir);
-    const self = selfIdentity(table);
-    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
-    register(other.pid!);
-    await waitFor('the other owner to run', () => table.read(other.pid!));
-    const tree = {
-      id: 't1',
-      label: 'x',
-      command: ['x'],
-      rootPid: 1,
-      pgid: 1,
-      sid: 1,
-      rootStartTime: 0,
-      trackedAt: 0,
-      envTag: `${TREE_ID_VARIABLE}=t1`,
-      cgroup: null,
-    };
-    store.write(self, [tree]);
-    store.write({ ...self, pid: other.pid!, startTicks: table.read(other.pid!)!.startKey }, [
-      { ...tree, id: 't2', envTag: `${TREE_ID_VARIABLE}=t2` },
-    ]);
-    try {
-      const sorted = classifyRecords(store, self, table);
-      assert.deepStrictEqual(
-        sorted.own.map((r) => r.record.owner.pid),
-        [process.pid],
-      );
-      assert.deepStrictEqual(
-        sorted.live.map((r) => r.record.owner.pid),
-        [other.pid],
-      );
-      assert.deepStrictEqual(sorted.gone, []);
-      // Our pid, but recorded by a process that started before us: that owner is gone.
-      const earlierStore = new RecordStore(tmpDir());
-      earlierStore.write({ ...self, startTicks: self.startTicks! - 100 }, [tree]);
-      const earlier = classifyRecords(earlierStore, self, table);
-      assert.deepStrictEqual(earlier.own, []);
-      assert.deepStrictEqual(
-        earlier.gone.map((r) => [r.record.owner.pid, r.state]),
-        [[process.pid, 'replaced']],
-      );
-    } finally {
-      other.kill('SIGKILL');
-      await waitAllDead([other.pid!]);
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
-});
-
-describe('the agent-trees launcher for terminals', () => {
-  it('runs the bundled CLI with the given Node, and is rewritten only when it changes', async () => {
-    const dir = path.join(tmpDir(), 'bin');
-    writeCliLauncher(dir, { execPath: process.execPath, cliScript: CLI, platform: 'linux', electron: false });
-    const file = path.join(dir, 'agent-trees');
-    const before = fs.statSync(file);
-    assert.strictEqual(before.mode & 0o111, 0o111, 'executable');
-    writeCliLauncher(dir, { execPath: process.execPath, cliScript: CLI, platform: 'linux', electron: false });
-    assert.strictEqual(fs.statSync(file).ino, before.ino, 'same content: not rewritten');
-    const out = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn(file, ['--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.on('exit', (code) => resolve({ code, stdout }));
-    });
-    assert.strictEqual(out.code, 0);
-    assert.match(out.stdout, /^Usage:\n\s+agent-trees run/);
-    writeCliLauncher(dir, { execPath: process.execPath, cliScript: CLI, platform: 'linux', electron: true });
-    assert.match(fs.readFileSync(file, 'utf8'), /^ELECTRON_RUN_AS_NODE=1 exec '.+' '.+cli\.js' "\$@"$/m);
-    writeCliLauncher(dir, {
-      execPath: 'C:\\Program Files\\Code\\Code.exe',
-      cliScript: 'C:\\ext\\dist\\cli.js',
-      platform: 'win32',
-      electron: true,
-    });
-    assert.strictEqual(
-      fs.readFileSync(path.join(dir, 'agent-trees.cmd'), 'utf8'),
-      '@echo off\r\nsetlocal\r\nset ELECTRON_RUN_AS_NODE=1\r\n"C:\\Program Files\\Code\\Code.exe" "C:\\ext\\dist\\cli.js" %*\r\n',
-    );
   });
 });
