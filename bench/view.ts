@@ -12,6 +12,7 @@ import { OwnedTree, processCore, TreeOwner } from '../src/proc';
 import { LinuxProcessTable } from '../src/proc/platform/linuxProcessTable';
 import { MemberListing, TreeQuery } from '../src/proc/tracking/listing';
 import { canTrack, MemberTracker, refreshMembers } from '../src/proc/tracking/memberTracker';
+import { queryOf } from '../test/support/ownedTrees';
 import { fullScanRefresh } from './fullScanRefresh';
 import {
   log,
@@ -95,8 +96,6 @@ function contender(kind: ViewContender, queries: TreeQuery[]): Refresh {
     return r;
   };
 }
-
-const queryOf = (tree: OwnedTree): TreeQuery => ({ ...tree.record, continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null });
 
 /**
  * Calls `refresh` once a second for `seconds`; CPU of this process over the whole window. The garbage of the

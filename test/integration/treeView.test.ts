@@ -9,8 +9,7 @@ import type { AgentTreesApi } from '../../src/extension/api';
 import { api, pidFile } from './fixtures';
 import { hideView, openView, RenderedRow, renderedRows, renderedView, until } from './renderedView';
 import { hasPage } from './workbenchPage';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait';
 
 /** The top row named `name` and the process rows beneath it, as on the screen (undefined while not shown). */
 function treeRows(rows: RenderedRow[], name: string): { top: RenderedRow; processes: RenderedRow[] } | undefined {

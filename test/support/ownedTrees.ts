@@ -3,7 +3,7 @@
  * moves, a table that counts what it is asked, the query of an owned tree, and a tree that leaves a daemon behind.
  */
 import * as path from 'path';
-import { processCore, TreeOwner } from '../../src/proc';
+import { processCore, TreeOwner, TreeRecord } from '../../src/proc';
 import { CgroupMode } from '../../src/proc/cgroup/probe';
 import { LinuxProcessTable } from '../../src/proc/platform/linuxProcessTable';
 import { CensusOptions, ProcessInfo, ProcessTable, Snapshot } from '../../src/proc/platform/processTable';
@@ -69,9 +69,11 @@ export function tracked(table: ProcessTable = new LinuxProcessTable(), deps: Lis
   return { clock, tracker, refresh, table };
 }
 
-/** The query of a tree its owner spawned and has owned ever since, as the view asks it. */
-export function queryOf(owner: TreeOwner, id: string): TreeQuery {
-  const record = owner.get(id)!.record;
+/** The query of a tree its owner spawned and has owned ever since, as the view asks it: by owner and id, or the tree. */
+export function queryOf(owner: TreeOwner, id: string): TreeQuery;
+export function queryOf(tree: { record: TreeRecord }): TreeQuery;
+export function queryOf(from: TreeOwner | { record: TreeRecord }, id?: string): TreeQuery {
+  const record = id === undefined ? (from as { record: TreeRecord }).record : (from as TreeOwner).get(id)!.record;
   return { ...record, continuouslyOwned: true, cgroupVerified: record.cgroup !== null };
 }
 
