@@ -4,6 +4,7 @@
  */
 import { ChildProcess, spawn, SpawnOptions, spawnSync } from 'child_process';
 import * as fs from 'fs';
+import { cliForOtherUser, readableDir } from './otherUser';
 import { CLI, tmpDir } from './repo';
 import { register } from './started';
 
@@ -15,16 +16,18 @@ export interface CliRun {
   exited: Promise<void>;
 }
 
-/** An ordinary user for tests that need one (root runs the suite); `setpriv` switches to it. */
-export const OTHER_UID = 12345;
-
-/** Starts `node dist/cli.js ARGS` (its output collected); with `asUid`, as that user (through setpriv). */
+/**
+ * Starts `node dist/cli.js ARGS` (its output collected); with `asUid`, as that user (through setpriv), from a copy
+ * of the bundles that user can read, in that copy's folder (see otherUser.ts).
+ */
 export function startCli(args: string[], options: SpawnOptions & { asUid?: number } = {}): CliRun {
   const { asUid, ...spawnOptions } = options;
-  const [file, argv] = asUid === undefined
-    ? [process.execPath, [CLI, ...args]]
-    : ['setpriv', [`--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', process.execPath, CLI, ...args]];
-  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
+  const [file, argv] =
+    asUid === undefined
+      ? [process.execPath, [CLI, ...args]]
+      : ['setpriv', [`--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', process.execPath, cliForOtherUser(), ...args]];
+  const cwd = asUid === undefined ? undefined : readableDir();
+  const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], cwd, ...spawnOptions });
   register(child.pid!);
   let stdout = '';
   let stderr = '';
@@ -83,3 +86,4 @@ export function runBounded(file: string, args: string[], timeoutMs = 20_000, opt
 export function hasTool(name: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
 }
+

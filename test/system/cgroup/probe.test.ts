@@ -7,13 +7,13 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { register } from '../../support/started';
-import { dirFor, OTHER_UID, runCli } from '../../support/cli';
+import { dirFor, runCli } from '../../support/cli';
+import { AS_OTHER_USER, OTHER_UID, readableDir, scriptForOtherUser } from '../../support/otherUser';
+import { requireRoot } from '../../support/environment';
 
-const isRoot = process.getuid?.() === 0;
-
-describe('the cgroup probe', () => {
+describe('the cgroup probe of an ordinary user (as another user)', () => {
   before(function () {
-    if (!isRoot) this.skip(); // needs an ordinary user to run the systemd-run path
+    requireRoot(this, 'to probe as an ordinary user (the systemd-run path)');
   });
 
   /** A fake `systemd-run` first on PATH that notes each call in `calls`. */
@@ -48,15 +48,18 @@ describe('the cgroup probe', () => {
         `if [ -e "${dir}/loop" ]; then echo saw-loop > "${dir}/result"; else echo no-loop > "${dir}/result"; fi\nexit 1\n`,
       { mode: 0o755 },
     );
-    const script = `
-      const { createCore } = require(${JSON.stringify(path.join(__dirname, '..', '..', '..', 'src', 'proc', 'core'))});
+    const script = scriptForOtherUser(
+      'cgroup-probe',
+      `const { createCore } = require('./src/proc/core');
       const core = createCore();
       const now = core.cgroupTier('auto');
       setTimeout(() => require('fs').writeFileSync(${JSON.stringify(path.join(dir, 'loop'))}, ''), 0);
-      core.cgroupProber.probe('auto').then((r) => console.log(JSON.stringify({ now, later: r })));`;
-    const child = spawn('setpriv', [`--reuid=${OTHER_UID}`, `--regid=${OTHER_UID}`, '--clear-groups', process.execPath, '-e', script], {
+      core.cgroupProber.probe('auto').then((r) => console.log(JSON.stringify({ now, later: r })));`,
+    );
+    const child = spawn('setpriv', [...AS_OTHER_USER, process.execPath, script], {
       env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
       stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: readableDir(),
     });
     register(child.pid!);
     let out = '';

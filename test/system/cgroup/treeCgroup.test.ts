@@ -14,6 +14,7 @@ import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { fixturePids } from '../../support/fixtures';
 import { register, waitAllDead } from '../../support/started';
+import { requireCgroupTier } from '../../support/environment';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript of the host scripts, by path
 const marker: { MARKER_VAR: string; endMarked(value: string): Promise<{ killed: number[]; cgroupsRemoved: string[] }> } = require(
@@ -53,10 +54,7 @@ async function ownerWithWatchdog(env: NodeJS.ProcessEnv = {}) {
 describe('every way a tree ends removes its cgroup', function () {
   this.timeout(60_000);
   before(function () {
-    if (!tier.tier || tier.tier.kind !== 'directory') {
-      this.test!.parent!.title += ` (skipped: ${tier.unavailable ?? 'cgroups are systemd scopes here, which systemd collects'})`;
-      this.skip();
-    }
+    requireCgroupTier(this, 'directory'); // systemd collects the scopes of a user's trees itself
   });
 
   it('agent-trees run: its command exits, leaving a helper (ended)', async () => {
@@ -131,14 +129,8 @@ describe('every way a tree ends removes its cgroup', function () {
 });
 
 describe('cgroup housekeeping', () => {
-  const cgroupProbe = tier;
-
   it('a sweep removes empty cgroups of ours that no record names, and leaves named ones', function () {
-    const tier = cgroupProbe.tier;
-    if (!tier) {
-      this.test!.title += ` (skipped: ${cgroupProbe.unavailable})`;
-      this.skip();
-    }
+    const tier = requireCgroupTier(this, 'directory'); // systemd collects the scopes of a user's trees itself
     const stale = treeCgroupPath(tier, `stale-${process.pid}`);
     const named = treeCgroupPath(tier, `named-${process.pid}`);
     fs.mkdirSync(stale);
@@ -154,12 +146,10 @@ describe('cgroup housekeeping', () => {
     }
   });
 
-
   it('uses a recorded cgroup only when it is ours and not made afresh', function () {
-    const tier = cgroupProbe.tier;
-    if (!tier) this.skip();
+    const tier = requireCgroupTier(this);
     const id = `verify-${process.pid}`;
-    const dir = treeCgroupPath(tier!, id);
+    const dir = treeCgroupPath(tier, id);
     fs.mkdirSync(dir);
     try {
       assert.strictEqual(isOurCgroup(tier, dir, id, Date.now()), true);

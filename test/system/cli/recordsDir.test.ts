@@ -7,9 +7,9 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawnSync } from 'child_process';
 import { tmpDir } from '../../support/repo';
-import { dirFor, OTHER_UID, startCli } from '../../support/cli';
-
-const isRoot = process.getuid?.() === 0;
+import { dirFor, startCli } from '../../support/cli';
+import { OTHER_UID } from '../../support/otherUser';
+import { requireRoot } from '../../support/environment';
 
 describe('agent-trees with a records path that cannot hold records', () => {
   /** Runs the CLI; a run that does not end by itself is ended and fails the test (it hung). */
@@ -51,11 +51,11 @@ describe('agent-trees with a records path that cannot hold records', () => {
       problem: /is not a folder/,
     },
     { what: 'a path under /proc', make: () => '/proc/x', problem: /cannot be created|not writable/ },
-    { what: 'a read-only folder', make: () => dirFor(OTHER_UID, 0o555), asUid: OTHER_UID, problem: /not writable/ },
+    { what: 'a read-only folder (as another user)', make: () => dirFor(OTHER_UID, 0o555), asUid: OTHER_UID, problem: /not writable/ },
   ];
   for (const c of cases) {
     it(`${c.what}: a one-line error, exit 2, nothing spawned`, async function () {
-      if (c.asUid !== undefined && !isRoot) this.skip();
+      if (c.asUid !== undefined) requireRoot(this, 'to run as an ordinary user');
       const records = c.make();
       const marker = path.join(dirFor(OTHER_UID, 0o777), 'spawned');
       const r = await runBounded(['run', '--records', records, '--', 'sh', '-c', `touch ${marker}`], { asUid: c.asUid });

@@ -12,6 +12,7 @@ import { FIXTURE, tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { fixturePids } from '../../support/fixtures';
 import { register, waitAllDead } from '../../support/started';
+import { requireEnvironment } from '../../support/environment';
 
 describe('the members of the runs, on request', () => {
   it('reads nothing until asked; then every live run in one read, as the async query finds them; then only the members', async () => {
@@ -101,7 +102,7 @@ describe("the API's members (RunMembers)", () => {
 
   it('asked in a tight loop: one full scan, then reads that follow the members, not the machine', async function () {
     const core = createCore();
-    if (!core.table.listsChildren?.()) this.skip();
+    requireEnvironment(this, !!core.table.listsChildren?.(), 'children lists in /proc (CONFIG_PROC_CHILDREN)');
     const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), settings);
     const source = new TreeMembersSource(core);
     const members = new RunMembers(runs, source);

@@ -13,22 +13,21 @@ import { OwnerRecord } from '../../../src/proc/records/schema';
 import { CLI, REPO, tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { aliveOf, register } from '../../support/started';
-import { hasTool, runBounded } from '../../support/cli';
+import { runBounded } from '../../support/cli';
 import { cliOwners, deadPid, identity, sweepJson, unrelatedLeader } from '../../support/records';
+import { requireEnvironment, requireRoot, requireTools } from '../../support/environment';
 
 /** This process's table, to read the processes a test started. */
 const table = processCore().table;
 
 const processTable = () => processCore().table;
 const node = process.execPath;
-const isRoot = process.getuid?.() === 0;
-
 describe('an owner\'s identity on real processes', () => {
   const owners = cliOwners();
 
   describe('across clock steps', () => {
     before(function () {
-      if (!hasTool('faketime')) this.skip(); // scripts/test-tools.sh installs it before the suite
+      requireTools(this, 'faketime'); // scripts/test-tools.sh installs it before the suite
     });
 
     it("a sweeper whose clock is 3 s ahead, or 1 h behind, leaves a live owner's tree alone", async () => {
@@ -86,7 +85,8 @@ describe('an owner\'s identity on real processes', () => {
 
   describe('across pid namespaces', () => {
     before(function () {
-      if (!isRoot || !hasTool('unshare')) this.skip();
+      requireRoot(this, 'to place processes at chosen pids and make pid namespaces');
+      requireTools(this, 'unshare');
     });
 
     /** Host pids of every process under `pid` (a namespace's processes, seen from the host). */
@@ -225,7 +225,7 @@ describe('an owner\'s identity on real processes', () => {
 describe("an MCP wrapper's owner (ownerIsChildOf)", () => {
   it('our child at the recorded pid counts only if it started at the recorded tick', async function () {
     const clock = hostClock();
-    if (!clock?.procIsOurs) this.skip();
+    requireEnvironment(this, !!clock?.procIsOurs, "a /proc of this process's own pid namespace");
     const child = spawn('sleep', ['60'], { stdio: 'ignore' });
     const grandchild = spawn('sh', ['-c', 'sleep 60 & wait'], { stdio: 'ignore' });
     register(child.pid!);

@@ -10,11 +10,13 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn, spawnSync } from 'child_process';
 import { processCore, TreeOwner } from '../../../src/proc';
-import { dirFor, hasTool, OTHER_UID, runBounded, startCli } from '../../support/cli';
+import { dirFor, runBounded, startCli } from '../../support/cli';
+import { AS_OTHER_USER, OTHER_UID, readableDir, scriptForOtherUser } from '../../support/otherUser';
 import { rolesOnce } from '../../support/fixtures';
-import { CLI, REPO, tmpDir } from '../../support/repo';
+import { CLI, tmpDir } from '../../support/repo';
 import { aliveOf, register, waitAllDead } from '../../support/started';
 import { waitFor } from '../../support/wait';
+import { requireCgroupTier, requireRoot, requireTools } from '../../support/environment';
 
 const core = processCore();
 const cgroupProbe = core.cgroupTier('auto');
@@ -35,15 +37,10 @@ function killAll(pids: number[]): void {
   }
 }
 
-const isRoot = process.getuid?.() === 0;
-
 for (const tier of ['cgroup', 'group'] as const) {
   describe(`a killer inside the tree it kills, ${tier} tier`, function () {
     before(function () {
-      if (tier === 'cgroup' && !cgroupProbe.tier) {
-        this.test!.parent!.title += ` (skipped: ${cgroupProbe.unavailable})`;
-        this.skip();
-      }
+      if (tier === 'cgroup') requireCgroupTier(this);
     });
     const tierArgs = tier === 'cgroup' ? [] : ['--no-cgroup'];
 
@@ -129,7 +126,7 @@ for (const tier of ['cgroup', 'group'] as const) {
 
 describe("a member in a child cgroup of the tree's cgroup", () => {
   it('an `env -i setsid -f` daemon that moved itself into <tree cgroup>/sub dies, and the report counts it', async function () {
-    if (!cgroupProbe.tier) this.skip();
+    requireCgroupTier(this);
     const mount = path.dirname(cgroupProbe.tier!.base);
     const records = tmpDir();
     const pids = path.join(tmpDir(), 'pids');
@@ -157,9 +154,9 @@ describe("a member in a child cgroup of the tree's cgroup", () => {
   });
 });
 
-describe('survivors and the real uid', () => {
+describe('survivors and the real uid (as another user)', () => {
   before(function () {
-    if (!isRoot) this.skip(); // switching users needs root
+    requireRoot(this, 'to switch users');
   });
 
   it('an ordinary owner counts and ends its own non-dumpable process (as ssh-agent is)', async () => {
@@ -243,42 +240,40 @@ time.sleep(60)' "$P" </dev/null >/dev/null 2>&1 &
 });
 
 describe('Kill Process outside our trees: the guard', () => {
-  // Run by a disposable "host" in a session of its own: if the guard failed, only the probe's own shell died.
-  const probeScript = (dir: string) => {
-    const script = path.join(dir, 'probe.js');
-    fs.writeFileSync(
-      script,
-      `const { TreeOwner, processCore } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc'))});
-const { LinuxProcessTable } = require(${JSON.stringify(path.join(REPO, 'out', 'src', 'proc', 'platform', 'linuxProcessTable'))});
+  /**
+   * The probe: a disposable "host" (run in a session of its own, so that if the guard failed only the probe's own
+   * shell died) that asks Kill Process for PID 1, its parent, itself, a sibling in its own group and the pids it is
+   * given, and prints what each got. Bundled where another user can run it too.
+   */
+  const probe = () =>
+    scriptForOtherUser(
+      'kill-process-probe',
+      `const { TreeOwner, processCore } = require('./src/proc');
+const { LinuxProcessTable } = require('./src/proc/platform/linuxProcessTable');
 const { spawn } = require('child_process');
+const fs = require('fs');
 (async () => {
-const table = new LinuxProcessTable();
-const owner = new TreeOwner({ core: processCore(), recordsDir: ${JSON.stringify(dir)}, cgroups: 'off' });
-const sibling = spawn('sleep', ['60'], { stdio: 'ignore' }); // our own process group
-while (!table.read(sibling.pid)) await new Promise((r) => setTimeout(r, 10));
-const targets = [1, process.ppid, process.pid, sibling.pid, ...process.argv.slice(2).map(Number)];
-const out = {};
-for (const pid of targets) {
-  const p = table.read(pid);
-  const r = p ? await owner.killForeignProcess(pid, p.startKey, 200) : { signalled: -1 };
-  out[pid] = { signalled: r.signalled, refused: r.refused, survivors: r.survivors };
-}
-out.sibling = sibling.pid;
-out.alive = targets.filter((pid) => { try { process.kill(pid, 0); return true; } catch { return false; } });
-sibling.kill('SIGKILL');
-process.stdout.write(JSON.stringify(out));
+  const table = new LinuxProcessTable();
+  const owner = new TreeOwner({ core: processCore(), recordsDir: fs.mkdtempSync('/tmp/agent-trees-probe-'), cgroups: 'off' });
+  const sibling = spawn('sleep', ['60'], { stdio: 'ignore' }); // our own process group
+  while (!table.read(sibling.pid)) await new Promise((r) => setTimeout(r, 10));
+  const targets = [1, process.ppid, process.pid, sibling.pid, ...process.argv.slice(2).map(Number)];
+  const out = {};
+  for (const pid of targets) {
+    const p = table.read(pid);
+    const r = p ? await owner.killForeignProcess(pid, p.startKey, 200) : { signalled: -1 };
+    out[pid] = { signalled: r.signalled, refused: r.refused, survivors: r.survivors };
+  }
+  out.sibling = sibling.pid;
+  out.alive = targets.filter((pid) => { try { process.kill(pid, 0); return true; } catch { return false; } });
+  sibling.kill('SIGKILL');
+  process.stdout.write(JSON.stringify(out));
 })().catch((e) => { process.stdout.write('ERROR ' + e.stack); });
 `,
     );
-    fs.chmodSync(dir, 0o755);
-    fs.chmodSync(script, 0o644);
-    return script;
-  };
 
   it('PID 1, its own parent, itself and its own group: refused, nothing signalled', () => {
-    const dir = tmpDir();
-    const script = probeScript(dir);
-    const ran = spawnSync('setsid', ['-w', 'sh', '-c', `"${process.execPath}" "${script}"; echo " sh-survived"`], {
+    const ran = spawnSync('setsid', ['-w', 'sh', '-c', `"${process.execPath}" "${probe()}"; echo " sh-survived"`], {
       encoding: 'utf8',
       timeout: 20_000,
     });
@@ -291,20 +286,18 @@ process.stdout.write(JSON.stringify(out));
     assert.ok(out.alive.includes(1) && out.alive.includes(out.sibling), JSON.stringify(out));
   });
 
-  it("another user's process: nothing signalled, no throw, the process lives", async function () {
-    if (!isRoot || !hasTool('setpriv')) this.skip();
+  it("another user's process: nothing signalled, no throw, the process lives (as another user)", async function () {
+    requireRoot(this, 'to switch users');
+    requireTools(this, 'setpriv');
     const victim = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
     register(victim.pid!);
     try {
       await waitFor('the sleep', () => table.read(victim.pid!));
-      const dir = tmpDir();
-      const script = probeScript(dir);
-      fs.chmodSync(dir, 0o777);
-      const ran = spawnSync(
-        'setpriv',
-        ['--reuid=12345', '--regid=12345', '--clear-groups', 'setsid', '-w', process.execPath, script, String(victim.pid)],
-        { encoding: 'utf8', timeout: 20_000 },
-      );
+      const ran = spawnSync('setpriv', [...AS_OTHER_USER, 'setsid', '-w', process.execPath, probe(), String(victim.pid)], {
+        encoding: 'utf8',
+        timeout: 20_000,
+        cwd: readableDir(),
+      });
       assert.doesNotMatch(ran.stdout, /^ERROR/, ran.stdout + ran.stderr);
       const out = JSON.parse(ran.stdout);
       const r = out[victim.pid!];

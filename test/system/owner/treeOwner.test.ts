@@ -11,6 +11,7 @@ import { tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { roleIn } from '../../support/fixtures';
 import { register } from '../../support/started';
+import { requireEnvironment } from '../../support/environment';
 
 const core = processCore();
 
@@ -78,7 +79,8 @@ describe("the owner's watch", function () {
         try {
           tree = owner.spawnTerminal({ command: 'sh', args: ['-c', 'exit 0'] });
         } catch (e) {
-          this.skip(); // no pseudo-terminals here
+          requireEnvironment(this, false, `pseudo-terminals: ${(e as Error).message}`);
+          return;
         }
         register(tree.child.pid);
         const id = tree.record.id;

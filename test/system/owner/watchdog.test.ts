@@ -7,17 +7,17 @@
 import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
-import { createRequire } from 'module';
 import * as path from 'path';
 import { processCore, processKey, RecordStore, TreeOwner } from '../../../src/proc';
 import { OWNER_EXIT_WAIT_MS, WATCHDOG_VARIABLE } from '../../../src/proc/owner/watchdog';
-import { hasTool, runBounded, runCli, startCli } from '../../support/cli';
+import { runBounded, runCli, startCli } from '../../support/cli';
 import { fixturePids } from '../../support/fixtures';
 import { identity, sweep } from '../../support/records';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { aliveOf, register, waitAllDead } from '../../support/started';
 import { treeRecord } from '../../support/synthetic';
 import { waitFor } from '../../support/wait';
+import { requireCgroupTier, requireTools } from '../../support/environment';
 
 const tree = (id: string) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100 });
 
@@ -62,15 +62,13 @@ function ms(t0: bigint): string {
   return (Number(process.hrtime.bigint() - t0) / 1e6).toFixed(0);
 }
 
-const cgroupProbe = processCore().cgroupTier('auto');
+/** The pseudo-terminal module the extension uses (a terminal's shell is started through one too). */
+const NODE_PTY = path.join(REPO, 'node_modules', '@lydell', 'node-pty');
 
 describe("the owner's watchdog", () => {
   for (const tier of ['cgroup', 'group'] as const) {
     it(`ends the trees of a SIGKILLed 'agent-trees run' and removes its record, with no other sweep (${tier} tier)`, async function () {
-      if (tier === 'cgroup' && !cgroupProbe.tier) {
-        this.test!.title += ` (skipped: ${cgroupProbe.unavailable})`;
-        this.skip();
-      }
+      if (tier === 'cgroup') requireCgroupTier(this);
       const records = tmpDir();
       const { command, pidfiles } = mixedTree();
       const run = startCli(['run', '--records', records, ...(tier === 'group' ? ['--no-cgroup'] : []), '--', ...command]);
@@ -94,32 +92,28 @@ describe("the owner's watchdog", () => {
 
   it("ends the trees of a SIGKILLed TreeOwner even while the owner's pty child lives on", async function () {
     // A child the owner spawned some other way (here through node-pty, as a terminal would be) must not hold a
-    // copy of the owner's end of the pipe, or the owner's death would go unnoticed. code-server ships node-pty.
-    const nodePty = path.join(REPO, '.tools', 'code-server', 'node_modules', 'code-server', 'lib', 'vscode', 'node_modules', 'node-pty');
+    // copy of the owner's end of the pipe, or the owner's death would go unnoticed.
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');
     const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), records, 'ignore-term', pidfile, 'off'], {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, WATCHDOG_CLI: CLI, ...(fs.existsSync(nodePty) ? { PTY_CHILD: nodePty } : {}) },
+      env: { ...process.env, WATCHDOG_CLI: CLI, PTY_CHILD: NODE_PTY },
     });
     register(owner.pid!);
     const line = await new Promise<string>((resolve) => owner.stdout!.once('data', (d) => resolve(String(d))));
     const [, , watchdogPid, ptyPid] = line.trim().split(' ').map(Number);
     assert.ok(watchdogPid > 0, 'the owner has a watchdog');
-    if (ptyPid) register(ptyPid);
+    assert.ok(ptyPid > 0, 'the owner has a pty child');
+    register(ptyPid);
     const pids = await fixturePids(pidfile);
     // Its shell ignores SIGHUP, then execs sleep: until then the owner's death (its pty master closing) ends it.
-    if (ptyPid) await waitFor('the pty child to ignore SIGHUP', () => path.basename(fs.readlinkSync(`/proc/${ptyPid}/exe`)) === 'sleep');
+    await waitFor('the pty child to ignore SIGHUP', () => path.basename(fs.readlinkSync(`/proc/${ptyPid}/exe`)) === 'sleep');
     owner.kill('SIGKILL');
     assert.deepStrictEqual(await waitAllDead(pids.all, 10_000), [], 'the SIGTERM-ignoring tree ended');
     await waitFor('the record to be removed', () => fs.readdirSync(records).length === 0);
     await waitFor('the watchdog to exit', () => !table.read(watchdogPid));
-    if (ptyPid) {
-      assert.strictEqual(aliveOf([ptyPid]).length, 1, 'the pty child (no tree member) lived on, holding no copy of the pipe');
-      process.kill(ptyPid, 'SIGKILL');
-    } else {
-      this.test!.title += ' (node-pty not installed: no pty child)';
-    }
+    assert.strictEqual(aliveOf([ptyPid]).length, 1, 'the pty child (no tree member) lived on, holding no copy of the pipe');
+    process.kill(ptyPid, 'SIGKILL');
   });
 
   it("no process but the owner holds the owner's end of the pipe: not its trees, not a pty child", async function () {
@@ -128,25 +122,18 @@ describe("the owner's watchdog", () => {
     const piped = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'pipe' });
     const inherited = owner.spawn({ command: 'sleep', args: ['60'], stdio: ['ignore', 'inherit', 'inherit'] });
     const children = [piped.child.pid!, inherited.child.pid!];
-    const nodePty = path.join(REPO, '.tools', 'code-server', 'node_modules', 'code-server', 'lib', 'vscode', 'node_modules', 'node-pty');
-    let pty: { pid: number; kill(signal?: string): void } | undefined;
-    if (fs.existsSync(nodePty)) {
-      pty = (
-        createRequire(__filename)(nodePty) as {
-          spawn(file: string, args: string[], options: object): { pid: number; kill(signal?: string): void };
-        }
-      ).spawn('sleep', ['60'], {});
-      children.push(pty.pid);
-    }
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the pseudo-terminal module, by path
+    const nodePty = require(NODE_PTY) as { spawn(file: string, args: string[], options: object): { pid: number; kill(signal?: string): void } };
+    const pty = nodePty.spawn('sleep', ['60'], {});
+    children.push(pty.pid);
     children.forEach(register);
     try {
       // node-pty returns right after its fork, before the child's exec (Node's spawn returns after it): until the
       // exec the child holds a copy of every descriptor, close-on-exec or not.
-      if (pty)
-        await waitFor(
-          'the pty child to exec',
-          () => fs.readlinkSync(`/proc/${pty!.pid}/exe`) === '/usr/bin/sleep' || fs.readlinkSync(`/proc/${pty!.pid}/exe`) === '/bin/sleep',
-        );
+      await waitFor(
+        'the pty child to exec',
+        () => fs.readlinkSync(`/proc/${pty.pid}/exe`) === '/usr/bin/sleep' || fs.readlinkSync(`/proc/${pty.pid}/exe`) === '/bin/sleep',
+      );
       const watchdog = owner.watchdogPid!;
       assert.ok(watchdog, 'a watchdog runs');
       const fd = (owner as unknown as { watchdog: { child: { stdin: { _handle: { fd: number } } } } }).watchdog.child.stdin._handle.fd;
@@ -179,10 +166,9 @@ describe("the owner's watchdog", () => {
       }
       assert.deepStrictEqual(holders, [process.pid], `only the owner holds its end (children: ${children.join(', ')})`);
     } finally {
-      pty?.kill('SIGKILL');
+      pty.kill('SIGKILL');
       await owner.dispose(0);
     }
-    if (!pty) this.test!.title += ' (node-pty not installed: plain children only)';
   });
 
   it('a clean exit leaves no watchdog: the CLI after its command exits, an owner after its last tree ended or on dispose', async () => {
@@ -301,11 +287,7 @@ describe("the owner's watchdog", () => {
   });
 
   it("outlives a kill of its owner's whole cgroup (root cgroup tier): it is in a cgroup of its own", async function () {
-    const tier = cgroupProbe.tier;
-    if (tier?.kind !== 'directory') {
-      this.test!.title += ' (skipped: needs the root cgroup tier)';
-      this.skip();
-    }
+    const tier = requireCgroupTier(this, 'directory');
     // The owner runs in a cgroup of the test's, as a service's process would; killing that cgroup is a
     // `systemctl stop`. Its tree (own cgroup) and its watchdog (the watchdogs cgroup) are outside it.
     const ownerCgroup = path.join(tier.base, `test-owner-${process.pid}-${Date.now()}`);
@@ -354,7 +336,7 @@ describe("the watchdog's wait for its owner to finish exiting, across a wall-clo
   // wall clock, a clock running fast (faketime x1000, as a step forward would) would end that wait at once with
   // "owner still running: nothing swept", and the dead owner's trees would run on until some later sweep.
   it('waits on a monotonic clock: an owner that ends within the wait is proven gone', async function () {
-    if (!hasTool('faketime')) this.skip();
+    requireTools(this, 'faketime');
     const owner = spawn('sleep', ['1.5'], { stdio: 'ignore' });
     register(owner.pid!);
     const startKey = (await waitFor('the owner', () => table.read(owner.pid!))).startKey;

@@ -8,10 +8,12 @@ import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { processCore, ProcessIdentity, windowKey, WindowLease } from '../../../src/proc';
+import { OTHER_UID } from '../../support/otherUser';
 import { WINDOW_FILE_PREFIX } from '../../../src/proc/owner/windowLease';
 import { REPO, tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { register } from '../../support/started';
+import { isRoot, requireEnvironment } from '../../support/environment';
 
 /** This process's table, to read the processes a test started. */
 const table = processCore().table;
@@ -156,8 +158,9 @@ describe('window takeover', () => {
       ['a FIFO', () => spawnSync('mkfifo', [planted])],
       ['a symlink', () => fs.symlinkSync('/etc/passwd', planted)],
     ];
-    const foreign = process.getuid?.() === 0;
-    if (foreign) kinds.push(["another user's file", () => (fs.writeFileSync(planted, ''), fs.chownSync(planted, 12345, 12345))]);
+    const foreign = isRoot;
+    requireEnvironment(this, foreign, 'root, to plant a file of another user', { part: true });
+    if (foreign) kinds.push(["another user's file", () => (fs.writeFileSync(planted, ''), fs.chownSync(planted, OTHER_UID, OTHER_UID))]);
     try {
       for (const [what, plant] of kinds) {
         plant();
@@ -173,7 +176,6 @@ describe('window takeover', () => {
       l.dispose();
       await stop(otherKey);
     }
-    if (!foreign) this.test!.title += ' (not root: no file of another user)';
   });
 
   it('never hands over to itself, and sends round trips only while it owns trees', async () => {

@@ -10,6 +10,7 @@ import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable'
 import { tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { register, waitAllDead } from '../../support/started';
+import { requireRoot, skipBecause } from '../../support/environment';
 
 /** `sh` (in a group of its own) that waits for `<dir>/go`, then execs `then` (a shell command line): pid and start time stay. */
 function execOnGo(then: string): { child: ChildProcess; go: () => void; dir: string } {
@@ -122,7 +123,7 @@ describe('LinuxProcessTable censuses: what started since the last one', function
   ]) {
     it(`reads a pid again when allocation came round to it (${title}): a new process at a pid seen before is a newcomer`, async function () {
       const maxPid = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
-      if (process.getuid?.() !== 0) this.skip(); // moving ns_last_pid needs root
+      requireRoot(this, 'to move ns_last_pid');
       const table = new LinuxProcessTable();
       const first = spawn('sleep', ['60'], { stdio: 'ignore' });
       register(first.pid!);
@@ -130,7 +131,7 @@ describe('LinuxProcessTable censuses: what started since the last one', function
       const started = [first];
       try {
         const lastPid = lastPidAtCensus(pid, maxPid);
-        if (lastPid === pid || lastPid >= maxPid || pid < 400) this.skip(); // no room on this side of the pid
+        if (lastPid === pid || lastPid >= maxPid || pid < 400) skipBecause(this, `no room for the census on this side of pid ${pid}`);
         fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(lastPid));
         table.snapshotOfNewcomers([], []);
         first.kill('SIGKILL');
@@ -142,7 +143,7 @@ describe('LinuxProcessTable censuses: what started since the last one', function
           started.push(second);
           if (second.pid) register(second.pid);
         }
-        if (second?.pid !== pid) this.skip(); // something else on the machine took the pid each time
+        if (second?.pid !== pid) skipBecause(this, 'another process of the machine took the pid each of 20 times');
         const census = table.snapshotOfNewcomers([], []);
         const now = table.read(pid);
         assert.ok(now, 'the new holder runs');

@@ -8,7 +8,7 @@ import * as path from 'path';
 import { execFileSync, spawn } from 'child_process';
 import { RecordStore } from '../../../src/proc';
 import { sameProcess } from '../../../src/proc/identity/ownerIdentity';
-import { OTHER_UID } from '../../support/cli';
+import { OTHER_UID } from '../../support/otherUser';
 import { REPO, tmpDir } from '../../support/repo';
 import { register } from '../../support/started';
 import { identity } from '../../support/records';

@@ -12,19 +12,18 @@ import { setAsidePreviousRecord } from '../../../src/proc/records/previousRecord
 import { MAX_RECORD_BYTES } from '../../../src/proc/records/schema';
 import { CLI, tmpDir } from '../../support/repo';
 import { aliveOf, waitAllDead } from '../../support/started';
-import { hasTool, runBounded } from '../../support/cli';
+import { runBounded } from '../../support/cli';
+import { AS_OTHER_USER, OTHER_UID, readableDir } from '../../support/otherUser';
 import { cliOwners, deadPid, identity, sweep, sweepJson, unrelatedLeader } from '../../support/records';
 import { treeRecord } from '../../support/synthetic';
+import { requireRoot, requireTools } from '../../support/environment';
 
 const node = process.execPath;
-const isRoot = process.getuid?.() === 0;
 const tree = (id: string, extra = {}) => treeRecord(id, { rootStartTime: 1_700_000_000_000, trackedAt: 1_700_000_000_100, ...extra });
 
 describe('records nobody else can plant', () => {
-  const other = 12345;
-
   it('refuses every file of a folder others can write, and moves nothing', function () {
-    if (process.getuid?.() !== 0) this.skip();
+    requireRoot(this, 'as the records folders of these tests are root\'s');
     const store = new RecordStore(tmpDir());
     store.write({ pid: 21, startTime: 1 }, [tree('t')]);
     fs.chmodSync(store.dir, 0o1777);
@@ -37,12 +36,12 @@ describe('records nobody else can plant', () => {
   });
 
   it("refuses another user's file, a file others can write, a symlink, a FIFO and a folder, each left in place", function () {
-    if (process.getuid?.() !== 0) this.skip();
+    requireRoot(this, 'to give a file to another user');
     const store = new RecordStore(tmpDir());
     const f = (name: string) => path.join(store.dir, name);
     const valid = (pid: number) => JSON.stringify({ version: 1, owner: { pid, startTime: 1 }, trees: [tree(`t${pid}`)] });
     fs.writeFileSync(f('41.json'), valid(41), { mode: 0o600 });
-    fs.chownSync(f('41.json'), other, other);
+    fs.chownSync(f('41.json'), OTHER_UID, OTHER_UID);
     fs.writeFileSync(f('42.json'), valid(42));
     fs.chmodSync(f('42.json'), 0o666);
     const target = path.join(tmpDir(), 'secret-target-name');
@@ -54,7 +53,7 @@ describe('records nobody else can plant', () => {
     const { records, problems } = store.list({ setAside: true });
     assert.deepStrictEqual(records, []);
     const byFile = new Map(problems.map((p) => [path.basename(p.file), p.problem]));
-    assert.match(byFile.get('41.json')!, new RegExp(`owned by uid ${other}, not by this user`));
+    assert.match(byFile.get('41.json')!, new RegExp(`owned by uid ${OTHER_UID}, not by this user`));
     assert.match(byFile.get('42.json')!, /writable by other users \(mode 666\)/);
     assert.match(byFile.get('43.json')!, /a symbolic link, not a regular file: not followed/);
     assert.doesNotMatch(byFile.get('43.json')!, /secret|target|tmp\/agent/);
@@ -65,8 +64,9 @@ describe('records nobody else can plant', () => {
     assert.deepStrictEqual(fs.readdirSync(store.dir).sort(), ['41.json', '42.json', '43.json', '44.json', '45.json', '46.json']);
   });
 
-  it("refuses a record uid 12345 planted in a 1777 folder naming a root process's group, tracked in the future", async function () {
-    if (!isRoot || !hasTool('setpriv')) this.skip();
+  it("refuses a record uid 12345 planted in a 1777 folder naming a root process's group, tracked in the future (as another user)", async function () {
+    requireRoot(this, 'to write a record as another user');
+    requireTools(this, 'setpriv');
     const records = tmpDir();
     fs.chmodSync(records, 0o1777);
     const { child: victim } = await unrelatedLeader();
@@ -91,23 +91,18 @@ describe('records nobody else can plant', () => {
         },
       ],
     };
-    execFileSync('setpriv', [
-      '--reuid=12345',
-      '--regid=12345',
-      '--clear-groups',
-      node,
-      '-e',
-      `require('fs').writeFileSync(${JSON.stringify(planted)}, ${JSON.stringify(JSON.stringify(record))})`,
-    ]);
+    execFileSync('setpriv', [...AS_OTHER_USER, node, '-e', `require('fs').writeFileSync(${JSON.stringify(planted)}, ${JSON.stringify(JSON.stringify(record))})`], {
+      cwd: readableDir(),
+    });
     try {
-      assert.strictEqual(fs.statSync(planted).uid, 12345);
+      assert.strictEqual(fs.statSync(planted).uid, OTHER_UID);
       // As planted: a folder anyone can write.
       let ran = await runBounded(node, [CLI, 'sweep', '--records', records, '--json', '--grace', '1']);
       assert.match(JSON.stringify(sweepJson(ran).problems), /writable by other users \(mode 1777\)/);
       // The folder closed again, the file still another user's.
       fs.chmodSync(records, 0o700);
       ran = await runBounded(node, [CLI, 'sweep', '--records', records, '--json', '--grace', '1']);
-      assert.match(JSON.stringify(sweepJson(ran).problems), /owned by uid 12345, not by this user/);
+      assert.match(JSON.stringify(sweepJson(ran).problems), new RegExp(`owned by uid ${OTHER_UID}, not by this user`));
       // Even as our own file: tracked in the future is impossible, so it is not trusted.
       fs.chownSync(planted, 0, 0);
       fs.chmodSync(planted, 0o600);

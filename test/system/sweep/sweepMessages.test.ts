@@ -9,6 +9,7 @@ import { removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgr
 import { REPO, tmpDir } from '../../support/repo';
 import { fixturePids } from '../../support/fixtures';
 import { register, waitAllDead } from '../../support/started';
+import { requireCgroupTier } from '../../support/environment';
 
 /** A logger that keeps its info and warning lines. */
 function capture(): Logger & { lines: string[] } {
@@ -61,8 +62,7 @@ describe('what a sweep says: what it found and where it came from', function () 
   });
 
   it('an empty cgroup no record names: the agent tree it was made for, when, and why it was left', function () {
-    const tier = processCore().cgroupTier('auto').tier;
-    if (!tier || tier.kind !== 'directory') this.skip();
+    const tier = requireCgroupTier(this, 'directory');
     const id = `${process.pid.toString(16)}feed`;
     const dir = treeCgroupPath(tier, id);
     fs.mkdirSync(dir);

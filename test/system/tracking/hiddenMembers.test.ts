@@ -7,7 +7,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { spawn, spawnSync } from 'child_process';
+import { spawn } from 'child_process';
 import { processCore, TreeOwner } from '../../../src/proc';
 import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
 import { FIXTURES, tmpDir } from '../../support/repo';
@@ -15,6 +15,7 @@ import { waitFor } from '../../support/wait';
 import { fileText, roleIn } from '../../support/fixtures';
 import { aliveOf, register, waitAllDead } from '../../support/started';
 import { pidsOf, queryOf, RecordingTable, spawnEscaper, tracked } from '../../support/ownedTrees';
+import { requireCgroupTier, requireEnvironment, requireRoot, requireTools, skipBecause } from '../../support/environment';
 
 const core = processCore();
 
@@ -111,7 +112,10 @@ describe('pid allocation that goes round behind the census', function () {
   // it. Every THOROUGH_SCAN_EVERY-th full scan reads every process (kills, on a full scan, reach it anyway).
   it('a daemon left at a pid the census saw before, with allocation moved round by failing forks, is shown within a minute', async function () {
     const pidMax = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
-    if (pidMax > 100_000 || process.arch !== 'x64' || spawnSync('perl', ['-e', '1']).status !== 0) this.skip(); // ~pid_max failing forks
+    // The attacker needs about pid_max failing forks, and its system calls are x86-64's.
+    if (pidMax > 100_000) skipBecause(this, `pid_max is ${pidMax}: the attack would take about as many failing forks`);
+    if (process.arch !== 'x64') skipBecause(this, `the fixture's system calls are x86-64's, this is ${process.arch}`);
+    requireTools(this, 'perl');
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const script = path.join(FIXTURES, 'pidWrap.pl');
@@ -130,18 +134,18 @@ describe('pid allocation that goes round behind the census', function () {
     let daemon: number | undefined;
     try {
       await waitFor('the attacker', () => /^(ready|failed)/m.test(fileText(pidfile)));
-      if (/^failed/m.test(fileText(pidfile))) this.skip(); // no user namespaces here
+      requireEnvironment(this, !/^failed/m.test(fileText(pidfile)), `user namespaces, for failing forks (${fileText(pidfile).trim()})`);
       assert.strictEqual(refresh([queryOf(owner, id)]).fullScan, true, 'the first census reads every process');
       const lastPidAtCensus = Number(fs.readFileSync('/proc/sys/kernel/ns_last_pid', 'utf8'));
       const target = old.pid!;
-      if (target < 400 || target >= lastPidAtCensus) this.skip(); // no room below
+      if (target < 400 || target >= lastPidAtCensus) skipBecause(this, `no room below pid ${target} for the attack`);
       old.kill('SIGKILL');
       await waitFor('the old holder to be reaped', () => !fs.existsSync(`/proc/${target}`));
       tree.child.stdin!.write(`${target} ${lastPidAtCensus + 20}\n`);
       await waitFor('the daemon', () => /^(daemon|failed)/m.test(fileText(pidfile)), 150_000).catch((e: Error) =>
         assert.fail(`${e.message}: ${fileText(pidfile)}`),
       );
-      if (/^failed/m.test(fileText(pidfile))) this.skip(); // the machine kept taking that pid
+      if (/^failed/m.test(fileText(pidfile))) skipBecause(this, 'another process of the machine kept taking the pid');
       daemon = roleIn(pidfile, 'daemon')!;
       register(daemon);
       assert.strictEqual(daemon, target);
@@ -165,15 +169,13 @@ describe('pid allocation that goes round behind the census', function () {
 
 describe('a member that leaves the cgroup (root)', function () {
   this.timeout(60_000);
-  const cgroupProbe = core.cgroupTier('auto');
-
   // As root a member can write its pid into another cgroup's cgroup.procs. The view refreshes a tree in the cgroup
   // tier from the cgroup's listing alone (no census), so such a member is never shown (a known limit, pinned here);
   // but the kill, after cgroup.kill and the wait on the cgroup's listing, resolves on a full scan and ends it, and
   // the owner's watch keeps the tree while it runs.
   it('is never shown by the view, but the kill ends it and the watch keeps the tree until it does', async function () {
-    if (process.getuid?.() !== 0 || !cgroupProbe.tier || cgroupProbe.tier.kind !== 'directory') this.skip();
-    const mount = path.dirname(cgroupProbe.tier.base);
+    requireRoot(this, 'to move a member to another cgroup');
+    const mount = path.dirname(requireCgroupTier(this, 'directory').base);
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto', watchIntervalMs: 20 });
     const pidfile = path.join(tmpDir(), 'pids');
     const script = `sh -c 'echo $$ > "$1/cgroup.procs"; echo "out $$" >> "$0"; exec sleep 60' "$0" "$1" & sleep 0.3; exit 0`;
@@ -226,7 +228,7 @@ describe('a known member whose pid goes to an unrelated process', function () {
   // process of another session given that pid (ns_last_pid, root) is read but is no member by the core's rules, so
   // it is not shown; a kill from the old row, or from a row naming the new holder, signals nothing.
   it('is read by the walk but never shown, and a kill from its row ends nothing', async function () {
-    if (process.getuid?.() !== 0) this.skip(); // moving ns_last_pid needs root
+    requireRoot(this, 'to move ns_last_pid');
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const tree = owner.spawn({ command: 'sh', args: ['-c', 'while :; do sleep 60 & wait; done'], stdio: 'ignore' });
     register(tree.child.pid!);
@@ -248,7 +250,7 @@ describe('a known member whose pid goes to an unrelated process', function () {
         started.push(stranger);
         if (stranger.pid) register(stranger.pid);
       }
-      if (stranger?.pid !== member.pid) this.skip(); // the machine kept taking that pid
+      if (stranger?.pid !== member.pid) skipBecause(this, 'another process of the machine took the pid each of 20 times');
       const now = new LinuxProcessTable().read(member.pid)!;
       clock.now += 1000;
       const r = refresh([queryOf(owner, id)]);

@@ -16,17 +16,17 @@ import { sleep, waitFor } from '../../support/wait';
 import { fixturePids, roleIn } from '../../support/fixtures';
 import { aliveOf, register, waitAllDead } from '../../support/started';
 import { pidsOf, queryOf, RecordingTable, sorted, tracked } from '../../support/ownedTrees';
+import { requireCgroupTier, requireEnvironment } from '../../support/environment';
 
 /** This process's guard and cgroups (the table under test is each test's own). */
 const core = processCore();
-const cgroupProbe = core.cgroupTier('auto');
 
 describe('member tracking: the same members as a full resolution', function () {
   this.timeout(60_000);
   for (const tier of ['cgroup', 'group'] as const) {
     for (const { mode, title } of SCENARIOS) {
       it(`${tier} tier, ${title}`, async function () {
-        if (tier === 'cgroup' && !cgroupProbe.tier) this.skip();
+        if (tier === 'cgroup') requireCgroupTier(this);
         const cgroups = tier === 'cgroup' ? 'auto' : 'off';
         const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
         const table = new RecordingTable();
@@ -45,7 +45,7 @@ describe('member tracking: the same members as a full resolution', function () {
             return fs.existsSync(pidfile) && /^(ready|unsupported) /m.test(fs.readFileSync(pidfile, 'utf8'));
           });
           const fixture = (pids = await fixturePids(pidfile));
-          if (fixture.roles.has('unsupported')) this.skip();
+          if (fixture.roles.has('unsupported')) requireEnvironment(this, false, 'root, to choose the next pid (ns_last_pid) for the wraparound fixture');
           if (mode === 'forker') await sleep(300);
           const scansBefore = table.fullScans;
           const incremental = refresh([queryOf(owner, id)]);
@@ -332,7 +332,7 @@ describe('member tracking: what a refresh reads', function () {
   });
 
   it('cgroup tier: members from the cgroup and every cgroup below it, scrubbed daemon too, without a full scan', async function () {
-    if (!cgroupProbe.tier || cgroupProbe.tier.kind !== 'directory') this.skip();
+    requireCgroupTier(this, 'directory');
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pids');
     // One member moves into a cgroup of its own below the tree's; another leaves as a scrubbed daemon.

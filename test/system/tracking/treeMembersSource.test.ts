@@ -10,6 +10,7 @@ import { fixturePids } from '../../support/fixtures';
 import { pidsOf, queryOf, sorted } from '../../support/ownedTrees';
 import { FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { register, waitAllDead } from '../../support/started';
+import { requireCgroupTier } from '../../support/environment';
 
 const core = processCore();
 
@@ -70,7 +71,7 @@ describe("the view's member source", function () {
   });
 
   it('reads only the cgroup, and finds what a full resolution finds', async function () {
-    if (!processCore().cgroupTier('auto').tier) this.skip();
+    requireCgroupTier(this);
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['daemon-scrubbed', pidfile], stdio: 'ignore', cgroups: 'auto' });
