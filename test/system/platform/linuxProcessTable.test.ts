@@ -7,16 +7,24 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { ownerState } from '../../../src/proc/identity/ownerIdentity';
 import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
+import { TREE_ID_VARIABLE } from '../../../src/proc/platform/processTable';
 import { tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { register, waitAllDead } from '../../support/started';
 import { requireRoot, skipBecause } from '../../support/environment';
 
-/** `sh` (in a group of its own) that waits for `<dir>/go`, then execs `then` (a shell command line): pid and start time stay. */
-function execOnGo(then: string): { child: ChildProcess; go: () => void; dir: string } {
+/**
+ * `sh` (in a group of its own, with `env` added to ours) that waits for `<dir>/go`, then execs `then` (a shell
+ * command line): pid and start time stay.
+ */
+function execOnGo(then: string, env: NodeJS.ProcessEnv = {}): { child: ChildProcess; go: () => void; dir: string } {
   const dir = tmpDir();
   const go = path.join(dir, 'go');
-  const child = spawn('/bin/sh', ['-c', `while [ ! -e "$0" ]; do sleep 0.02; done; exec ${then}`, go], { stdio: 'ignore', detached: true });
+  const child = spawn('/bin/sh', ['-c', `while [ ! -e "$0" ]; do sleep 0.02; done; exec ${then}`, go], {
+    stdio: 'ignore',
+    detached: true,
+    env: { ...process.env, ...env },
+  });
   register(child.pid!);
   return { child, go: () => fs.writeFileSync(go, ''), dir };
 }
@@ -168,4 +176,30 @@ describe('LinuxProcessTable processes', () => {
     assert.strictEqual(ownerState(table, { pid: zombie, startTime: Date.now() }), 'dead');
     parent.kill('SIGKILL');
   });
+});
+
+// A tag read before an exec that dropped it (`env -i`) would keep a process a member for one table and not for
+// another that read it later: membership would depend on which table read it first.
+describe('LinuxProcessTable tags', () => {
+  for (const [title, then] of [
+    ['after it exec\'d another program (comm changed)', 'env -i sleep 60'],
+    ['after a young process exec\'d the same program with a scrubbed environment', "env -i /bin/sh -c 'sleep 60; exit 0'"],
+  ] as const) {
+    it(`reads a process's tags again ${title}: what it carries now, whichever table read it first`, async () => {
+      const early = new LinuxProcessTable();
+      const started = execOnGo(then, { [TREE_ID_VARIABLE]: 'tags-after-exec' });
+      const { child, go } = started;
+      const pid = child.pid!;
+      try {
+        const taggedNow = (t: LinuxProcessTable) => (t.snapshotOf([pid]).tagged().get('tags-after-exec') ?? []).map((p) => p.pid);
+        await waitFor('the tagged shell', () => taggedNow(early).includes(pid));
+        go();
+        await waitFor('the exec', () => procCmdline(pid).startsWith(then.startsWith('env -i sleep') ? 'sleep' : '/bin/sh -c sleep'));
+        assert.deepStrictEqual(taggedNow(new LinuxProcessTable()), [], 'a table reading it now: no tag');
+        assert.deepStrictEqual(taggedNow(early), [], 'the table that read it before the exec: no tag either');
+      } finally {
+        await end(started);
+      }
+    });
+  }
 });
