@@ -1,5 +1,5 @@
 /**
- * Watchdog benchmark (issue 15), side by side with no watchdog:
+ * Watchdog benchmark, side by side with no watchdog:
  *   1. idle cost per owner (window): the owner with 3 sleeping trees, without a watchdog and with each way of
  *      noticing its death: ours (/bin/sh blocked in read on a pipe whose write end the owner holds), a resident
  *      Node process on the same pipe, a resident Node process polling /proc every 500 ms, one sh per tree

@@ -107,7 +107,7 @@ describe("Agent Trees: the window's terminals", function () {
   async function closeAndFind(shell: Shell) {
     shell.terminal.dispose();
     return waitFor('the close to be handled', () =>
-      hooks.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'),
+      hooks.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'), EVENTUALLY,
     );
   }
 
@@ -204,7 +204,7 @@ describe("Agent Trees: the window's terminals", function () {
     const root = roles.get('root')![0];
     started.add([root]);
     const row = await waitFor('the run in the view', async () =>
-      (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
+      (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'), EVENTUALLY,
     );
     assert.strictEqual(row.contextValue, 'windowTree.live.deadline');
     assert.match(row.description ?? '', /^agent-trees run · 0:0\d left · \d+ processes/);
@@ -212,7 +212,7 @@ describe("Agent Trees: the window's terminals", function () {
     await waitFor('the tree died at its timeout', () => !processes.isAlive(root), 20_000);
     await waitFor(
       'the run gone from the view',
-      async () => !(await hooks.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
+      async () => !(await hooks.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'), EVENTUALLY,
     );
     terminal.dispose();
   });
@@ -231,7 +231,7 @@ describe("Agent Trees: the window's terminals", function () {
       const root = (await fixturePids(file)).roles.get('root')![0];
       started.add([root]);
       const row = await waitFor(`${label} in the view`, async () =>
-        (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === label),
+        (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === label), EVENTUALLY,
       );
       started.add(pidsUnder(row));
       return { root, row };

@@ -11,7 +11,7 @@ type NotYet<T> = T | undefined | null | false | 0 | '';
 export interface WaitOptions {
   /** How long to wait at most (10 s unless given). */
   timeoutMs?: number;
-  /** How often to look (every 20 ms unless given). */
+  /** How often to look (every 50 ms unless given). */
   everyMs?: number;
 }
 
@@ -25,7 +25,7 @@ export async function waitFor<T>(
   probe: () => NotYet<T> | PromiseLike<NotYet<T>>,
   timeoutOrOptions: number | WaitOptions = {},
 ): Promise<T> {
-  const { timeoutMs = 10_000, everyMs = 20 } = typeof timeoutOrOptions === 'number' ? { timeoutMs: timeoutOrOptions } : timeoutOrOptions;
+  const { timeoutMs = 10_000, everyMs = 50 } = typeof timeoutOrOptions === 'number' ? { timeoutMs: timeoutOrOptions } : timeoutOrOptions;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const last = Date.now() >= deadline;

@@ -75,9 +75,7 @@ describe('the members of the runs, on request', () => {
     }
     assert.deepStrictEqual(await waitAllDead([...pa.all, ...pb.all]), []);
   });
-});
 
-describe("the API's members (RunMembers)", () => {
   const settings = () => ({ defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true });
 
   it('no runs, or only ended ones: nothing read, however often asked', async () => {

@@ -174,7 +174,7 @@ describe('member tracking: a terminal of the window', function () {
   // with a scrubbed environment went into the terminal's `seen`, and a full resolution then took them as members:
   // End Everything Under This Terminal (and a close) ended them.
   it("does not show the editor's own tagged processes under a terminal, nor end them with it", async () => {
-    const tag = `attack14-window-${process.pid}`;
+    const tag = `editor-window-${process.pid}`;
     const dir = tmpDir();
     const fifo = path.join(dir, 'go');
     const pidfile = path.join(dir, 'pids');
