@@ -163,7 +163,7 @@ echo "time: $(($(date +%s) - started)) s"
 # Why each skipped test was skipped (kind<TAB>tests<TAB>reason<TAB>test lines), by reason.
 if [[ -s $AGENT_TREES_SKIP_LOG ]]; then
   echo "skipped, and why:"
-  awk -F'\t' '{ n[$1 ": " $3] += $2 } END { for (r in n) printf "  %d × %s\n", n[r], r }' "$AGENT_TREES_SKIP_LOG" | sort -t'×' -k2
+  awk -F'\t' '{ n[$1 ": " $3] += $2 } END { for (r in n) printf "  %d × %s\n", n[r], r }' "$AGENT_TREES_SKIP_LOG" | sort -k3
 fi
 for n in "${notes[@]}"; do echo "note: $n"; done
 if [[ $passed == 0 && $failed == 0 ]]; then
