@@ -18,7 +18,9 @@ export interface WaitOptions {
 /**
  * Looks at `probe` until it gives a value (anything but undefined, null, false, 0 or '') and resolves with that
  * value; at the deadline it throws "timed out after N ms waiting for <what>". `what` may be a function: it is read
- * only then, so it can say what was seen. The probe may be async; it is looked at once more at the deadline.
+ * only then, so it can say what was seen. The probe may be async. Past the deadline it looks once more, after the
+ * events already due (output of a child, say) have been handled: on a loaded machine this process may get no CPU for
+ * a while, and when it runs again its timer comes before the events that arrived meanwhile.
  */
 export async function waitFor<T>(
   what: string | (() => string),
@@ -28,10 +30,11 @@ export async function waitFor<T>(
   const { timeoutMs = 10_000, everyMs = 50 } = typeof timeoutOrOptions === 'number' ? { timeoutMs: timeoutOrOptions } : timeoutOrOptions;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const last = Date.now() >= deadline;
+    const late = Date.now() >= deadline;
+    if (late) await new Promise((resolve) => setImmediate(resolve)); // after the I/O events already waiting
     const value = await probe();
     if (value) return value;
-    if (last) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
+    if (late) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await sleep(Math.min(everyMs, Math.max(0, deadline - Date.now())));
   }
 }

@@ -17,6 +17,12 @@ function inTerminal(runArgs: string, size = { cols: 100, rows: 30 }, cli = CLI):
   return new OuterTerminal('/bin/sh', ['-c', line], size);
 }
 
+/**
+ * How long a whole shell line may take: node starts the CLI, which runs its agent on a terminal of its own, then stty
+ * and two echoes. Under a loaded machine's scheduling that can take a while; only a failure waits this long.
+ */
+const SHELL_LINE_MS = 30_000;
+
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const modeAfter = (t: OuterTerminal) => t.output.slice(t.output.lastIndexOf('exit='));
 
@@ -41,7 +47,7 @@ describe('agent-trees run in a terminal', function () {
     t.pty.write('x');
     await probeEvent(file, (e) => e.event === 'key' && e.key === 'x', 'a key without Enter');
     t.pty.write('q');
-    await t.waitOutput(/done/, 'the shell line to finish');
+    await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
     assert.match(modeAfter(t), /exit=0/);
     assert.match(modeAfter(t), / icanon /, 'line mode restored');
     assert.match(modeAfter(t), / echo /, 'echo restored');
@@ -58,14 +64,14 @@ describe('agent-trees run in a terminal', function () {
     t.pty.write('\x03');
     await probeEvent(file, (e) => e.event === 'sigint', 'SIGINT in the agent');
     t.pty.write('q');
-    await t.waitOutput(/done/, 'the shell line to finish');
+    await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
     assert.match(modeAfter(t), /exit=0/, "run exited with the agent's code, not 130");
   });
 
   it("passes output through unchanged: no \\r added to what the agent's terminal already turned into \\r\\n", async () => {
     const records = tmpDir();
     const t = inTerminal(`--records "${records}" -- printf 'a\\nb\\033[1mc\\n'`);
-    await t.waitOutput(/done/, 'the shell line to finish');
+    await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
     assert.ok(t.output.startsWith('a\r\nb\x1b[1mc\r\n'), JSON.stringify(t.output.slice(0, 40)));
   });
 
@@ -87,7 +93,7 @@ describe('agent-trees run in a terminal', function () {
         );
         process.kill(runPid, 'SIGTERM');
       }
-      await t.waitOutput(/done/, 'the shell line to finish');
+      await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
       assert.match(modeAfter(t), new RegExp(`exit=${code}`));
       assert.match(modeAfter(t), / icanon .* echo /);
       assert.match(
@@ -113,7 +119,7 @@ describe('agent-trees run in a terminal', function () {
     register(pid);
     await t.waitOutput(/agent up/, "the agent's set-up");
     process.kill(pid, 'SIGKILL');
-    await t.waitOutput(/done/, 'the shell line to finish');
+    await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
     const after = t.output.slice(t.output.indexOf('agent up'));
     assert.ok(after.includes(RESTORE_TERMINAL_MODES), `modes restored after the agent's output: ${JSON.stringify(after.slice(0, 200))}`);
     assert.ok(RESTORE_TERMINAL_MODES.includes('\x1b[<99u') && RESTORE_TERMINAL_MODES.includes('\x1b[?25h'));
@@ -128,7 +134,7 @@ describe('agent-trees run in a terminal', function () {
     // Job control on: the background job gets a process group of its own, not the terminal's foreground.
     const line = `set -m; "${process.execPath}" "${CLI}" run --records "${records}" -- ${PYTHON} ${PROBE} ${file} flood 3 & wait $!; echo "exit=$?"; stty -a | tr -s ' \\n' ' '; echo; echo done`;
     const t = new OuterTerminal('/bin/bash', ['-c', line]);
-    await t.waitOutput(/done/, 'the shell line to finish');
+    await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
     const start = events(file)[0];
     assert.deepStrictEqual(start.tty, [true, true, true], "the terminal's own file descriptors");
     assert.match(String(start.foreground), /Inappropriate ioctl/, 'no terminal of its own: the old behaviour');
@@ -161,7 +167,7 @@ describe('agent-trees run in a terminal', function () {
     assert.deepStrictEqual(start.tty, [true, true, true]);
     assert.match(String(start.foreground), /Inappropriate ioctl|False|false/, 'no controlling terminal: the old behaviour');
     t.pty.write('q\r');
-    await t.waitOutput(/done/, 'the shell line to finish');
+    await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
     assert.match(modeAfter(t), /exit=0/);
   });
 
@@ -178,7 +184,7 @@ describe('agent-trees run in a terminal', function () {
         .find((n) => n > 0),
     );
     process.kill(runPid, 'SIGKILL');
-    await t.waitOutput(/done/, 'the shell line to finish');
+    await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
     const daemon = pids.roles.get('daemon')!;
     assert.strictEqual(aliveOf(daemon).length, 1, 'the daemon outlived its owner and the hangup');
     const swept = await runCli(['sweep', '--records', records, '--json', '--grace', '1']);
