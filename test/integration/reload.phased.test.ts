@@ -5,7 +5,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { inPhase, log, reloadWindowAfterResult } from './harness';
-import { allPids, api, FIXTURE, fixturePids, pidFile, readHandover, writeHandover } from './fixtures';
+import { api, pidFile, readHandover, writeHandover } from './fixtures';
+import { FIXTURE } from '../support/repo';
+import { fixturePids } from '../support/fixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
 
@@ -17,7 +19,7 @@ inPhase(2, 'reload: agents with helpers, then the window reloads', () => {
     const b = pidFile();
     await trees.launch({ name: 'reload-daemon', command: FIXTURE, args: ['daemon', a], timeoutSeconds: 0 });
     await trees.launch({ name: 'reload-stubborn', command: FIXTURE, args: ['ignore-term', b], timeoutSeconds: 0 });
-    const pids = [...allPids(await fixturePids(a)), ...allPids(await fixturePids(b))];
+    const pids = [...(await fixturePids(a)).all, ...(await fixturePids(b)).all];
     await writeHandover('reload', pids);
     // No sweep in the next host: whatever is dead there was ended by this host's own shutdown.
     await config().update('sweepOnActivation', false, vscode.ConfigurationTarget.Global);

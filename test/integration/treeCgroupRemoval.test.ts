@@ -7,7 +7,8 @@ import * as fs from 'fs';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import { api } from './fixtures';
-import { processes, waitFor } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 
 describe('Agent Trees: an agent tree that ends leaves no cgroup', function () {
   this.timeout(60_000);
@@ -18,7 +19,7 @@ describe('Agent Trees: an agent tree that ends leaves no cgroup', function () {
     const id = await trees.launch({ name, command: 'sh', args: ['-c', script], kind: 'mcp', timeoutSeconds });
     const rootPid = trees.list().find((t) => t.id === id)!.rootPid;
     let cgroup: string | undefined;
-    await waitFor(() => (cgroup = processes.agentTreeCgroupOf(rootPid)) !== undefined, 5000);
+    await waitFor('the root in its cgroup', () => (cgroup = processes.agentTreeCgroupOf(rootPid)) !== undefined, 5000);
     return { id, cgroup };
   };
   const state = (id: string) => trees.list().find((t) => t.id === id)?.state;
@@ -34,18 +35,38 @@ describe('Agent Trees: an agent tree that ends leaves no cgroup', function () {
     const { id, cgroup } = await launch('cgroup-killed', 'sleep 120 & exec sleep 120');
     await vscode.commands.executeCommand('agentTrees.killTree', id);
     assert.strictEqual(state(id), 'killed');
-    assert.ok(await waitFor(() => !fs.existsSync(cgroup!), 5000), `${cgroup} is left behind`);
+    await waitFor(
+      () => `${cgroup} to be removed (it is left behind)`,
+      () => !fs.existsSync(cgroup!),
+      5000,
+    );
   });
 
   it('its timeout: its cgroup is gone once it timed out', async () => {
     const { id, cgroup } = await launch('cgroup-timeout', 'sleep 120 & exec sleep 120', 1);
-    assert.ok(await waitFor(() => state(id) === 'timed out' && !trees.list().find((t) => t.id === id)!.members.length, 15_000));
-    assert.ok(await waitFor(() => !fs.existsSync(cgroup!), 5000), `${cgroup} is left behind`);
+    await waitFor(
+      'the tree to time out and have no member',
+      () => state(id) === 'timed out' && !trees.list().find((t) => t.id === id)!.members.length,
+      15_000,
+    );
+    await waitFor(
+      () => `${cgroup} to be removed (it is left behind)`,
+      () => !fs.existsSync(cgroup!),
+      5000,
+    );
   });
 
   it('its own exit, leaving a helper running: the helper is ended and the cgroup is gone', async () => {
     const { id, cgroup } = await launch('cgroup-exited', 'sleep 120 & sleep 1');
-    assert.ok(await waitFor(() => state(id) === 'exited', 15_000), `state ${state(id)}`);
-    assert.ok(await waitFor(() => !fs.existsSync(cgroup!), 10_000), `${cgroup} is left behind`);
+    await waitFor(
+      () => `the tree to exit (state ${state(id)})`,
+      () => state(id) === 'exited',
+      15_000,
+    );
+    await waitFor(
+      () => `${cgroup} to be removed (it is left behind)`,
+      () => !fs.existsSync(cgroup!),
+      10_000,
+    );
   });
 });

@@ -7,12 +7,11 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { AgentTreesApi } from '../../src/extension/api';
-import { api, pidFile, REPO } from './fixtures';
-import { waitFor } from './harness';
+import { api, pidFile } from './fixtures';
+import { REPO } from '../support/repo';
 import { hideView, openView, RenderedRow, renderedRows, renderedView, until } from './renderedView';
 import { hasPage } from './workbenchPage';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep, waitFor } from '../support/wait';
 
 /** The top row named `name` and the process rows beneath it, as on the screen (undefined while not shown). */
 function treeRows(rows: RenderedRow[], name: string): { top: RenderedRow; processes: RenderedRow[] } | undefined {
@@ -89,7 +88,7 @@ describe('Agent Trees: the Process Trees view as the workbench renders it', func
     await hideView();
     const third = await launch('shown-again-3');
     const ends = await trees.launch({ name: 'shown-again-ends', command: 'sh', args: ['-c', 'sleep 1'], kind: 'mcp', timeoutSeconds: 0 });
-    assert.ok(await waitFor(() => trees.list().find((t) => t.id === ends)?.state === 'exited', 10_000), 'it exited');
+    await waitFor('it to exit', () => trees.list().find((t) => t.id === ends)?.state === 'exited', 10_000);
     await sleep(1000);
     await openView();
     await shownAs('shown-again-3', /^running/, 1);
