@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { parseArgs } from '../../src/cli/args';
-import { FIXTURE, fixturePids, register, tmpDir, waitAllDead, waitFor, aliveOf, CLI, REPO } from './helpers';
+import { FIXTURE, fixturePids, register, sleep, tmpDir, waitAllDead, waitFor, aliveOf, CLI, REPO } from './helpers';
 import { runCli, startCli } from './cliHelpers';
 
 describe('agent-trees run', () => {
@@ -101,6 +101,32 @@ describe('agent-trees run', () => {
     assert.deepStrictEqual(await waitAllDead(members), []);
     assert.deepStrictEqual(fs.readdirSync(records), []);
   });
+
+  for (const kb of [300, 1000]) {
+    it(`with --mcp ends the whole tree when stdin closes although the server left ${kb} KB of it unread`, async () => {
+      const records = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pid');
+      // A server that never reads stdin (hung), and a helper beside it.
+      const run = startCli(['run', '--mcp', '--records', records, '--grace', '0.3', '--', 'sh', '-c', `sleep 303 & echo $! > ${pidfile}; exec sleep 304`], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      run.child.stdin!.on('error', () => {});
+      const helper = Number(await waitFor('the helper', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+      register(helper);
+      run.child.stdin!.end(Buffer.alloc(kb * 1000));
+      try {
+        const r = await Promise.race([run.done, sleep(10_000).then(() => undefined)]);
+        assert.ok(r, 'run exited once stdin closed');
+        assert.strictEqual(r.code, 0, r.stderr);
+        assert.match(r.stderr, /stdin closed: ended \d+ processes/);
+        assert.deepStrictEqual(await waitAllDead([helper]), []);
+        assert.deepStrictEqual(fs.readdirSync(records), []);
+      } finally {
+        if (run.child.exitCode === null) run.child.kill('SIGTERM');
+        await run.done;
+      }
+    });
+  }
 
   it('with --keep-descendants leaves what CMD started running, unowned', async () => {
     const records = tmpDir();

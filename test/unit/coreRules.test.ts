@@ -74,6 +74,9 @@ describe('core rules: which group is proven', () => {
     doubt?: RegExp;
     excluded?: RegExp;
     tree?: TreeIdentity;
+    /** What the continuous owner saw: members (pid and start key) and when it last found the root alive. */
+    seen?: FakeProcess[];
+    rootAliveAt?: number;
   }[] = [
     {
       title: 'the recorded root leads its group (its exact start tick)',
@@ -103,11 +106,58 @@ describe('core rules: which group is proven', () => {
       tree: { ...tree, rootStartTicks: undefined, trackedAtTicks: undefined },
     },
     {
-      title: 'a leaderless group, continuous owner',
+      title: 'a leaderless group the continuous owner saw nothing of: it may have emptied and be another group now',
       procs: [inTree(201), inTree(202)],
       continuouslyOwned: true,
+      proven: false,
+      members: [],
+      doubt: /no leader and no member carrying the tree's tag or seen as a member/,
+    },
+    {
+      title: 'a leaderless group holding a member the continuous owner saw (pid and start key): it never emptied',
+      procs: [inTree(201), inTree(202)],
+      continuouslyOwned: true,
+      seen: [inTree(201)],
       proven: true,
       members: [201, 202],
+    },
+    {
+      title: 'a leaderless group whose seen member left: the same pid, another start key, proves nothing',
+      procs: [inTree(201, { startKey: 9999 }), inTree(202)],
+      continuouslyOwned: true,
+      seen: [inTree(201)],
+      proven: false,
+      members: [],
+    },
+    {
+      title: 'a leaderless group holding a member of the root\'s session born while the root lived (rootAliveAt)',
+      procs: [inTree(201), inTree(202, { startKey: 9000 })],
+      continuouslyOwned: true,
+      rootAliveAt: 1202,
+      proven: true,
+      members: [201, 202],
+    },
+    {
+      title: 'a leaderless group whose members were all born after the root was last seen alive',
+      procs: [inTree(201), inTree(202)],
+      continuouslyOwned: true,
+      rootAliveAt: 1201,
+      proven: false,
+      members: [],
+    },
+    {
+      title: 'a leaderless group of another session, with an old member, is no witness of the root\'s session',
+      procs: [inTree(201, { sid: 77 })],
+      continuouslyOwned: true,
+      rootAliveAt: 99_999,
+      proven: false,
+      members: [],
+    },
+    {
+      title: 'a leaderless group with a tagged member of the session outside the group',
+      procs: [inTree(201), proc(203, { ppid: 1, pgid: 203, sid: 200, tag: 't1' })],
+      proven: true,
+      members: [201, 203],
     },
     {
       title: 'a leaderless group proven by a tagged member',
@@ -179,7 +229,7 @@ describe('core rules: which group is proven', () => {
       const r = resolveTreeMembers(
         c.tree ?? tree,
         m.table.snapshot(),
-        { continuouslyOwned: c.continuouslyOwned ?? false, cgroupVerified: false },
+        { continuouslyOwned: c.continuouslyOwned ?? false, cgroupVerified: false, extraSeeds: c.seen, rootAliveAt: c.rootAliveAt },
         m.core,
       );
       assert.strictEqual(r.groupProven, c.proven, r.groupDoubt);
@@ -278,8 +328,8 @@ describe('core rules: the guard on every path', () => {
 
   it('counts a member it may not signal, after a freeze that stopped nobody, and says why', async () => {
     const m = machine([proc(200), inTree(201, { denied: true, uid: 0 })]);
-    m.table.processes.delete(200); // the root exited; the group stays proven for its owner
-    const report = await m.core.killer.kill(tree, { ...owned, graceMs: 50 });
+    m.table.processes.delete(200); // the root exited; the group stays proven for its owner, which saw 201
+    const report = await m.core.killer.kill(tree, { ...owned, graceMs: 50, extraSeeds: [m.table.read(201)!] });
     assert.strictEqual(report.survivors, 1);
     assert.deepStrictEqual(report.survivorPids, [201]);
     assert.ok(

@@ -24,10 +24,9 @@ import { ProcessIdentity, processKey } from '../identity/processIdentity';
 import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from '../platform/bootClock';
 import { Logger, silentLogger } from '../platform/log';
 import { pidPresence } from '../platform/pidPresence';
-import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
+import { ProcessTable, TREE_ID_VARIABLE, WATCHDOG_VARIABLE } from '../platform/processTable';
 
-/** Every watchdog carries `AGENT_TREES_WATCHDOG=<owner pid>:<owner start key>`: leak checks find it by this. */
-export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';
+export { WATCHDOG_VARIABLE };
 
 /** Grace the dead owner's trees get between SIGTERM and SIGKILL: short, so everything ends within 2 s even on a loaded machine (a Node start there can take 0.5-1 s). */
 export const WATCHDOG_GRACE_MS = 500;

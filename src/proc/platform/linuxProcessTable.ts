@@ -14,6 +14,7 @@ import {
   StartPrecision,
   TagVariable,
   TREE_ID_VARIABLE,
+  WATCHDOG_VARIABLE,
   WINDOW_TAG_VARIABLE,
 } from './processTable';
 import { readSmall, readWhole } from './procFiles';
@@ -281,6 +282,7 @@ export class LinuxProcessTable implements ProcessTable {
             e.tags = {
               [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
               [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
+              [WATCHDOG_VARIABLE]: env ? envValue(env, WATCHDOG_VARIABLE) : null,
             };
           }
           const tag = e.tags[variable];
