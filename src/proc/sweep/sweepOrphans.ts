@@ -366,7 +366,10 @@ class Sweep {
 
   // ------------------------------------------------------------------------------------------ tidy
 
-  /** Phase 6: empty cgroups of ours that no record names, and temp files and links whose writer is gone. */
+  /**
+   * Phase 6: empty cgroups of ours that no record names, temp files and links whose writer is gone, and what
+   * watchdogs that failed left (reported as problems).
+   */
   private tidy(): void {
     const { options, log, clock, result } = this;
     const location = options.cgroups === 'off' ? undefined : options.cgroupParts.cgroupProber.location();
@@ -376,6 +379,10 @@ class Sweep {
     const gone = (writer: OwnerInfo) => GONE.includes(ownerState(options.table, writer, clock));
     for (const file of this.store.removeStaleTempFiles(gone, clock))
       log.info(`removed ${file}: a record left half-written by a process that is gone`);
+    for (const w of this.store.takeWatchdogLogs()) {
+      const what = w.text ? w.text.split('\n').join('; ') : 'it left no message';
+      this.problem({ file: w.file, problem: `the watchdog of process ${w.ownerPid} could not end its trees: ${what} (reported once, removed)` });
+    }
   }
 
   private keep(trees: TreeRecord[]): void {
