@@ -265,11 +265,7 @@ function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): 
     process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
     void finish(EXIT.usage, '');
   });
-  if (args.mcp && mcpStdin) {
-    mcpStdin.on('error', () => {}); // CMD exited: its exit ends the run
-    process.stdin.pipe(mcpStdin);
-    process.stdin.on('end', () => void finish(0, 'stdin closed'));
-  }
+  if (args.mcp && mcpStdin) cancels.push(passStdin(mcpStdin, () => void finish(0, 'stdin closed')));
   if (args.timeoutMs > 0) {
     cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
   }
@@ -291,6 +287,36 @@ function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): 
   }, 500);
   cancels.push(() => clearInterval(poll));
   return cancels;
+}
+
+/**
+ * --mcp: how much of stdin the server may leave unread before reading pauses (and the client is held back, as by
+ * a pipe). Up to it, stdin is read whatever the server does, so its end is seen even when the server has stopped
+ * reading.
+ */
+const MCP_UNREAD_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * Passes this process's stdin on to the server's, and calls `onEnd` when stdin ends. Unlike `pipe()`, it keeps
+ * reading while the server does not (up to MCP_UNREAD_LIMIT held for it): `pipe()` would pause stdin and never
+ * see its end. Returns the function that stops it.
+ */
+function passStdin(to: NodeJS.WritableStream & { writableLength?: number }, onEnd: () => void): () => void {
+  const input = process.stdin;
+  to.on('error', () => {}); // CMD exited: its exit ends the run
+  const onData = (chunk: Buffer) => {
+    to.write(chunk);
+    if ((to.writableLength ?? 0) > MCP_UNREAD_LIMIT) {
+      input.pause();
+      to.once('drain', () => input.resume());
+    }
+  };
+  const onInputEnd = () => {
+    to.end();
+    onEnd();
+  };
+  input.on('data', onData).on('end', onInputEnd);
+  return () => input.off('data', onData).off('end', onInputEnd);
 }
 
 async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): Promise<number> {
