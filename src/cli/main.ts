@@ -33,6 +33,7 @@ import {
 import { UsageError, parseArgs, ParsedArgs } from './args';
 import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
 import { processTerminal, relayWanted, TtyRelay } from './relay';
+import { openTerminalOutput } from './terminalOutput';
 
 const USAGE = `Usage:
   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
@@ -138,7 +139,10 @@ type RunArgs = ParsedArgs & { command: 'run' };
 
 /** `run`: owns CMD's tree until something ends it (see `superviseRun`), then ends what is left and exits. */
 async function run(args: RunArgs, records: string): Promise<number> {
-  const log = stderrLogger(args.verbose);
+  // Never blocked by a terminal that stopped reading (see terminalOutput.ts): the timeout and signals must act.
+  const stderr = openTerminalOutput(2, process.stderr);
+  const say = (text: string) => (stderr ?? process.stderr).write(text);
+  const log = stderrLogger(args.verbose, say);
   const owner = new TreeOwner({
     core: processCore(),
     recordsDir: records,
@@ -153,14 +157,21 @@ async function run(args: RunArgs, records: string): Promise<number> {
     started = startRun(owner, args, log);
   } catch (e) {
     if (e instanceof SpawnError) {
-      process.stderr.write(`agent-trees: ${e.message}\n`);
+      say(`agent-trees: ${e.message}\n`);
+      await stderr?.flush(FLUSH_MS);
       return EXIT.usage;
     }
     throw e;
   }
   log.info(`tree ${started.tree.record.id}: tier ${started.tree.tier}`);
-  return superviseRun({ owner, args, log, ...started });
+  const code = await superviseRun({ owner, args, log, say, ...started });
+  // What is still queued for a terminal that reads again soon; one that stays stalled does not hold the exit.
+  await Promise.all([stderr?.flush(FLUSH_MS), started.relay?.flush(FLUSH_MS)]);
+  return code;
 }
+
+/** How long `run` waits at its end for a stalled terminal to take its last output (ms). */
+const FLUSH_MS = 1000;
 
 /** A run's tree, and how it is connected: a terminal relayed to ours, or (--mcp) a stdin passed on. */
 interface StartedRun {
@@ -199,6 +210,8 @@ interface SupervisedRun extends StartedRun {
   owner: TreeOwner;
   args: RunArgs;
   log: Logger;
+  /** Writes to stderr (without blocking, when it is a terminal). */
+  say: (text: string) => unknown;
 }
 
 /**
@@ -225,14 +238,14 @@ function superviseRun(run: SupervisedRun): Promise<number> {
 type Finish = (code: number, why: string, keep?: boolean, ended?: string) => Promise<void>;
 
 async function endRun(
-  { owner, args, log, tree, relay }: SupervisedRun,
+  { owner, args, log, tree, relay, say }: SupervisedRun,
   why: string,
   keep: boolean,
   ended: string | undefined,
 ): Promise<void> {
   const id = tree.record.id;
   // The agent's output may stop mid-line: ours starts on a line of its own.
-  const sayEnded = () => ended && process.stderr.write(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
+  const sayEnded = () => ended && say(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
   if (keep) {
     relay?.restore();
     sayEnded();
@@ -253,7 +266,7 @@ async function endRun(
 }
 
 /** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
-function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): (() => void)[] {
+function watchRunEnds({ args, tree, mcpStdin, say }: SupervisedRun, finish: Finish): (() => void)[] {
   const cancels: (() => void)[] = [];
   tree.child.on('exit', (code, signal) => {
     const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
@@ -262,7 +275,7 @@ function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): 
     void finish(exitCode, '', args.keepDescendants, signal ? `${args.cmd[0]} was ended by ${signal}` : undefined);
   });
   tree.child.on('error', (e) => {
-    process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
+    say(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
     void finish(EXIT.usage, '');
   });
   if (args.mcp && mcpStdin) cancels.push(passStdin(mcpStdin, () => void finish(0, 'stdin closed')));
