@@ -24,6 +24,7 @@ import {
   ptyProblem,
   RecordStore,
   selfIdentity,
+  SIGHUP_IGNORED_VARIABLE,
   SpawnError,
   stderrLogger,
   sweepOrphans,
@@ -31,7 +32,7 @@ import {
   WATCHDOG_GRACE_MS,
 } from '../proc';
 import { UsageError, parseArgs, ParsedArgs } from './args';
-import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
+import { defaultRecordsDir, realRecordsDir, recordsDirProblem } from './recordsDir';
 import { processTerminal, relayWanted, TtyRelay } from './relay';
 import { openTerminalOutput } from './terminalOutput';
 
@@ -52,6 +53,13 @@ Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' ca
 // Run by an editor's launcher with Electron as Node (see the extension's terminal launcher): what CMD starts must
 // not inherit that, or any Electron app it runs would start as plain Node.
 if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
+
+/**
+ * Started with SIGHUP ignored (`nohup agent-trees run ...`), as the launcher says (Node resets an inherited ignore):
+ * then a hang-up, and the death of the parent that usually comes with it, leave the run and its tree running.
+ */
+const HUP_IGNORED = process.env[SIGHUP_IGNORED_VARIABLE] === 'ignore';
+delete process.env[SIGHUP_IGNORED_VARIABLE];
 
 const EXIT = { usage: 2, timeout: 124 } as const;
 
@@ -117,12 +125,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
-  const records = args.records ?? defaultRecordsDir();
-  const problem = recordsDirProblem(records, args.command === 'run');
+  const given = args.records ?? defaultRecordsDir();
+  const problem = recordsDirProblem(given, args.command === 'run');
   if (problem) {
     process.stderr.write(`agent-trees: ${problem}\n`);
     return EXIT.usage;
   }
+  const records = realRecordsDir(given);
   switch (args.command) {
     case 'run':
       return run(args, records);
@@ -266,7 +275,7 @@ async function endRun(
 }
 
 /** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
-function watchRunEnds({ args, tree, mcpStdin, say }: SupervisedRun, finish: Finish): (() => void)[] {
+function watchRunEnds({ args, tree, mcpStdin, say, log }: SupervisedRun, finish: Finish): (() => void)[] {
   const cancels: (() => void)[] = [];
   tree.child.on('exit', (code, signal) => {
     const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
@@ -285,7 +294,10 @@ function watchRunEnds({ args, tree, mcpStdin, say }: SupervisedRun, finish: Fini
   for (const signal of FATAL_SIGNALS) {
     const number = os.constants.signals[signal as keyof typeof os.constants.signals];
     if (number === undefined) continue; // not on this platform
-    const onSignal = () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
+    const ignored = signal === 'SIGHUP' && HUP_IGNORED;
+    const onSignal = ignored
+      ? () => log.info('hung up: ignored, as SIGHUP was where this command started (nohup)')
+      : () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
     try {
       process.on(signal, onSignal);
     } catch {
@@ -293,7 +305,9 @@ function watchRunEnds({ args, tree, mcpStdin, say }: SupervisedRun, finish: Fini
     }
     cancels.push(() => process.off(signal, onSignal));
   }
-  // The parent died: nobody is left to wait for the tree, so it goes too.
+  // The parent died: nobody is left to wait for the tree, so it goes too (unless a hang-up is to be ignored: the
+  // parent then is the shell that the hang-up ended).
+  if (HUP_IGNORED) return cancels;
   const parent = process.ppid;
   const poll = setInterval(() => {
     if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);

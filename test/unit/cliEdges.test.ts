@@ -8,7 +8,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { spawn, spawnSync } from 'child_process';
-import { FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';
+import { aliveOf, CLI, FIXTURE, fixturePids, register, REPO, tmpDir, waitAllDead, waitFor } from './helpers';
+import { writeCliLauncher } from '../../src/extension/cliLauncher';
 import { OTHER_UID, runCli, startCli } from './cliHelpers';
 
 const isRoot = process.getuid?.() === 0;
@@ -91,6 +92,39 @@ describe('agent-trees run on every catchable fatal signal', () => {
   });
 });
 
+describe('agent-trees run started with SIGHUP ignored (nohup)', () => {
+  for (const how of ['nohup', 'the agent-trees launcher alone'] as const) {
+    it(`${how === 'nohup' ? 'through the agent-trees launcher: a hang-up leaves run and its tree running' : 'a hang-up still ends the tree when SIGHUP was not ignored'}`, async () => {
+      const bin = writeCliLauncher(tmpDir(), { execPath: process.execPath, cliScript: CLI, platform: 'linux', electron: false });
+      const records = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pids');
+      const ignore = how === 'nohup' ? `trap '' HUP; ` : '';
+      const run = spawn('sh', ['-c', `${ignore}exec "$0" "$@"`, path.join(bin, 'agent-trees'), 'run', '--records', records, '--verbose', '--grace', '1', '--', FIXTURE, 'deep', pidfile], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      register(run.pid!);
+      let stderr = '';
+      run.stderr!.on('data', (d) => (stderr += d));
+      const exited = new Promise<number>((resolve) => run.on('exit', (code, signal) => resolve(code ?? 128 + os.constants.signals[signal!])));
+      const pids = await fixturePids(pidfile);
+      run.kill('SIGHUP');
+      if (how === 'nohup') {
+        await Promise.race([
+          waitFor('run to say it ignored the hang-up', () => /hung up: ignored/.test(stderr)),
+          exited.then((c) => assert.fail(`run exited ${c} on the hang-up: ${stderr}`)),
+        ]);
+        assert.deepStrictEqual(aliveOf(pids.all), pids.all, 'the tree lives on');
+        run.kill('SIGTERM');
+      }
+      const code = await exited;
+      assert.strictEqual(code, how === 'nohup' ? 143 : 129, stderr);
+      assert.match(stderr, how === 'nohup' ? /terminated: ended \d+ processes/ : /hung up: ended \d+ processes/);
+      assert.deepStrictEqual(await waitAllDead(pids.all), []);
+      assert.deepStrictEqual(fs.readdirSync(records), []);
+    });
+  }
+});
+
 describe('agent-trees with a records path that cannot hold records', () => {
   /** Runs the CLI; a run that does not end by itself is ended and fails the test (it hung). */
   async function runBounded(args: string[], options: { asUid?: number } = {}) {
@@ -131,6 +165,16 @@ describe('agent-trees with a records path that cannot hold records', () => {
       problem: /is not a folder/,
     },
     { what: 'a path under /proc', make: () => '/proc/x', problem: /cannot be created|not writable/ },
+    {
+      what: "a symbolic link of another user's (to a folder of ours)",
+      make: () => {
+        const l = path.join(dirFor(OTHER_UID, 0o777), 'link');
+        fs.symlinkSync(tmpDir(), l);
+        fs.lchownSync(l, OTHER_UID, OTHER_UID);
+        return l;
+      },
+      problem: /a symbolic link of uid 12345: only links of this user or root are followed/,
+    },
     { what: 'a read-only folder', make: () => dirFor(OTHER_UID, 0o555), asUid: OTHER_UID, problem: /not writable/ },
   ];
   for (const c of cases) {
@@ -147,6 +191,24 @@ describe('agent-trees with a records path that cannot hold records', () => {
       assert.ok(!fs.existsSync(marker), 'nothing was spawned');
     });
   }
+
+  it("a symbolic link of this user's is followed once, at the start: a link changed while run works changes nothing", async () => {
+    const first = tmpDir();
+    const second = tmpDir();
+    const link = path.join(tmpDir(), 'records');
+    fs.symlinkSync(first, link);
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = startCli(['run', '--records', link, '--', FIXTURE, 'deep', pidfile]);
+    const pids = await fixturePids(pidfile);
+    await waitFor('the record in the folder the link named', () => fs.existsSync(path.join(first, `${run.child.pid}.json`)));
+    fs.rmSync(link);
+    fs.symlinkSync(second, link);
+    run.child.kill('SIGTERM');
+    assert.strictEqual((await run.done).code, 143);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+    assert.deepStrictEqual(fs.readdirSync(first), [], 'its record removed where it was written');
+    assert.deepStrictEqual(fs.readdirSync(second), [], 'nothing written where the link points now');
+  });
 
   it('ps, sweep and kill say the same for a records path that is a file', async () => {
     const file = path.join(tmpDir(), 'file');

@@ -104,6 +104,11 @@ export const TREE_ID_VARIABLE = 'AGENT_TREES_TREE_ID';
  */
 export const WINDOW_TAG_VARIABLE = 'AGENT_TREES_WINDOW';
 /**
+ * Set to `ignore` by the `agent-trees` launcher (a shell) when it was started with SIGHUP ignored (`nohup`): Node
+ * resets an inherited SIG_IGN at its start, so the command line would not know otherwise.
+ */
+export const SIGHUP_IGNORED_VARIABLE = 'AGENT_TREES_SIGHUP';
+/**
  * The environment variable of an owner's watchdog: `<owner pid>:<owner start key>`. A watchdog is never a tree's
  * member (see members/membership.ts), and the test suites' leak checks look for it.
  */
