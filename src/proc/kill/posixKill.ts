@@ -206,7 +206,8 @@ class TargetKill {
    */
   private killCgroup(cgroup: string, snap: Snapshot): number[] {
     const pids = this.deps.cgroups.procs(cgroup);
-    const watchdogs = watchdogsIn(snap);
+    const since = snap.startPrecision.unit === 'ticks' ? (this.tree?.rootStartTicks ?? 0) : 0;
+    const watchdogs = watchdogsIn(snap, since);
     const why = this.deps.guard.cgroupRefusal(pids) ?? watchdogs.get(pids.find((pid) => watchdogs.has(pid)) ?? -1);
     if (why) {
       this.refused.add(`cgroup ${cgroup} not killed as a whole: ${why}`);
@@ -274,13 +275,19 @@ export interface KillSpec {
 export class PosixTreeKill {
   private readonly kills: TargetKill[];
   private graceDeadline = Infinity;
+  /** A snapshot to start from instead of a scan of our own (the caller's, taken just now). */
+  private firstLook: Snapshot | undefined;
+  /** The last freeze's snapshot when it found no member of any target: nothing was signalled since. */
+  private quietLook: Snapshot | undefined;
 
   constructor(
     specs: KillSpec[],
     private readonly deps: KillDeps,
     private readonly onPhase: (id: string, phase: KillPhase) => void,
+    firstLook?: Snapshot,
   ) {
     this.kills = specs.map((s) => new TargetKill(s.target, s.options, deps));
+    this.firstLook = firstLook;
   }
 
   /** Ends every target; resolves with a report per target, in the order of the specs. */
@@ -311,10 +318,14 @@ export class PosixTreeKill {
   private freeze(kills: TargetKill[]): void {
     for (const k of kills) k.beginFreeze();
     let pending = kills;
+    let snap: Snapshot | undefined;
     for (let round = 0; round < STOP_ROUNDS && pending.length > 0; round++) {
-      const snap = this.deps.table.snapshot();
-      pending = pending.filter((k) => k.stopFresh(snap));
+      snap = this.firstLook ?? this.deps.table.snapshot();
+      this.firstLook = undefined;
+      pending = pending.filter((k) => k.stopFresh(snap!));
     }
+    const quiet = kills.length === this.kills.length && kills.every((k) => k.stopped.length === 0);
+    this.quietLook = quiet ? snap : undefined;
   }
 
   /**
@@ -396,7 +407,8 @@ export class PosixTreeKill {
 
   /** The last look: who is left of each target (giving the signalled time to finish exiting), and the reports. */
   private async finish(): Promise<KillReport[]> {
-    const first = this.deps.table.snapshot();
+    // A freeze that just found no member of any target has looked already: nothing was signalled since.
+    const first = this.quietLook ?? this.deps.table.snapshot();
     const left = new Map(this.kills.map((k) => [k, k.resolve(first).members]));
     // Give the signalled ones time to finish exiting; those we could not signal will not.
     const waited = await Promise.all(

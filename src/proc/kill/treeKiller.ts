@@ -47,11 +47,11 @@ export class TreeKiller extends EventEmitter {
 
   /**
    * Kills several whole trees at once (a sweep's, an owner's at its end): one kill that resolves them all from
-   * one scan of the process table per step. A tree whose kill is running joins that kill instead. Reports come
-   * in the order of `trees`.
+   * one scan of the process table per step (the first may be the caller's `firstLook`, a snapshot taken just
+   * now). A tree whose kill is running joins that kill instead. Reports come in the order of `trees`.
    */
-  killTrees(trees: { tree: TreeIdentity; options: KillOptions }[]): Promise<KillReport[]> {
-    return Promise.all(this.start(trees.map(({ tree, options }) => ({ target: { kind: 'tree', tree }, options }))));
+  killTrees(trees: { tree: TreeIdentity; options: KillOptions }[], firstLook?: Snapshot): Promise<KillReport[]> {
+    return Promise.all(this.start(trees.map(({ tree, options }) => ({ target: { kind: 'tree', tree }, options })), firstLook));
   }
 
   /**
@@ -81,12 +81,13 @@ export class TreeKiller extends EventEmitter {
   }
 
   /** Starts one kill of every spec whose target has none running; the others join theirs (a shorter grace wins). */
-  private start(specs: KillSpec[]): Promise<KillReport>[] {
+  private start(specs: KillSpec[], firstLook?: Snapshot): Promise<KillReport>[] {
     const fresh = specs.filter((s) => !this.running.has(targetId(s.target)));
     const started = new Map<string, Promise<KillReport>>();
     let kill: PosixTreeKill | undefined;
     if (fresh.length > 0 && this.deps.platform !== 'win32') {
-      kill = new PosixTreeKill(fresh, this.killDeps(), (id, phase) => this.phase(fresh.find((s) => targetId(s.target) === id)!, phase));
+      const onPhase = (id: string, phase: KillPhase) => this.phase(fresh.find((s) => targetId(s.target) === id)!, phase);
+      kill = new PosixTreeKill(fresh, this.killDeps(), onPhase, firstLook);
       const all = kill.run();
       fresh.forEach((s, i) => started.set(targetId(s.target), all.then((reports) => reports[i])));
     } else {

@@ -38,11 +38,12 @@ export interface MemberDeps {
  * the owner dies. A process counts as one only while it is what a watchdog is: it carries
  * `AGENT_TREES_WATCHDOG=<pid>:<start key>`, leads a session of its own, and its parent is that very owner, alive.
  * Anyone can set a variable, so this spares a process no longer than its parent lives: a tree member posing as a
- * watchdog of another member is a member again once that member is killed.
+ * watchdog of another member is a member again once that member is killed. `since`: only processes that started
+ * at or after this start key are looked at (a tree's watchdogs started after its root).
  */
-export function watchdogsIn(snap: Snapshot): Map<number, string> {
+export function watchdogsIn(snap: Snapshot, since = 0): Map<number, string> {
   const out = new Map<number, string>();
-  for (const [value, list] of snap.tagged(WATCHDOG_VARIABLE)) {
+  for (const [value, list] of snap.tagged(WATCHDOG_VARIABLE, since)) {
     const m = /^(\d+):(\d+)$/.exec(value);
     if (!m) continue;
     const [ownerPid, ownerKey] = [Number(m[1]), Number(m[2])];

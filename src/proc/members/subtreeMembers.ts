@@ -21,7 +21,7 @@ export function resolveSubtreeMembers(
   spared: number[] = [],
 ): Membership {
   const sparedPids = new Set(spared);
-  const watchdogs = watchdogsIn(snap);
+  const watchdogs = watchdogsIn(snap, snap.startPrecision.unit === 'ticks' ? Math.min(...roots.map((r) => r.startKey)) : 0);
   const excluded: string[] = [];
   const isProtected = (p: ProcessInfo) => {
     if (sparedPids.has(p.pid)) return true;

@@ -4,7 +4,7 @@
  * carrying its exact tag, and every descendant of any member.
  */
 import { isRecordedRoot, startedNoLaterThanTrackingBy } from '../identity/startTimes';
-import { ProcessInfo, provesIdentity, Snapshot } from '../platform/processTable';
+import { ProcessInfo, provesIdentity, Snapshot, TREE_ID_VARIABLE } from '../platform/processTable';
 import { MemberDeps, Membership, TreeIdentity, watchdogsIn, withDescendants } from './membership';
 
 export interface ResolveOptions {
@@ -62,7 +62,9 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
   /** Members by lineage: the cgroup, the proven group and session, the root. */
   const seeds = new Map<number, ProcessInfo>();
   const excluded = new Set<string>();
-  const watchdogs = watchdogsIn(snap);
+  // Nothing older than the root carries its tag (or is a watchdog started inside it): their environments go unread.
+  const since = snap.startPrecision.unit === 'ticks' ? (tree.rootStartTicks ?? 0) : 0;
+  const watchdogs = watchdogsIn(snap, since);
   const guard = options.protectedReason ?? ((p: ProcessInfo) => deps.guard.protectedReason(p));
   const isProtected = (p: ProcessInfo): boolean => {
     if (p.pid <= 1) return true;
@@ -77,7 +79,7 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
   const cgroupPids = tree.cgroup && options.cgroupVerified ? deps.cgroups.procs(tree.cgroup) : [];
   for (const pid of cgroupPids) add(procs.get(pid));
   for (const p of options.extraSeeds ?? []) if (procs.get(p.pid)?.startKey === p.startKey) add(procs.get(p.pid));
-  const tagged = (snap.tagged().get(tree.id) ?? []).filter((p) => !isProtected(p));
+  const tagged = (snap.tagged(TREE_ID_VARIABLE, since).get(tree.id) ?? []).filter((p) => p.startKey >= since && !isProtected(p));
   const taggedPids = new Set(tagged.map((p) => p.pid));
 
   // Group and session: sid == pgid == rootPid for trees we spawned; each is checked on its own anyway.

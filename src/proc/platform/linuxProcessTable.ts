@@ -248,7 +248,7 @@ export class LinuxProcessTable implements ProcessTable {
 
   private makeSnapshot(takenAt: number, processes: Map<number, ProcessInfo>): Snapshot {
     let childMap: Map<number, ProcessInfo[]> | undefined;
-    const tagMaps = new Map<TagVariable, Map<string, ProcessInfo[]>>();
+    const tagMaps = new Map<string, Map<string, ProcessInfo[]>>();
     return {
       takenAt,
       processes,
@@ -268,13 +268,15 @@ export class LinuxProcessTable implements ProcessTable {
         }
         return e.command;
       },
-      tagged: (variable = TREE_ID_VARIABLE) => {
-        let tagMap = tagMaps.get(variable);
+      tagged: (variable = TREE_ID_VARIABLE, since = 0) => {
+        const key = `${variable}@${since}`;
+        let tagMap = tagMaps.get(key);
         if (tagMap) return tagMap;
         tagMap = new Map();
-        tagMaps.set(variable, tagMap);
+        tagMaps.set(key, tagMap);
         for (const p of processes.values()) {
           if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
+          if (p.startKey < since) continue; // older than what is asked for: its environment is not read
           const e = this.entry(p);
           if (e.tags === undefined) {
             this.reads++;

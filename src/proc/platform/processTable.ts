@@ -56,9 +56,10 @@ export interface Snapshot {
   /**
    * Processes by the value of a tag variable in their initial environment (exact values only), built on first
    * use: `AGENT_TREES_TREE_ID` by default, `AGENT_TREES_WINDOW` or `AGENT_TREES_WATCHDOG`. Processes whose environment cannot be read
-   * (other users, platforms without it) are not in it.
+   * (other users, platforms without it) are not in it. With `since` (a start key), processes that started before
+   * it may be left out, their environments unread: a tree's tag is on nothing older than its root.
    */
-  tagged(variable?: TagVariable): Map<string, ProcessInfo[]>;
+  tagged(variable?: TagVariable, since?: number): Map<string, ProcessInfo[]>;
   /** Children by parent pid, built on first use. */
   children(): Map<number, ProcessInfo[]>;
   /** Processes on the machine, where the snapshot listed every one (a full snapshot, a census). */

@@ -67,7 +67,7 @@ export interface SweepResult {
  * ends go to one call, so one kill resolves them all from one scan of the process table per step.
  */
 export interface SweepKiller {
-  killTrees(trees: { tree: TreeIdentity; options: KillOptions }[]): Promise<KillReport[]>;
+  killTrees(trees: { tree: TreeIdentity; options: KillOptions }[], firstLook?: Snapshot): Promise<KillReport[]>;
 }
 
 /** Who may never be a member (ourselves, our ancestors, our group, PID 1): a `SignalGuard`. */
@@ -296,7 +296,8 @@ class Sweep {
     );
     const kills = plans.flat().filter((p): p is TreeKill => 'kill' in p);
     try {
-      const reports = kills.length > 0 ? await this.options.killer.killTrees(kills.map((k) => k.kill)) : [];
+      // The kill starts from the snapshot the trees were just judged on.
+      const reports = kills.length > 0 ? await this.options.killer.killTrees(kills.map((k) => k.kill), snap) : [];
       const reportOf = new Map(kills.map((k, i) => [k, reports[i]]));
       this.claimed.forEach(({ file, record }, i) => {
         const swept = plans[i].map((p) => ('kill' in p ? this.killed(record, p, reportOf.get(p)!) : p));
