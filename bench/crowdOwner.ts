@@ -6,6 +6,7 @@
  *
  *   node out/bench/crowdOwner.js RECORDS_DIR TREES CLI auto|off
  */
+import * as fs from 'fs';
 import { processCore, TreeOwner } from '../src/proc';
 
 const [records, treesText, cli, cgroups] = process.argv.slice(2);
@@ -17,11 +18,17 @@ async function main(): Promise<void> {
   const trees = Array.from({ length: Number(treesText) }, () =>
     owner.spawn({ command: 'sh', args: ['-c', "trap '' TERM; sleep 3600 & wait"], stdio: 'ignore' }),
   );
-  // Each tree's sleep, once its shell has started it.
+  // Each tree's shell and its sleep, once the shell has started it (read from the shell's children list: a full
+  // look at the crowded machine per tree would take seconds).
   const pids: number[] = [];
   for (const t of trees) {
-    for (let i = 0; i < 500 && owner.members(t.record.id).length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    pids.push(...owner.members(t.record.id).map((p) => p.pid));
+    const root = t.child.pid!;
+    let children: number[] = [];
+    for (let i = 0; i < 500 && children.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      children = fs.readFileSync(`/proc/${root}/task/${root}/children`, 'latin1').split(' ').filter(Boolean).map(Number);
+    }
+    pids.push(root, ...children);
   }
   process.stdout.write(JSON.stringify({ owner: process.pid, watchdog: owner.watchdogPid ?? 0, pids }) + '\n');
   setTimeout(() => process.exit(0), 3_600_000);

@@ -8,6 +8,7 @@
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { LinuxProcessTable } from '../src/proc/platform/linuxProcessTable';
 import { isAlive, log, msSince, nowNs, processCount, readStat, realKill, register, REPO, sleep, spawnDetachedTree, summarize, Summary, tmpDir } from './lib';
 
 export interface CrowdRow {
@@ -25,6 +26,8 @@ export interface CrowdResults {
   idle: number;
   /** Processes on the machine while the runs ran. */
   processes: number;
+  /** What one scan of the machine (a fresh LinuxProcessTable's snapshot) took here then, median of 3: the unit the runs cost. */
+  scanMs: number;
   rows: CrowdRow[];
 }
 
@@ -33,10 +36,20 @@ const CLI = path.join(REPO, 'dist', 'cli.js');
 /** A run not clean after this long counts as a failure (and what is left is ended by the run's cleanup). */
 const LIMIT_MS = 60_000;
 
+/** ms one scan of the machine takes now (a fresh table's snapshot, as a watchdog's first), median of 3. */
+function scanTime(): number {
+  const times = [0, 1, 2].map(() => {
+    const t0 = nowNs();
+    new LinuxProcessTable().snapshot();
+    return msSince(t0);
+  });
+  return summarize(times).median;
+}
+
 /** One owner with `trees` trees, SIGKILLed: how long until they are dead and the record gone. */
-async function oneRun(trees: number, cgroups: 'auto' | 'off'): Promise<{ deadMs?: number; recordMs?: number }> {
+async function oneRun(trees: number, cgroups: 'auto' | 'off', cli: string): Promise<{ deadMs?: number; recordMs?: number }> {
   const records = tmpDir();
-  const owner = spawn(process.execPath, [OWNER, records, String(trees), CLI, cgroups], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const owner = spawn(process.execPath, [OWNER, records, String(trees), cli, cgroups], { stdio: ['ignore', 'pipe', 'inherit'] });
   register(owner.pid);
   const info = await new Promise<{ owner: number; watchdog: number; pids: number[] }>((resolve, reject) => {
     owner.stdout!.once('data', (d) => resolve(JSON.parse(String(d))));
@@ -57,20 +70,28 @@ async function oneRun(trees: number, cgroups: 'auto' | 'off'): Promise<{ deadMs?
   return { deadMs, recordMs };
 }
 
-export async function runWatchdogCrowd(o: { trees: number; idle: number; reps: number; tiers: ('cgroup' | 'group')[] }): Promise<CrowdResults> {
+/** `cli`: the command line the watchdog runs (this checkout's dist/cli.js; another build's, to compare). */
+export async function runWatchdogCrowd(o: {
+  trees: number;
+  idle: number;
+  reps: number;
+  tiers: ('cgroup' | 'group')[];
+  cli?: string;
+}): Promise<CrowdResults> {
   log(`crowd: starting ${o.idle} idle processes`);
   const crowd = await spawnDetachedTree(o.idle, 3600);
   const pgid = crowd.child.pid!;
   try {
     const processes = processCount();
-    log(`crowd: ${processes} processes on the machine`);
+    const scanMs = scanTime();
+    log(`crowd: ${processes} processes on the machine; one scan of them ${scanMs.toFixed(0)} ms`);
     const rows: CrowdRow[] = [];
     for (const tier of o.tiers) {
       const dead: number[] = [];
       const record: number[] = [];
       let failures = 0;
       for (let i = 0; i < o.reps; i++) {
-        const r = await oneRun(o.trees, tier === 'cgroup' ? 'auto' : 'off');
+        const r = await oneRun(o.trees, tier === 'cgroup' ? 'auto' : 'off', o.cli ?? CLI);
         if (r.deadMs === undefined || r.recordMs === undefined) failures++;
         else {
           dead.push(r.deadMs);
@@ -80,7 +101,7 @@ export async function runWatchdogCrowd(o: { trees: number; idle: number; reps: n
       }
       rows.push({ tier, deadMs: { ...summarize(dead), samples: dead }, recordMs: { ...summarize(record), samples: record }, failures });
     }
-    return { trees: o.trees, idle: o.idle, processes, rows };
+    return { trees: o.trees, idle: o.idle, processes, scanMs, rows };
   } finally {
     // The idle processes, by their process group (the leader is our child, so the group is ours).
     realKill(-pgid, 'SIGKILL');

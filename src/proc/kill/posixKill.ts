@@ -184,14 +184,14 @@ class TargetKill {
    * The atomic SIGKILLs: the cgroup (`cgroup.kill`), else the process group while it provably is the recorded
    * one in `snap`. Nothing they reach can fork again. Returns whom they reached (counted).
    */
-  killAtomically(snap: Snapshot): ProcessRef[] {
+  killAtomically(look: () => Snapshot): ProcessRef[] {
     const tree = this.tree;
     if (!tree) return [];
-    if (tree.cgroup && this.options.cgroupVerified) {
-      const hit = this.killCgroup(tree.cgroup, snap);
+    if (this.killsByCgroup) {
+      const hit = this.killCgroup(tree.cgroup!);
       if (hit.length > 0) return hit.map((pid) => ({ pid }));
     }
-    const m = this.resolve(snap);
+    const m = this.resolve(look());
     if (!m.groupProven) return [];
     const inGroup = m.members.filter((p) => p.pgid === tree.pgid);
     if (inGroup.length === 0 || !this.sendGroup(tree.pgid, 'SIGKILL')) return [];
@@ -204,8 +204,11 @@ class TargetKill {
    * ancestors), or an owner's watchdog (one started by an owner inside the tree: a watchdog sits in a cgroup of
    * its own only on the root tier). Then the other members are ended one by one instead, each frozen first.
    */
-  private killCgroup(cgroup: string, snap: Snapshot): number[] {
+  private killCgroup(cgroup: string): number[] {
     const pids = this.deps.cgroups.procs(cgroup);
+    // Only the cgroup's processes (and their parents, the watchdogs' owners) need a look.
+    const table = this.deps.table;
+    const snap = table.snapshotOf ? table.snapshotOf([...pids, ...pids.flatMap((pid) => table.read(pid)?.ppid ?? [])]) : table.snapshot();
     const since = snap.startPrecision.unit === 'ticks' ? (this.tree?.rootStartTicks ?? 0) : 0;
     const watchdogs = watchdogsIn(snap, since);
     const why = this.deps.guard.cgroupRefusal(pids) ?? watchdogs.get(pids.find((pid) => watchdogs.has(pid)) ?? -1);
@@ -221,6 +224,11 @@ class TargetKill {
     // Every member was born in the cgroup: the group is in it too.
     this.cgroupKilled = hit.length > 0;
     return hit;
+  }
+
+  /** Whether the atomic kill is the tree's cgroup's (checked ours), which needs no scan of the machine. */
+  get killsByCgroup(): boolean {
+    return !!this.tree?.cgroup && this.options.cgroupVerified;
   }
 
   /** Waits (up to `ms`) until the tree's cgroup holds no process. */
@@ -363,8 +371,10 @@ export class PosixTreeKill {
 
   /** SIGKILL for everything left, the atomic kills first, then round after round until a resolution finds no one. */
   private async escalate(kills: TargetKill[]): Promise<void> {
-    const snap = this.deps.table.snapshot();
-    const hits = kills.map((k) => ({ k, hit: k.killAtomically(snap) }));
+    // One scan for every group proof (none where every tree goes by its cgroup).
+    let snap: Snapshot | undefined;
+    const look = () => (snap ??= this.deps.table.snapshot());
+    const hits = kills.map((k) => ({ k, hit: k.killAtomically(look) }));
     for (const { k, hit } of hits) if (hit.length > 0) this.escalated(k);
     // Let the kernel finish the exits it has started before scanning: a scan of a dying tree competes with
     // that work (on 2 cores it doubled the time to death) and would find only the dying. After cgroup.kill one
@@ -393,8 +403,9 @@ export class PosixTreeKill {
    * every other member, frozen first. Returns whether anything was signalled.
    */
   killNow(): boolean {
-    const snap = this.deps.table.snapshot();
-    const hit = this.kills.map((k) => k.killAtomically(snap).length > 0);
+    let snap: Snapshot | undefined;
+    const look = () => (snap ??= this.deps.table.snapshot());
+    const hit = this.kills.map((k) => k.killAtomically(look).length > 0);
     this.freeze(this.kills);
     for (const k of this.kills) k.signalAll(k.stopped, 'SIGKILL');
     return hit.some(Boolean) || this.kills.some((k) => k.stopped.length > 0);
