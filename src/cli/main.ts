@@ -172,7 +172,6 @@ async function run(args: RunArgs, records: string): Promise<number> {
     }
     throw e;
   }
-  log.info(`tree ${started.tree.record.id}: tier ${started.tree.tier}`);
   const code = await superviseRun({ owner, args, log, say, ...started });
   // What is still queued for a terminal that reads again soon; one that stays stalled does not hold the exit.
   await Promise.all([stderr?.flush(FLUSH_MS), started.relay?.flush(FLUSH_MS)]);
@@ -240,6 +239,8 @@ function superviseRun(run: SupervisedRun): Promise<number> {
       resolve(code);
     };
     cancels.push(...watchRunEnds(run, finish));
+    // Said once every way the run ends is watched: whoever reads it may signal the run at once.
+    run.log.info(`tree ${run.tree.record.id}: tier ${run.tree.tier}`);
   });
 }
 

@@ -30,7 +30,7 @@ import { Watchdog, WatchdogOptions } from './watchdog';
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
 
 /** The first look of the watch after a spawn (ms); see `TreeOwner.scheduleWatch`. */
-const FIRST_LOOK_MS = 10;
+const FIRST_LOOK_MS = 2;
 
 /** An owned tree; its root is a ChildProcess (pipes, inherited stdio) or a PtyRoot (a pseudo-terminal). */
 export interface OwnedTree<R extends TreeRoot = TreeRoot> {
@@ -99,6 +99,8 @@ export class TreeOwner extends EventEmitter {
   private readonly trees = new Map<string, OwnedTree>();
   /** What this owner saw of each tree, by tree id: what proves its group when the group has no leader. */
   private readonly witnesses = new Map<string, TreeWitness>();
+  /** Trees whose kill is running: that kill ends them, not the watch (which would end a tree mid-kill). */
+  private readonly beingKilled = new Map<string, number>();
   private readonly log: Logger;
   private watchTimer: NodeJS.Timeout | undefined;
   /** The wait before the next look (see `scheduleWatch`). */
@@ -286,7 +288,15 @@ export class TreeOwner extends EventEmitter {
     const tree = this.trees.get(id);
     if (!tree) return emptyReport(id);
     if (tree.state !== 'ended') tree.state = 'killing';
-    const report = await this.core.killer.kill(tree.record, this.killOptions(tree, graceMs));
+    this.beingKilled.set(id, (this.beingKilled.get(id) ?? 0) + 1);
+    let report: KillReport;
+    try {
+      report = await this.core.killer.kill(tree.record, this.killOptions(tree, graceMs));
+    } finally {
+      const left = this.beingKilled.get(id)! - 1;
+      if (left > 0) this.beingKilled.set(id, left);
+      else this.beingKilled.delete(id);
+    }
     tree.lastKill = report;
     this.checkEnded(tree);
     if (tree.state !== 'ended') this.scheduleWatch();
@@ -363,9 +373,10 @@ export class TreeOwner extends EventEmitter {
     const trees = [...this.trees.values()];
     for (const tree of trees) if (tree.state !== 'ended') tree.state = 'killing';
     const reports = await this.core.killer.killTrees(trees.map((tree) => ({ tree: tree.record, options: this.killOptions(tree, graceMs) })));
+    const snap = this.core.platform === 'win32' ? undefined : this.core.table.snapshot();
     trees.forEach((tree, i) => {
       tree.lastKill = reports[i];
-      this.checkEnded(tree);
+      this.checkEnded(tree, snap);
     });
     return reports;
   }
@@ -376,7 +387,7 @@ export class TreeOwner extends EventEmitter {
    * drained), so a tree never ends before its root's exit is known.
    */
   checkAll(snap: Snapshot = this.core.table.snapshot()): void {
-    for (const tree of this.trees.values()) if (tree.state !== 'running') this.checkEnded(tree, snap);
+    for (const tree of this.trees.values()) if (tree.state !== 'running' && !this.beingKilled.has(tree.record.id)) this.checkEnded(tree, snap);
   }
 
   private checkEnded(tree: OwnedTree, snap?: Snapshot): void {
@@ -399,8 +410,8 @@ export class TreeOwner extends EventEmitter {
     const table = this.core.table;
     for (const tree of this.trees.values()) if (tree.state === 'running') this.noteRootAlive(tree);
     // A running tree waits for its root's exit to be reported, as in checkAll: a pseudo-terminal root reports it
-    // up to 200 ms after it died, and the tree must not end before.
-    const trees = [...this.trees.values()].filter((t) => t.state !== 'running');
+    // up to 200 ms after it died, and the tree must not end before. A tree being killed is its kill's to end.
+    const trees = [...this.trees.values()].filter((t) => t.state !== 'running' && !this.beingKilled.has(t.record.id));
     if (trees.length === 0) return;
     const queries = trees.flatMap((t) => this.queryOf(t.record.id) ?? []);
     if (this.core.platform === 'win32' || !canTrack(table, queries, {}, this.core)) return this.checkAll();
@@ -435,9 +446,10 @@ export class TreeOwner extends EventEmitter {
   }
 
   /**
-   * Schedules the next look of the watch (see `watchOnce`). After a spawn (`fresh`) the looks come FIRST_LOOK_MS
-   * apart, then twice as far apart each time up to the watch interval: a root that exits moments after it started
-   * has still been seen alive, so what it left in its group is provably the tree's (see `TreeWitness`).
+   * Schedules the next look of the watch (see `watchOnce`). After a spawn (`fresh`) the first look comes after
+   * FIRST_LOOK_MS, then each twice as far apart as the last, up to the watch interval: a process a root started is
+   * seen to have been born while the root ran if the root lives about twice as long as it took to start it (see
+   * `TreeWitness`), at a handful of looks per spawn.
    */
   private scheduleWatch(fresh = false): void {
     if (this.disposed) return;
