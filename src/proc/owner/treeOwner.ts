@@ -31,6 +31,12 @@ export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
 
 /** The first look of the watch after a spawn (ms); see `TreeOwner.scheduleWatch`. */
 const FIRST_LOOK_MS = 2;
+/**
+ * How long after a spawn the watch looks whether the root still runs (ms). Not longer: a running tree is not read
+ * while nothing asks for it (the view hidden reads nothing), and a root that ran this long has been seen running
+ * after whatever it started at once.
+ */
+const ROOT_LOOKS_MS = 1000;
 
 /** An owned tree; its root is a ChildProcess (pipes, inherited stdio) or a PtyRoot (a pseudo-terminal). */
 export interface OwnedTree<R extends TreeRoot = TreeRoot> {
@@ -212,7 +218,7 @@ export class TreeOwner extends EventEmitter {
   private adopt<R extends TreeRoot>(spawned: SpawnedTree<R>): OwnedTree<R> {
     const tree: OwnedTree<R> = { record: spawned.record, child: spawned.child, tier: spawned.tier, state: 'running' };
     this.trees.set(tree.record.id, tree);
-    this.witnesses.set(tree.record.id, { seen: [] });
+    this.witnesses.set(tree.record.id, { seen: [], spawnedAt: performance.now() });
     const problem = this.writeRecord();
     if (problem) {
       this.core.killer.killNowSync(spawned.record, this.resolveOptions(tree.record.id));
@@ -408,7 +414,7 @@ export class TreeOwner extends EventEmitter {
    */
   private watchOnce(): void {
     const table = this.core.table;
-    for (const tree of this.trees.values()) if (tree.state === 'running') this.noteRootAlive(tree);
+    for (const tree of this.trees.values()) if (tree.state === 'running' && this.inRootLooks(tree)) this.noteRootAlive(tree);
     // A running tree waits for its root's exit to be reported, as in checkAll: a pseudo-terminal root reports it
     // up to 200 ms after it died, and the tree must not end before. A tree being killed is its kill's to end.
     const trees = [...this.trees.values()].filter((t) => t.state !== 'running' && !this.beingKilled.has(t.record.id));
@@ -432,6 +438,12 @@ export class TreeOwner extends EventEmitter {
    * Notes that a running tree's root is alive now: the boot clock first, then the root itself, so the root was
    * alive at that tick (see `TreeWitness.rootAliveAt`). Where there is no boot clock, nothing is noted.
    */
+  /** Whether a running tree's root is still looked at: in the first ROOT_LOOKS_MS after its spawn. */
+  private inRootLooks(tree: OwnedTree): boolean {
+    const w = this.witnesses.get(tree.record.id);
+    return w !== undefined && performance.now() - w.spawnedAt <= ROOT_LOOKS_MS;
+  }
+
   private noteRootAlive(tree: OwnedTree): void {
     const clock = hostClock();
     const w = this.witnesses.get(tree.record.id);
@@ -447,9 +459,9 @@ export class TreeOwner extends EventEmitter {
 
   /**
    * Schedules the next look of the watch (see `watchOnce`). After a spawn (`fresh`) the first look comes after
-   * FIRST_LOOK_MS, then each twice as far apart as the last, up to the watch interval: a process a root started is
-   * seen to have been born while the root ran if the root lives about twice as long as it took to start it (see
-   * `TreeWitness`), at a handful of looks per spawn.
+   * FIRST_LOOK_MS, then each twice as far apart as the last, up to the watch interval, and the root is looked at
+   * for ROOT_LOOKS_MS: a process a root started at once is seen to have been born while the root ran if the root
+   * lives about twice as long as it took to start it (see `TreeWitness`), at a handful of looks per spawn.
    */
   private scheduleWatch(fresh = false): void {
     if (this.disposed) return;
@@ -468,7 +480,8 @@ export class TreeOwner extends EventEmitter {
         this.log.warn(`checking owned trees failed: ${(e as Error).message}`);
       }
       this.watchDelay = Math.min(this.watchDelay * 2, interval);
-      if (this.trees.size > 0) this.scheduleWatch();
+      // Watched while a root has exited (its tree ends once empty) or is still looked at after its spawn.
+      if ([...this.trees.values()].some((t) => t.rootExit || this.inRootLooks(t))) this.scheduleWatch();
     }, this.watchDelay);
     this.watchTimer.unref();
   }
@@ -517,6 +530,8 @@ export class TreeOwner extends EventEmitter {
 interface TreeWitness {
   /** The members the owner's last look found, by pid and start key: while one lives on, the group never emptied. */
   seen: ProcessInfo[];
+  /** When the tree was spawned (performance.now()): its root is looked at for ROOT_LOOKS_MS after. */
+  spawnedAt: number;
   /**
    * The latest tick (boot clock, start-key units) read just before the owner found the root running: members of
    * the root's session born before it were born while the root lived (see `ResolveOptions.rootAliveAt`).
