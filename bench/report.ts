@@ -10,6 +10,7 @@ import { ViewCase, ViewResults } from './view';
 import { ViewHostResults } from './viewHost';
 import type { HostCondition, HostWindow } from './viewHostSuite';
 import { RELOAD_HOST, WATCHDOG_TITLES, WatchdogResults } from './watchdog';
+import { CrowdResults } from './watchdogCrowd';
 
 /** From /work/shared/notes/perf-baseline.md: C, stat for every pid, ~1100 processes. */
 export const C_REFERENCE_MS = 10.7;
@@ -31,6 +32,7 @@ export interface AllResults {
   sweep?: SweepResults;
   extension?: ExtensionResults;
   watchdog?: WatchdogResults;
+  crowd?: CrowdResults;
   terminal?: TerminalResults;
   view?: ViewResults;
   viewHost?: ViewHostResults;
@@ -238,8 +240,23 @@ export function targets(r: AllResults): Target[] {
     }
   }
   if (r.watchdog) out.push(...watchdogTargets(r.watchdog));
+  if (r.crowd) out.push(crowdTarget(r.crowd));
   if (r.terminal) out.push(...terminalTargets(r.terminal));
   return out;
+}
+
+function crowdTarget(c: CrowdResults): Target {
+  const worst = Math.max(...c.rows.map((row) => Math.max(row.deadMs.max, row.recordMs.max)));
+  const failures = c.rows.reduce((n, row) => n + row.failures, 0);
+  const met = failures === 0 && worst <= 2500;
+  return {
+    id: 'watchdog-crowd',
+    target: `within about 2 s of an owner's SIGKILL its ${c.trees} SIGTERM-ignoring trees are dead and its record removed, with ${c.idle} idle processes on the machine`,
+    measured: c.rows.map((row) => `${row.tier} tier: dead ${fmtSummary(row.deadMs, 0)} ms, record ${fmtSummary(row.recordMs, 0)} ms (${row.deadMs.n} runs)`).join('; ') +
+      ` (${c.processes} processes; one scan of them ${fmt(c.scanMs, 0)} ms)` + (failures ? `; ${failures} run(s) not clean after 60 s` : ''),
+    met,
+    reason: met ? undefined : `worst ${fmt(worst, 0)} ms`,
+  };
 }
 
 function watchdogTargets(w: WatchdogResults): Target[] {
@@ -544,6 +561,17 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
         md.push('');
       }
     }
+  }
+
+  if (r.crowd) {
+    const c = r.crowd;
+    md.push('## 7b. Watchdog on a crowded machine', '');
+    md.push(`One owner (a TreeOwner with a watchdog) with ${c.trees} trees that ignore SIGTERM (a shell and a sleep each), SIGKILLed while ${c.idle} idle processes share the machine ` +
+      `(${c.processes} in all); ms from the SIGKILL. The watchdog's sweep resolves all the trees from one scan of the process table per step (grace 0.5 s); ` +
+      `one scan of the machine took ${fmt(c.scanMs, 0)} ms here at the time, the unit these figures are made of (on a loaded machine it grows with the load).`, '');
+    md.push('| tier | all members dead, ms | record removed, ms | runs | not clean after 60 s |', '|---|---|---|---|---|');
+    for (const row of c.rows) md.push(`| ${row.tier} | ${fmtSummary(row.deadMs, 0)} | ${fmtSummary(row.recordMs, 0)} | ${row.deadMs.n} | ${row.failures} |`);
+    md.push('');
   }
 
   if (r.terminal) md.push(...terminalMarkdown(r.terminal));

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian tools the unit suite drives as real attackers and real terminals would:
-#   faketime (clock steps). unshare and setpriv come with util-linux, which every Debian has.
+#   faketime (clock steps), strace (a SIGKILL injected at a chosen system call). unshare and setpriv come with
+#   util-linux, which every Debian has.
 # Idempotent: returns at once when everything is present.
 set -euo pipefail
-PACKAGES=(faketime)
+PACKAGES=(faketime strace)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")

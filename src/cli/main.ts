@@ -24,6 +24,7 @@ import {
   ptyProblem,
   RecordStore,
   selfIdentity,
+  SIGHUP_IGNORED_VARIABLE,
   SpawnError,
   stderrLogger,
   sweepOrphans,
@@ -31,8 +32,9 @@ import {
   WATCHDOG_GRACE_MS,
 } from '../proc';
 import { UsageError, parseArgs, ParsedArgs } from './args';
-import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
+import { defaultRecordsDir, realRecordsDir, recordsDirProblem } from './recordsDir';
 import { processTerminal, relayWanted, TtyRelay } from './relay';
+import { openTerminalOutput } from './terminalOutput';
 
 const USAGE = `Usage:
   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
@@ -51,6 +53,13 @@ Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' ca
 // Run by an editor's launcher with Electron as Node (see the extension's terminal launcher): what CMD starts must
 // not inherit that, or any Electron app it runs would start as plain Node.
 if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
+
+/**
+ * Started with SIGHUP ignored (`nohup agent-trees run ...`), as the launcher says (Node resets an inherited ignore):
+ * then a hang-up, and the death of the parent that usually comes with it, leave the run and its tree running.
+ */
+const HUP_IGNORED = process.env[SIGHUP_IGNORED_VARIABLE] === 'ignore';
+delete process.env[SIGHUP_IGNORED_VARIABLE];
 
 const EXIT = { usage: 2, timeout: 124 } as const;
 
@@ -92,13 +101,20 @@ interface FatalSignal {
   why: string;
 }
 
-/** Calls `onSignal` on each of FATAL_SIGNALS this platform lets Node listen to; returns the function that unhooks it. */
-function onFatalSignals(onSignal: (signal: FatalSignal) => void): () => void {
+/**
+ * Calls `onSignal` on each of FATAL_SIGNALS this platform lets Node listen to; returns the function that unhooks it.
+ * A hang-up ignored where this command started (nohup) is only logged: Node resets an inherited SIG_IGN, so the
+ * listener stands in for it.
+ */
+function onFatalSignals(onSignal: (signal: FatalSignal) => void, log: Logger): () => void {
   const unhooks: (() => void)[] = [];
   for (const signal of FATAL_SIGNALS) {
     const number = os.constants.signals[signal as keyof typeof os.constants.signals];
     if (number === undefined) continue; // not on this platform
-    const listener = () => onSignal({ code: 128 + number, why: SIGNAL_WHY[signal] ?? `received ${signal}` });
+    const listener =
+      signal === 'SIGHUP' && HUP_IGNORED
+        ? () => log.info('hung up: ignored, as SIGHUP was where this command started (nohup)')
+        : () => onSignal({ code: 128 + number, why: SIGNAL_WHY[signal] ?? `received ${signal}` });
     try {
       process.on(signal, listener);
     } catch {
@@ -118,9 +134,9 @@ interface HeldSignals {
   release(): void;
 }
 
-function holdFatalSignals(): HeldSignals {
+function holdFatalSignals(log: Logger): HeldSignals {
   const held: HeldSignals = { release: () => {} };
-  held.release = onFatalSignals((signal) => (held.first ??= signal));
+  held.release = onFatalSignals((signal) => (held.first ??= signal), log);
   return held;
 }
 
@@ -154,12 +170,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
-  const records = args.records ?? defaultRecordsDir();
-  const problem = recordsDirProblem(records, args.command === 'run');
+  const given = args.records ?? defaultRecordsDir();
+  const problem = recordsDirProblem(given, args.command === 'run');
   if (problem) {
     process.stderr.write(`agent-trees: ${problem}\n`);
     return EXIT.usage;
   }
+  const records = realRecordsDir(given);
   switch (args.command) {
     case 'run':
       return run(args, records);
@@ -176,8 +193,11 @@ type RunArgs = ParsedArgs & { command: 'run' };
 
 /** `run`: owns CMD's tree until something ends it (see `superviseRun`), then ends what is left and exits. */
 async function run(args: RunArgs, records: string): Promise<number> {
-  const log = stderrLogger(args.verbose);
-  const held = holdFatalSignals();
+  // Never blocked by a terminal that stopped reading (see terminalOutput.ts): the timeout and signals must act.
+  const stderr = openTerminalOutput(2, process.stderr);
+  const say = (text: string) => (stderr ?? process.stderr).write(text);
+  const log = stderrLogger(args.verbose, say);
+  const held = holdFatalSignals(log);
   const owner = new TreeOwner({
     core: processCore(),
     recordsDir: records,
@@ -198,14 +218,20 @@ async function run(args: RunArgs, records: string): Promise<number> {
   } catch (e) {
     held.release();
     if (e instanceof SpawnError) {
-      process.stderr.write(`agent-trees: ${e.message}\n`);
+      say(`agent-trees: ${e.message}\n`);
+      await stderr?.flush(FLUSH_MS);
       return EXIT.usage;
     }
     throw e;
   }
-  log.info(`tree ${started.tree.record.id}: tier ${started.tree.tier}`);
-  return superviseRun({ owner, args, log, held, ...started });
+  const code = await superviseRun({ owner, args, log, say, held, ...started });
+  // What is still queued for a terminal that reads again soon; one that stays stalled does not hold the exit.
+  await Promise.all([stderr?.flush(FLUSH_MS), started.relay?.flush(FLUSH_MS)]);
+  return code;
 }
+
+/** How long `run` waits at its end for a stalled terminal to take its last output (ms). */
+const FLUSH_MS = 1000;
 
 /** A run's tree, and how it is connected: a terminal relayed to ours, or (--mcp) a stdin passed on. */
 interface StartedRun {
@@ -245,6 +271,8 @@ interface SupervisedRun extends StartedRun {
   args: RunArgs;
   log: Logger;
   held: HeldSignals;
+  /** Writes to stderr (without blocking, when it is a terminal). */
+  say: (text: string) => unknown;
 }
 
 /**
@@ -266,6 +294,8 @@ function superviseRun(run: SupervisedRun): Promise<number> {
     cancels.push(...watchRunEnds(run, finish));
     run.held.release();
     if (run.held.first) void finish(run.held.first.code, run.held.first.why);
+    // Said once every way the run ends is watched: whoever reads it may signal the run at once.
+    run.log.info(`tree ${run.tree.record.id}: tier ${run.tree.tier}`);
   });
 }
 
@@ -273,14 +303,14 @@ function superviseRun(run: SupervisedRun): Promise<number> {
 type Finish = (code: number, why: string, keep?: boolean, ended?: string) => Promise<void>;
 
 async function endRun(
-  { owner, args, log, tree, relay }: SupervisedRun,
+  { owner, args, log, tree, relay, say }: SupervisedRun,
   why: string,
   keep: boolean,
   ended: string | undefined,
 ): Promise<void> {
   const id = tree.record.id;
   // The agent's output may stop mid-line: ours starts on a line of its own.
-  const sayEnded = () => ended && process.stderr.write(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
+  const sayEnded = () => ended && say(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
   if (keep) {
     relay?.restore();
     sayEnded();
@@ -301,7 +331,7 @@ async function endRun(
 }
 
 /** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
-function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): (() => void)[] {
+function watchRunEnds({ args, tree, mcpStdin, say, log }: SupervisedRun, finish: Finish): (() => void)[] {
   const cancels: (() => void)[] = [];
   tree.child.on('exit', (code, signal) => {
     const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
@@ -310,25 +340,53 @@ function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): 
     void finish(exitCode, '', args.keepDescendants, signal ? `${args.cmd[0]} was ended by ${signal}` : undefined);
   });
   tree.child.on('error', (e) => {
-    process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
+    say(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
     void finish(EXIT.usage, '');
   });
-  if (args.mcp && mcpStdin) {
-    mcpStdin.on('error', () => {}); // CMD exited: its exit ends the run
-    process.stdin.pipe(mcpStdin);
-    process.stdin.on('end', () => void finish(0, 'stdin closed'));
-  }
+  if (args.mcp && mcpStdin) cancels.push(passStdin(mcpStdin, () => void finish(0, 'stdin closed')));
   if (args.timeoutMs > 0) {
     cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
   }
-  cancels.push(onFatalSignals(({ code, why }) => void finish(code, why)));
-  // The parent died: nobody is left to wait for the tree, so it goes too.
+  cancels.push(onFatalSignals(({ code, why }) => void finish(code, why), log));
+  // The parent died: nobody is left to wait for the tree, so it goes too (unless a hang-up is to be ignored: the
+  // parent then is the shell that the hang-up ended).
+  if (HUP_IGNORED) return cancels;
   const parent = process.ppid;
   const poll = setInterval(() => {
     if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);
   }, 500);
   cancels.push(() => clearInterval(poll));
   return cancels;
+}
+
+/**
+ * --mcp: how much of stdin the server may leave unread before reading pauses (and the client is held back, as by
+ * a pipe). Up to it, stdin is read whatever the server does, so its end is seen even when the server has stopped
+ * reading.
+ */
+const MCP_UNREAD_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * Passes this process's stdin on to the server's, and calls `onEnd` when stdin ends. Unlike `pipe()`, it keeps
+ * reading while the server does not (up to MCP_UNREAD_LIMIT held for it): `pipe()` would pause stdin and never
+ * see its end. Returns the function that stops it.
+ */
+function passStdin(to: NodeJS.WritableStream & { writableLength?: number }, onEnd: () => void): () => void {
+  const input = process.stdin;
+  to.on('error', () => {}); // CMD exited: its exit ends the run
+  const onData = (chunk: Buffer) => {
+    to.write(chunk);
+    if ((to.writableLength ?? 0) > MCP_UNREAD_LIMIT) {
+      input.pause();
+      to.once('drain', () => input.resume());
+    }
+  };
+  const onInputEnd = () => {
+    to.end();
+    onEnd();
+  };
+  input.on('data', onData).on('end', onInputEnd);
+  return () => input.off('data', onData).off('end', onInputEnd);
 }
 
 async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): Promise<number> {

@@ -14,6 +14,7 @@ import {
   StartPrecision,
   TagVariable,
   TREE_ID_VARIABLE,
+  WATCHDOG_VARIABLE,
   WINDOW_TAG_VARIABLE,
 } from './processTable';
 import { readSmall, readWhole } from './procFiles';
@@ -253,7 +254,7 @@ export class LinuxProcessTable implements ProcessTable {
 
   private makeSnapshot(takenAt: number, processes: Map<number, ProcessInfo>): Snapshot {
     let childMap: Map<number, ProcessInfo[]> | undefined;
-    const tagMaps = new Map<TagVariable, Map<string, ProcessInfo[]>>();
+    const tagMaps = new Map<string, Map<string, ProcessInfo[]>>();
     /** Processes whose environment this snapshot has read: once per snapshot is enough for every tag variable. */
     const environRead = new Set<number>();
     return {
@@ -275,13 +276,15 @@ export class LinuxProcessTable implements ProcessTable {
         }
         return e.command;
       },
-      tagged: (variable = TREE_ID_VARIABLE) => {
-        let tagMap = tagMaps.get(variable);
+      tagged: (variable = TREE_ID_VARIABLE, since = 0) => {
+        const key = `${variable}@${since}`;
+        let tagMap = tagMaps.get(key);
         if (tagMap) return tagMap;
         tagMap = new Map();
-        tagMaps.set(variable, tagMap);
+        tagMaps.set(key, tagMap);
         for (const p of processes.values()) {
           if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
+          if (p.startKey < since) continue; // older than what is asked for: its environment is not read
           const e = this.entry(p);
           // An exec (`env -i`, say) replaces the environment: one read before it says nothing of the process now.
           if (e.tags === undefined || ((e.tagsYoung || e.tagsName !== p.name) && !environRead.has(p.pid))) {
@@ -291,6 +294,7 @@ export class LinuxProcessTable implements ProcessTable {
             e.tags = {
               [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
               [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
+              [WATCHDOG_VARIABLE]: env ? envValue(env, WATCHDOG_VARIABLE) : null,
             };
             e.tagsName = p.name;
             e.tagsYoung = takenAt - p.startTime < COMMAND_SETTLES_MS;

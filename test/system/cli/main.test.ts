@@ -9,10 +9,11 @@ import * as os from 'os';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
-import { waitFor } from '../../support/wait';
+import { sleep, waitFor } from '../../support/wait';
 import { fixturePids } from '../../support/fixtures';
 import { aliveOf, register, waitAllDead } from '../../support/started';
 import { runCli, startCli } from '../../support/cli';
+import { writeCliLauncher } from '../../../src/extension/cliLauncher';
 
 describe('agent-trees run', () => {
   it('passes the exit code through, kills what CMD left running, and leaves no record', async () => {
@@ -30,7 +31,17 @@ describe('agent-trees run', () => {
     const r = await runCli(['run', '--records', records, '--', 'sh', '-c', 'sleep 60 & printf "first\\nlast line, no newline"']);
     assert.strictEqual(r.code, 0);
     assert.strictEqual(r.stdout, 'first\nlast line, no newline');
-    const t = await runCli(['run', '--records', records, '--timeout', '0.5', '--', 'sh', '-c', 'sleep 60 & printf "before the timeout"; sleep 60']);
+    const t = await runCli([
+      'run',
+      '--records',
+      records,
+      '--timeout',
+      '0.5',
+      '--',
+      'sh',
+      '-c',
+      'sleep 60 & printf "before the timeout"; sleep 60',
+    ]);
     assert.strictEqual(t.code, 124);
     assert.strictEqual(t.stdout, 'before the timeout');
   });
@@ -38,7 +49,20 @@ describe('agent-trees run', () => {
   it('exits 124 on timeout with the whole tree dead', async () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');
-    const r = await runCli(['run', '--records', records, '--timeout', '1', '--grace', '0.3', '--no-cgroup', '--', FIXTURE, 'ignore-term', pidfile]);
+    const r = await runCli([
+      'run',
+      '--records',
+      records,
+      '--timeout',
+      '1',
+      '--grace',
+      '0.3',
+      '--no-cgroup',
+      '--',
+      FIXTURE,
+      'ignore-term',
+      pidfile,
+    ]);
     assert.strictEqual(r.code, 124);
     assert.match(r.stderr, /timed out after 1 s: ended \d+ processes/);
     const pids = await fixturePids(pidfile);
@@ -46,7 +70,11 @@ describe('agent-trees run', () => {
     assert.deepStrictEqual(fs.readdirSync(records), []);
   });
 
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
     it(`exits ${code} on ${signal} with the whole tree dead`, async () => {
       const records = tmpDir();
       const pidfile = path.join(tmpDir(), 'pids');
@@ -63,7 +91,14 @@ describe('agent-trees run', () => {
   it('ends the tree on a signal that comes the moment CMD starts, before the run is under way', async () => {
     // CMD signals this command first thing, so the signal often comes between the spawn and the moment the run
     // is supervised: it must end the run as any other, not this command alone (leaving the tree to the watchdog).
-    for (const [signal, code] of [['INT', 130], ['TERM', 143], ['INT', 130], ['TERM', 143], ['INT', 130], ['TERM', 143]] as const) {
+    for (const [signal, code] of [
+      ['INT', 130],
+      ['TERM', 143],
+      ['INT', 130],
+      ['TERM', 143],
+      ['INT', 130],
+      ['TERM', 143],
+    ] as const) {
       const records = tmpDir();
       const pidfile = path.join(tmpDir(), 'pids');
       const cmd = `echo $$ > ${pidfile}; kill -${signal} $PPID; sleep 60 & echo $! >> ${pidfile}; exec sleep 60`;
@@ -81,7 +116,17 @@ describe('agent-trees run', () => {
   it('says so when CMD was ended by a signal it did not send (a kill from the view), on a line of its own', async () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pid');
-    const run = startCli(['run', '--records', records, '--grace', '1', '--', 'sh', '-c', `echo $$ > ${pidfile}; printf 'mid-line'; exec sleep 60`]);
+    const run = startCli([
+      'run',
+      '--records',
+      records,
+      '--grace',
+      '1',
+      '--',
+      'sh',
+      '-c',
+      `echo $$ > ${pidfile}; printf 'mid-line'; exec sleep 60`,
+    ]);
     const pid = Number(await waitFor('the pid of CMD', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
     register(pid);
     process.kill(pid, 'SIGTERM');
@@ -100,7 +145,11 @@ describe('agent-trees run', () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');
     // sh starts the CLI and waits; SIGKILL of sh re-parents the CLI, which must notice and clean up.
-    const sh = spawn('sh', ['-c', `"${process.execPath}" "${CLI}" run --records "${records}" --grace 1 -- "${FIXTURE}" deep "${pidfile}" & echo $!; wait`], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const sh = spawn(
+      'sh',
+      ['-c', `"${process.execPath}" "${CLI}" run --records "${records}" --grace 1 -- "${FIXTURE}" deep "${pidfile}" & echo $!; wait`],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     register(sh.pid!);
     const cliPid = Number(await new Promise<string>((resolve) => sh.stdout!.once('data', (d) => resolve(String(d)))));
     register(cliPid);
@@ -114,7 +163,9 @@ describe('agent-trees run', () => {
     const pidfile = path.join(tmpDir(), 'pids');
     const server = path.join(REPO, 'test', 'fixtures', 'mcp-server.js');
     // The fixture ignores SIGTERM and stdin's end: only the wrapper's kill (after the 1 s grace) ends it.
-    const run = startCli(['run', '--mcp', '--records', records, '--grace', '1', '--', process.execPath, server, pidfile], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const run = startCli(['run', '--mcp', '--records', records, '--grace', '1', '--', process.execPath, server, pidfile], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     run.child.stdin!.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n');
     const { roles } = await fixturePids(pidfile);
     const members = ['server', 'root', 'setsid'].map((role) => roles.get(role)![0]);
@@ -127,6 +178,35 @@ describe('agent-trees run', () => {
     assert.deepStrictEqual(await waitAllDead(members), []);
     assert.deepStrictEqual(fs.readdirSync(records), []);
   });
+
+  for (const kb of [300, 1000]) {
+    it(`with --mcp ends the whole tree when stdin closes although the server left ${kb} KB of it unread`, async () => {
+      const records = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pid');
+      // A server that never reads stdin (hung), and a helper beside it.
+      const run = startCli(
+        ['run', '--mcp', '--records', records, '--grace', '0.3', '--', 'sh', '-c', `sleep 303 & echo $! > ${pidfile}; exec sleep 304`],
+        {
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
+      run.child.stdin!.on('error', () => {});
+      const helper = Number(await waitFor('the helper', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+      register(helper);
+      run.child.stdin!.end(Buffer.alloc(kb * 1000));
+      try {
+        const r = await Promise.race([run.done, sleep(10_000).then(() => undefined)]);
+        assert.ok(r, 'run exited once stdin closed');
+        assert.strictEqual(r.code, 0, r.stderr);
+        assert.match(r.stderr, /stdin closed: ended \d+ processes/);
+        assert.deepStrictEqual(await waitAllDead([helper]), []);
+        assert.deepStrictEqual(fs.readdirSync(records), []);
+      } finally {
+        if (run.child.exitCode === null) run.child.kill('SIGTERM');
+        await run.done;
+      }
+    });
+  }
 
   it('with --keep-descendants leaves what CMD started running, unowned', async () => {
     const records = tmpDir();
@@ -255,6 +335,59 @@ describe('agent-trees run on every catchable fatal signal', () => {
     assert.strictEqual(r.code, 143);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
   });
+});
+
+describe('agent-trees run started with SIGHUP ignored (nohup)', () => {
+  for (const how of ['nohup', 'the agent-trees launcher alone'] as const) {
+    it(`${how === 'nohup' ? 'through the agent-trees launcher: a hang-up leaves run and its tree running' : 'a hang-up still ends the tree when SIGHUP was not ignored'}`, async () => {
+      const bin = writeCliLauncher(tmpDir(), { execPath: process.execPath, cliScript: CLI, platform: 'linux', electron: false });
+      const records = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pids');
+      const ignore = how === 'nohup' ? `trap '' HUP; ` : '';
+      const run = spawn(
+        'sh',
+        [
+          '-c',
+          `${ignore}exec "$0" "$@"`,
+          path.join(bin, 'agent-trees'),
+          'run',
+          '--records',
+          records,
+          '--verbose',
+          '--grace',
+          '1',
+          '--',
+          FIXTURE,
+          'deep',
+          pidfile,
+        ],
+        {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
+      register(run.pid!);
+      let stderr = '';
+      run.stderr!.on('data', (d) => (stderr += d));
+      const exited = new Promise<number>((resolve) =>
+        run.on('exit', (code, signal) => resolve(code ?? 128 + os.constants.signals[signal!])),
+      );
+      const pids = await fixturePids(pidfile);
+      run.kill('SIGHUP');
+      if (how === 'nohup') {
+        await Promise.race([
+          waitFor('run to say it ignored the hang-up', () => /hung up: ignored/.test(stderr)),
+          exited.then((c) => assert.fail(`run exited ${c} on the hang-up: ${stderr}`)),
+        ]);
+        assert.deepStrictEqual(aliveOf(pids.all), pids.all, 'the tree lives on');
+        run.kill('SIGTERM');
+      }
+      const code = await exited;
+      assert.strictEqual(code, how === 'nohup' ? 143 : 129, stderr);
+      assert.match(stderr, how === 'nohup' ? /terminated: ended \d+ processes/ : /hung up: ended \d+ processes/);
+      assert.deepStrictEqual(await waitAllDead(pids.all), []);
+      assert.deepStrictEqual(fs.readdirSync(records), []);
+    });
+  }
 });
 
 describe('--verbose', () => {

@@ -6,7 +6,10 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawnSync } from 'child_process';
-import { tmpDir } from '../../support/repo';
+import { FIXTURE, tmpDir } from '../../support/repo';
+import { fixturePids } from '../../support/fixtures';
+import { waitAllDead } from '../../support/started';
+import { waitFor } from '../../support/wait';
 import { dirFor, startCli } from '../../support/cli';
 import { OTHER_UID } from '../../support/otherUser';
 import { requireRoot } from '../../support/environment';
@@ -51,6 +54,16 @@ describe('agent-trees with a records path that cannot hold records', () => {
       problem: /is not a folder/,
     },
     { what: 'a path under /proc', make: () => '/proc/x', problem: /cannot be created|not writable/ },
+    {
+      what: "a symbolic link of another user's (to a folder of ours)",
+      make: () => {
+        const l = path.join(dirFor(OTHER_UID, 0o777), 'link');
+        fs.symlinkSync(tmpDir(), l);
+        fs.lchownSync(l, OTHER_UID, OTHER_UID);
+        return l;
+      },
+      problem: /a symbolic link of uid 12345: only links of this user or root are followed/,
+    },
     { what: 'a read-only folder (as another user)', make: () => dirFor(OTHER_UID, 0o555), asUid: OTHER_UID, problem: /not writable/ },
   ];
   for (const c of cases) {
@@ -76,6 +89,24 @@ describe('agent-trees with a records path that cannot hold records', () => {
     assert.strictEqual(ran.code, 2, ran.stderr);
     assert.match(ran.stderr, /^agent-trees: records folder \/proc is not writable: [^\n]*\n$/);
     assert.strictEqual(fs.existsSync(marker), false, 'nothing was started');
+  });
+
+  it("a symbolic link of this user's is followed once, at the start: a link changed while run works changes nothing", async () => {
+    const first = tmpDir();
+    const second = tmpDir();
+    const link = path.join(tmpDir(), 'records');
+    fs.symlinkSync(first, link);
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = startCli(['run', '--records', link, '--', FIXTURE, 'deep', pidfile]);
+    const pids = await fixturePids(pidfile);
+    await waitFor('the record in the folder the link named', () => fs.existsSync(path.join(first, `${run.child.pid}.json`)));
+    fs.rmSync(link);
+    fs.symlinkSync(second, link);
+    run.child.kill('SIGTERM');
+    assert.strictEqual((await run.done).code, 143);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+    assert.deepStrictEqual(fs.readdirSync(first), [], 'its record removed where it was written');
+    assert.deepStrictEqual(fs.readdirSync(second), [], 'nothing written where the link points now');
   });
 
   it('ps, sweep and kill say the same for a records path that is a file', async () => {

@@ -107,6 +107,39 @@ describe('agent-trees run in a terminal', function () {
     });
   }
 
+  for (const how of ['a timeout', 'SIGTERM to run'] as const) {
+    it(`ends the whole tree on ${how} while the caller's terminal has stopped reading (its writes would block)`, async () => {
+      const records = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pid');
+      // An agent that floods its terminal, and a helper that outlives it unless the tree is ended.
+      const t = inTerminal(`${how === 'a timeout' ? '--timeout 2 ' : ''}--grace 0.3 --records "${records}" -- sh -c 'sleep 371 & echo $! > ${pidfile}; exec yes'`);
+      const helper = Number(await waitFor('the helper', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+      register(helper);
+      const runPid = await waitFor('run in the record', () =>
+        fs
+          .readdirSync(records)
+          .map((f) => parseInt(f, 10))
+          .find((n) => n > 0),
+      );
+      register(runPid);
+      await t.waitOutput(/(y\r\n){100}/, 'the flood');
+      // The terminal stops reading (an ssh stall, scroll lock): the kernel's buffer fills up.
+      (t.pty as unknown as { pause(): void }).pause();
+      try {
+        if (how === 'SIGTERM to run') process.kill(runPid, 'SIGTERM');
+        assert.deepStrictEqual(await waitAllDead([helper], 10_000), [], 'the tree ended while the terminal read nothing');
+        assert.deepStrictEqual(await waitAllDead([runPid], 10_000), [], 'run exited while the terminal read nothing');
+        assert.deepStrictEqual(fs.readdirSync(records), [], 'no record left');
+      } finally {
+        (t.pty as unknown as { resume(): void }).resume();
+      }
+      // What the stalled terminal holds comes first: on a loaded machine that takes a while.
+      await t.waitOutput(/done/, 'the shell line to finish', 30_000);
+      assert.match(modeAfter(t), new RegExp(`exit=${how === 'a timeout' ? 124 : 143}`));
+      assert.match(modeAfter(t), / icanon .* echo /, "the caller's terminal restored");
+    });
+  }
+
   it('an agent killed from outside (the view) leaves no keyboard protocol or hidden cursor on, and run says how it ended', async () => {
     const records = tmpDir();
     const dir = tmpDir();

@@ -11,14 +11,29 @@ import { processCore, TreeOwner } from '../../../src/proc';
 import { resolveTreeMembers } from '../../../src/proc/members/treeMembers';
 import { spawnTree } from '../../../src/proc/spawn/spawnTree';
 import { fixturePids } from '../../support/fixtures';
-import { FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { WATCHDOG_VARIABLE } from '../../../src/proc/owner/watchdog';
 import { aliveOf, register, waitAllDead } from '../../support/started';
 import { waitFor } from '../../support/wait';
-import { requireEnvironment } from '../../support/environment';
+import { requireCgroupTier, requireEnvironment } from '../../support/environment';
 
 const core = processCore();
 const treeKiller = core.killer;
 const table = core.table;
+
+/** The live watchdog of owner `ownerPid` (its child carrying the watchdog variable), or undefined. */
+function watchdogOf(ownerPid: number): number | undefined {
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const env = fs.readFileSync(`/proc/${name}/environ`, 'latin1').split('\0');
+      if (env.some((e) => e.startsWith(`${WATCHDOG_VARIABLE}=${ownerPid}:`)) && table.read(Number(name))) return Number(name);
+    } catch {
+      /* gone, or not readable */
+    }
+  }
+  return undefined;
+}
 
 /** Starts a fixture tree through a TreeOwner in the group tier (process group, session, descendants, tag). */
 async function ownedFixture(mode: string, options: { cgroups?: 'auto' | 'off'; owner?: TreeOwner } = {}) {
@@ -34,7 +49,10 @@ describe('killing a whole tree (real processes)', () => {
   it('kills a grandchild with its tree', async () => {
     const { owner, id, pids } = await ownedFixture('deep');
     const grandchild = pids.roles.get('grandchild')![0];
-    assert.ok(owner.members(id).some((p) => p.pid === grandchild), 'grandchild is a member');
+    assert.ok(
+      owner.members(id).some((p) => p.pid === grandchild),
+      'grandchild is a member',
+    );
     const report = await owner.kill(id, 2000);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
     assert.strictEqual(report.survivors, 0);
@@ -71,7 +89,10 @@ describe('killing a whole tree (real processes)', () => {
       const ppid = table.read(daemon)?.ppid;
       return ppid !== undefined && !pids.all.includes(ppid);
     });
-    assert.ok(owner.members(id).some((p) => p.pid === daemon), 'found by tag');
+    assert.ok(
+      owner.members(id).some((p) => p.pid === daemon),
+      'found by tag',
+    );
     await owner.kill(id, 2000);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
   });
@@ -111,6 +132,71 @@ describe('killing a whole tree (real processes)', () => {
       treeKiller.off('escalate', onEscalate).off('terminate', onTerminate);
     }
   });
+
+  it('keeps the members it froze for the whole kill: one orphaned by the group SIGKILL still dies, and the count is true', async () => {
+    // Group tier: the setsid'd, untagged member is a member only through its parent, the root, which ignores
+    // SIGTERM and so dies in the group SIGKILL; by then the member's parent is PID 1.
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
+    const pidfile = path.join(tmpDir(), 'pid');
+    const script = `trap '' TERM; setsid env -i /bin/sh -c 'trap "" TERM HUP; echo $$ > "$0"; exec sleep 471' "${pidfile}" & sleep 481`;
+    const tree = owner.spawn({ command: 'sh', args: ['-c', script], stdio: 'ignore', cgroups: 'off' });
+    register(tree.child.pid!);
+    const orphan = Number(await waitFor('the setsid member', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+    register(orphan);
+    await waitFor('the member to run sleep', () => table.read(orphan)?.name === 'sleep');
+    assert.ok(
+      owner.members(tree.record.id).some((p) => p.pid === orphan),
+      'a member through its parent',
+    );
+    const report = await owner.kill(tree.record.id, 300);
+    assert.deepStrictEqual(await waitAllDead([orphan]), [], 'the member frozen at the start died with the tree');
+    assert.strictEqual(report.survivors, 0);
+    assert.strictEqual(report.signalled, 3, `ended ${report.signalled}: the root, its sleep and the setsid member`);
+  });
+
+  for (const tier of ['cgroup', 'group'] as const) {
+    it(`never kills a watchdog: a run inside the tree keeps its watchdog, which ends the inner tree once the outer kill took its run (${tier} tier)`, async function () {
+      if (tier === 'cgroup') requireCgroupTier(this);
+      const cgroups = tier === 'cgroup' ? 'auto' : 'off';
+      const innerRecords = tmpDir();
+      const pidfile = path.join(tmpDir(), 'pid');
+      const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
+      // An MCP wrapper used by an agent that itself runs as an owned tree: agent-trees run inside the tree.
+      const inner = `trap '' TERM; echo $$ > "${pidfile}"; exec sleep 491`;
+      const tree = owner.spawn({
+        command: process.execPath,
+        args: [
+          CLI,
+          'run',
+          '--records',
+          innerRecords,
+          '--grace',
+          '5',
+          ...(tier === 'group' ? ['--no-cgroup'] : []),
+          '--',
+          'sh',
+          '-c',
+          inner,
+        ],
+        stdio: 'ignore',
+        cgroups,
+      });
+      register(tree.child.pid!);
+      const innerRoot = Number(await waitFor('the inner tree', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+      register(innerRoot);
+      const innerRecord = path.join(innerRecords, `${tree.child.pid}.json`);
+      await waitFor('the inner record', () => fs.existsSync(innerRecord));
+      const watchdog = await waitFor('the inner watchdog', () => owner.members(tree.record.id).length > 0 && watchdogOf(tree.child.pid!));
+      register(watchdog);
+      assert.ok(!owner.members(tree.record.id).some((p) => p.pid === watchdog), 'the watchdog is no member of the outer tree');
+      const report = await owner.kill(tree.record.id, 300);
+      assert.strictEqual(report.survivors, 0, `survivors ${report.survivorPids.join(', ')}`);
+      assert.deepStrictEqual(await waitAllDead([innerRoot, tree.child.pid!], 10_000), [], 'the inner tree and its run are gone');
+      // Only the inner watchdog removes the inner record: nobody else sweeps that folder.
+      await waitFor('the inner record to be removed by its watchdog', () => fs.readdirSync(innerRecords).length === 0, 10_000);
+      assert.deepStrictEqual(await waitAllDead([watchdog], 10_000), [], 'the watchdog exited after its sweep');
+    });
+  }
 
   it('counts every process an immediate group SIGKILL ended', async () => {
     const { owner, id, pids } = await ownedFixture('deep');
@@ -170,7 +256,9 @@ describe('killing a whole tree (real processes)', () => {
     const record = owner.get(id)!.record;
     const snap = table.snapshot();
     const withoutTag = { ...snap, tagged: () => new Map() };
-    const viaRoot = resolveTreeMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }, core).members.map((p) => p.pid);
+    const viaRoot = resolveTreeMembers(record, withoutTag, { continuouslyOwned: true, cgroupVerified: false }, core).members.map(
+      (p) => p.pid,
+    );
     assert.ok(viaRoot.includes(low), 'the low-pid child is a member');
     await owner.kill(id, 1000);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
@@ -178,7 +266,11 @@ describe('killing a whole tree (real processes)', () => {
 
   it('never signals its own process group, even when that group has lost its leader', async () => {
     const out = path.join(tmpDir(), 'out.json');
-    const sh = spawn('sh', ['-c', `"${process.execPath}" "${path.join(REPO, 'test', 'fixtures', 'own-group.js')}" "${out}" & echo $!; exit 0`], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    const sh = spawn(
+      'sh',
+      ['-c', `"${process.execPath}" "${path.join(REPO, 'test', 'fixtures', 'own-group.js')}" "${out}" & echo $!; exit 0`],
+      { detached: true, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     register(sh.pid!);
     const nodePid = Number(await new Promise<string>((resolve) => sh.stdout!.once('data', (d) => resolve(String(d)))));
     register(nodePid);
@@ -199,7 +291,10 @@ describe('killing a whole tree (real processes)', () => {
       { ...spawned.record, id: 'own-group', pgid: own.pgid, rootPid: process.pid },
       { graceMs: 0, continuouslyOwned: true, cgroupVerified: false },
     );
-    assert.ok(report.refused.some((r) => /our own process group|this process or its ancestor/.test(r)), report.refused.join('; '));
+    assert.ok(
+      report.refused.some((r) => /our own process group|this process or its ancestor/.test(r)),
+      report.refused.join('; '),
+    );
     assert.ok(table.read(process.pid), 'still alive');
     assert.deepStrictEqual(await waitAllDead(pids.all), [], 'the fixture tree itself (its session) was killed');
     assert.ok(!report.survivorPids.includes(process.pid), 'protected processes are not members at all');
@@ -231,7 +326,7 @@ describe('killing one process and its children', () => {
   });
 });
 describe('Kill Process on a process outside our trees', () => {
-  it('a process whose start key is not the row\'s (its pid reused) gets no signal', async () => {
+  it("a process whose start key is not the row's (its pid reused) gets no signal", async () => {
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
     register(child.pid!);

@@ -286,6 +286,53 @@ describe("the owner's watchdog", () => {
     await owner.dispose(0);
   });
 
+  it('ends the tree of a SIGKILLed run whose program files were removed meanwhile (an extension updated or uninstalled)', async () => {
+    const install = tmpDir();
+    fs.cpSync(path.dirname(CLI), path.join(install, 'dist'), { recursive: true });
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = spawn(process.execPath, [path.join(install, 'dist', 'cli.js'), 'run', '--records', records, '--', FIXTURE, 'ignore-term', pidfile], {
+      stdio: 'ignore',
+    });
+    register(run.pid!);
+    const pids = await fixturePids(pidfile);
+    await waitFor('the record', () => fs.existsSync(path.join(records, `${run.pid}.json`)));
+    await waitFor('the watchdog', () => watchdogsOf(run.pid!).length === 1);
+    fs.rmSync(install, { recursive: true, force: true });
+    run.kill('SIGKILL');
+    assert.deepStrictEqual(await waitAllDead(pids.all, 10_000), [], 'every member ended');
+    await waitFor('the record to be removed', () => fs.readdirSync(records).length === 0);
+  });
+
+  it('leaves a trace in the records folder when its sweep cannot run, and the next sweep reports it', async () => {
+    // The Node the watchdog was to run is gone (an editor updated in place): the sweep cannot start.
+    const bin = tmpDir();
+    const node = path.join(bin, 'node');
+    try {
+      fs.linkSync(process.execPath, node);
+    } catch {
+      fs.copyFileSync(process.execPath, node);
+    }
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = spawn(node, [CLI, 'run', '--records', records, '--no-cgroup', '--', FIXTURE, 'deep', pidfile], { stdio: 'ignore' });
+    register(run.pid!);
+    const pids = await fixturePids(pidfile);
+    await waitFor('the record', () => fs.existsSync(path.join(records, `${run.pid}.json`)));
+    const [watchdog] = await waitFor('the watchdog', () => {
+      const w = watchdogsOf(run.pid!);
+      return w.length === 1 && w;
+    });
+    fs.rmSync(bin, { recursive: true, force: true });
+    run.kill('SIGKILL');
+    await waitFor('the watchdog to give up', () => !table.read(watchdog));
+    const swept = await runCli(['sweep', '--records', records, '--grace', '0']);
+    assert.match(swept.stdout, new RegExp(`watchdog of process ${run.pid} could not end its trees: .*${node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), swept.stdout);
+    assert.match(swept.stdout, /killed [1-9]/, 'the sweep ended the tree');
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+    assert.deepStrictEqual(fs.readdirSync(records), [], 'the trace is removed once reported');
+  });
+
   it("outlives a kill of its owner's whole cgroup (root cgroup tier): it is in a cgroup of its own", async function () {
     const tier = requireCgroupTier(this, 'directory');
     // The owner runs in a cgroup of the test's, as a service's process would; killing that cgroup is a

@@ -181,10 +181,11 @@ describe('sweeping orphaned trees', () => {
     // Asked to kill, this killer only says so: whatever the sweep decides, nothing is signalled here.
     const asked: string[] = [];
     const killer = {
-      kill: async (tree: TreeIdentity): Promise<KillReport> => {
-        asked.push(tree.id);
-        return { treeId: tree.id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
-      },
+      killTrees: async (trees: { tree: TreeIdentity }[]): Promise<KillReport[]> =>
+        trees.map(({ tree }) => {
+          asked.push(tree.id);
+          return { treeId: tree.id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
+        }),
     };
     const result = await sweep(store, { killer });
     assert.deepStrictEqual(asked, [], 'no kill was even attempted');
@@ -226,5 +227,54 @@ describe('sweeping orphaned trees', () => {
     } finally {
       living.kill('SIGKILL');
     }
+  });
+});
+
+describe('the cost of a sweep of many trees', function () {
+  this.timeout(60_000);
+
+  /** Trees of a dead owner's record, each a SIGTERM-ignoring fixture; the pids of all their processes. */
+  async function deadOwnersTrees(count: number) {
+    const records = tmpDir();
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
+    const trees = [];
+    const pids: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const pidfile = path.join(tmpDir(), 'pids');
+      const tree = owner.spawn({ command: path.join(REPO, 'test', 'fixtures', 'tree.sh'), args: ['ignore-term', pidfile], stdio: 'ignore', cgroups: 'off' });
+      register(tree.child.pid!);
+      pids.push(...(await fixturePids(pidfile)).all);
+      trees.push(tree.record);
+    }
+    for (const t of trees) owner.release(t.id);
+    const deadOwner = deadPid();
+    new RecordStore(records).write(identity(deadOwner, nowTicks() - 500), trees);
+    return { store: new RecordStore(records), pids };
+  }
+
+  /** Full process-table scans taken while `run` runs, on this process's shared table. */
+  async function scansDuring(run: () => Promise<unknown>): Promise<number> {
+    const shared = processTable();
+    const snapshot = shared.snapshot.bind(shared);
+    let scans = 0;
+    shared.snapshot = () => (scans++, snapshot());
+    try {
+      await run();
+    } finally {
+      shared.snapshot = snapshot;
+    }
+    return scans;
+  }
+
+  it('resolves all its trees from one scan of the process table per step, however many trees there are', async () => {
+    const counted: number[] = [];
+    for (const count of [1, 6]) {
+      const { store, pids } = await deadOwnersTrees(count);
+      counted.push(await scansDuring(() => sweep(store, { graceMs: 200 })));
+      assert.deepStrictEqual(await waitAllDead(pids), [], `${count} trees ended`);
+      assert.deepStrictEqual(fs.readdirSync(store.dir), []);
+    }
+    const [one, six] = counted;
+    assert.ok(six <= one + 1, `a sweep of 1 tree scanned the process table ${one} times, of 6 trees ${six} times`);
   });
 });

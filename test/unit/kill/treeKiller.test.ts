@@ -93,8 +93,8 @@ describe('the guard on every kill path', () => {
 
   it('counts a member it may not signal, after a freeze that stopped nobody, and says why', async () => {
     const m = machine([proc(200), inTree(201, { denied: true, uid: 0 })]);
-    m.table.processes.delete(200); // the root exited; the group stays proven for its owner
-    const report = await m.core.killer.kill(tree, { ...owned, graceMs: 50 });
+    m.table.processes.delete(200); // the root exited; the group stays proven for its owner, which saw 201
+    const report = await m.core.killer.kill(tree, { ...owned, graceMs: 50, extraSeeds: [m.table.read(201)!] });
     assert.strictEqual(report.survivors, 1);
     assert.deepStrictEqual(report.survivorPids, [201]);
     assert.ok(

@@ -21,6 +21,9 @@ describe('which group is proven', () => {
     doubt?: RegExp;
     excluded?: RegExp;
     tree?: TreeIdentity;
+    /** What the continuous owner saw: members (pid and start key) and when it last found the root alive. */
+    seen?: FakeProcess[];
+    rootAliveAt?: number;
   }[] = [
     {
       title: 'the recorded root leads its group (its exact start tick)',
@@ -50,11 +53,58 @@ describe('which group is proven', () => {
       tree: { ...tree, rootStartTicks: undefined, trackedAtTicks: undefined },
     },
     {
-      title: 'a leaderless group, continuous owner',
+      title: 'a leaderless group the continuous owner saw nothing of: it may have emptied and be another group now',
       procs: [inTree(201), inTree(202)],
       continuouslyOwned: true,
+      proven: false,
+      members: [],
+      doubt: /no leader and no member carrying the tree's tag or seen as a member/,
+    },
+    {
+      title: 'a leaderless group holding a member the continuous owner saw (pid and start key): it never emptied',
+      procs: [inTree(201), inTree(202)],
+      continuouslyOwned: true,
+      seen: [inTree(201)],
       proven: true,
       members: [201, 202],
+    },
+    {
+      title: 'a leaderless group whose seen member left: the same pid, another start key, proves nothing',
+      procs: [inTree(201, { startKey: 9999 }), inTree(202)],
+      continuouslyOwned: true,
+      seen: [inTree(201)],
+      proven: false,
+      members: [],
+    },
+    {
+      title: "a leaderless group holding a member of the root's session born while the root lived (rootAliveAt)",
+      procs: [inTree(201), inTree(202, { startKey: 9000 })],
+      continuouslyOwned: true,
+      rootAliveAt: 1202,
+      proven: true,
+      members: [201, 202],
+    },
+    {
+      title: 'a leaderless group whose members were all born after the root was last seen alive',
+      procs: [inTree(201), inTree(202)],
+      continuouslyOwned: true,
+      rootAliveAt: 1201,
+      proven: false,
+      members: [],
+    },
+    {
+      title: "a leaderless group of another session, with an old member, is no witness of the root's session",
+      procs: [inTree(201, { sid: 77 })],
+      continuouslyOwned: true,
+      rootAliveAt: 99_999,
+      proven: false,
+      members: [],
+    },
+    {
+      title: 'a leaderless group with a tagged member of the session outside the group',
+      procs: [inTree(201), proc(203, { ppid: 1, pgid: 203, sid: 200, tag: 't1' })],
+      proven: true,
+      members: [201, 203],
     },
     {
       title: 'a leaderless group proven by a tagged member',
@@ -126,7 +176,7 @@ describe('which group is proven', () => {
       const r = resolveTreeMembers(
         c.tree ?? tree,
         m.table.snapshot(),
-        { continuouslyOwned: c.continuouslyOwned ?? false, cgroupVerified: false },
+        { continuouslyOwned: c.continuouslyOwned ?? false, cgroupVerified: false, extraSeeds: c.seen, rootAliveAt: c.rootAliveAt },
         m.core,
       );
       assert.strictEqual(r.groupProven, c.proven, r.groupDoubt);
@@ -162,7 +212,12 @@ describe('which group is proven', () => {
   for (const c of rootCases) {
     it(`the root start-time tolerance: a root that left its group, ${c.title}: ${c.member ? 'a member' : 'not a member'}`, () => {
       const m = machine([proc(205, { pgid: 206, sid: 206, ...c.fields })], { precision: c.precision });
-      const r = resolveTreeMembers({ ...tree, rootPid: 205 }, m.table.snapshot(), { continuouslyOwned: false, cgroupVerified: false }, m.core);
+      const r = resolveTreeMembers(
+        { ...tree, rootPid: 205 },
+        m.table.snapshot(),
+        { continuouslyOwned: false, cgroupVerified: false },
+        m.core,
+      );
       assert.strictEqual(
         r.members.some((p) => p.pid === 205),
         c.member,

@@ -24,10 +24,11 @@ function recordingKiller() {
   const calls: { tree: TreeIdentity; options: KillOptions }[] = [];
   return {
     calls,
-    kill: async (tree: TreeIdentity, options: KillOptions): Promise<KillReport> => {
-      calls.push({ tree, options });
-      return { treeId: tree.id, signalled: 2, survivors: 0, survivorPids: [], escalated: false, refused: [] };
-    },
+    killTrees: async (trees: { tree: TreeIdentity; options: KillOptions }[]): Promise<KillReport[]> =>
+      trees.map(({ tree, options }) => {
+        calls.push({ tree, options });
+        return { treeId: tree.id, signalled: 2, survivors: 0, survivorPids: [], escalated: false, refused: [] };
+      }),
   };
 }
 

@@ -50,7 +50,7 @@ function snapshot(fakes: Fake[]): Snapshot {
     processes,
     startPrecision: { unit: 'ticks', errorMs: START_PRECISION_MS },
     commandLine: () => 'x',
-    tagged: (variable = TREE_ID_VARIABLE) => tags[variable],
+    tagged: (variable = TREE_ID_VARIABLE) => (variable in tags ? tags[variable as keyof typeof tags] : new Map()),
     children: () => childrenOf(processes),
   };
 }
