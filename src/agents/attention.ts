@@ -42,7 +42,7 @@ export interface AttentionSignal {
 /** Longest message or detail kept: a notification is a line. */
 const MAX_TEXT = 300;
 
-export function boundedText(text: string | undefined): string | undefined {
+function boundedText(text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
   // eslint-disable-next-line no-control-regex -- control characters never reach a notification or the view
   const clean = text.replace(/[\x00-\x1f\x7f]+/g, ' ').trim();

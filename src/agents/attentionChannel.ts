@@ -32,7 +32,7 @@ import type { HookEvent } from './attentionHooks';
 
 /** `<owner pid>:<owner start key>:<key>:<folder>`, in the environment of a tree launched with hooks. */
 export const NOTIFY_VARIABLE = 'AGENT_TREES_NOTIFY';
-export const ATTENTION_FOLDER = 'attention';
+const ATTENTION_FOLDER = 'attention';
 /** Set by a window in its terminals: `off` when its `agentTrees.attention.hooks` is off (read by `agent-trees run`). */
 export const HOOKS_SETTING_VARIABLE = 'AGENT_TREES_ATTENTION_HOOKS';
 
