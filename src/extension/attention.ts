@@ -28,6 +28,8 @@ export interface AttentionEntry {
   attention: Attention;
   /** For a window tree: its `agent-trees run`. */
   ownerPid?: number;
+  /** Whether its terminal has the keyboard focus, as the terminal's focus reports said (undefined: none came). */
+  focused?: boolean;
 }
 
 /** A notification shown for a wait (the last 50, for tests). */
@@ -56,7 +58,7 @@ const HAS_WAITING = 'agentTrees.hasWaiting';
 export class WaitingAgents implements vscode.Disposable {
   readonly folder: AttentionFolder;
   readonly inbox: AttentionInbox;
-  private readonly windowStates = new Map<string, AttentionEntry & { focused?: boolean }>();
+  private readonly windowStates = new Map<string, AttentionEntry>();
   /** The waits told (or judged not to be told) per tree: one notification per wait. */
   private readonly told = new Map<string, number>();
   readonly shown: ShownNotification[] = [];
@@ -104,7 +106,7 @@ export class WaitingAgents implements vscode.Disposable {
     const runs = this.deps.runs
       .list()
       .filter((r) => r.live && r.state === 'running')
-      .map((r): AttentionEntry => ({ id: r.id, name: r.name, kind: 'run', attention: r.attention.current }));
+      .map((r): AttentionEntry => ({ id: r.id, name: r.name, kind: 'run', attention: r.attention.current, focused: r.attention.focused }));
     return [...runs, ...this.windowStates.values()];
   }
 
@@ -150,13 +152,12 @@ export class WaitingAgents implements vscode.Disposable {
   }
 
   /** One notification per wait, and none while that agent's terminal has the focus. */
-  private maybeNotify(e: AttentionEntry & { focused?: boolean }): void {
+  private maybeNotify(e: AttentionEntry): void {
     const a = e.attention;
     if (a.state !== 'waiting' || (this.told.get(e.id) ?? 0) >= a.waits) return;
     this.told.set(e.id, a.waits);
     const terminal = this.terminalOf(e);
-    const focused = e.kind === 'run' ? this.deps.runs.get(e.id)?.attention.focused : e.focused;
-    if (focused ?? (vscode.window.state.focused && terminal !== undefined && vscode.window.activeTerminal === terminal)) {
+    if (e.focused ?? (vscode.window.state.focused && terminal !== undefined && vscode.window.activeTerminal === terminal)) {
       this.deps.log.info(`${e.name} (tree ${e.id}) waits; its terminal has the focus: no notification`);
       return;
     }
@@ -218,7 +219,7 @@ export class WaitingAgents implements vscode.Disposable {
     const windowId = this.deps.windowTerminals.windowId;
     const live = this.deps.records.get().live;
     const table = processCore().table;
-    const next = new Map<string, AttentionEntry & { focused?: boolean }>();
+    const next = new Map<string, AttentionEntry>();
     for (const found of this.folder.states()) {
       const s: PublishedState | undefined = found.value;
       if (!s) {
