@@ -83,7 +83,12 @@ export class AttentionTracker {
     if (now.state === 'waiting') {
       // The same wait: only a hook's words where the terminal gave none (a bell, then claude's Notification).
       if (s.source !== 'hook' || now.source === 'hook') return false;
-      return this.set({ ...now, source: 'hook', message: boundedText(s.message) ?? now.message, detail: boundedText(s.detail) ?? now.detail });
+      return this.set({
+        ...now,
+        source: 'hook',
+        message: boundedText(s.message) ?? now.message,
+        detail: boundedText(s.detail) ?? now.detail,
+      });
     }
     return this.set({
       state: 'waiting',

@@ -132,7 +132,9 @@ export function postMessage(address: NotifyAddress, message: HookMessage, ownerA
   try {
     writeAtomically(address.folder, `to-${ownerTag(address.owner)}-${randomBytes(8).toString('hex')}.msg`, message);
   } catch (e) {
-    throw new ChannelError(`attention folder ${address.folder}: cannot write (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new ChannelError(
+      `attention folder ${address.folder}: cannot write (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
 }
 
@@ -177,7 +179,9 @@ export class AttentionFolder extends EventEmitter {
     try {
       makeFolders(this.dir);
     } catch (e) {
-      throw new ChannelError(`attention folder ${this.dir}: cannot be created (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      throw new ChannelError(
+        `attention folder ${this.dir}: cannot be created (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      );
     }
     const after = folderProblem(this.dir, this.uid);
     if (after) throw new ChannelError(`attention folder ${this.dir}: ${after}`);
@@ -238,7 +242,9 @@ export class AttentionFolder extends EventEmitter {
     const found: Found<HookMessage>[] = [];
     for (const name of this.names()) {
       if (!name.startsWith(prefix)) continue;
-      const f = MSG_NAME.test(name) ? this.readFile(name, hookMessageOf) : { file: path.join(this.dir, name), problem: 'not a message name' };
+      const f = MSG_NAME.test(name)
+        ? this.readFile(name, hookMessageOf)
+        : { file: path.join(this.dir, name), problem: 'not a message name' };
       removeQuietly(f.file);
       found.push(f);
     }
@@ -309,7 +315,14 @@ export function hookEventOf(v: unknown): HookEvent {
 function hookMessageOf(v: unknown): HookMessage | undefined {
   const o = v as Record<string, unknown>;
   if (!o || o.version !== 1 || typeof o.tree !== 'string' || typeof o.key !== 'string' || typeof o.agent !== 'string') return undefined;
-  return { version: 1, tree: o.tree.slice(0, 128), key: o.key.slice(0, 64), agent: o.agent.slice(0, 32), event: hookEventOf(o.event), sentAt: Number(o.sentAt) || 0 };
+  return {
+    version: 1,
+    tree: o.tree.slice(0, 128),
+    key: o.key.slice(0, 64),
+    agent: o.agent.slice(0, 32),
+    event: hookEventOf(o.event),
+    sentAt: Number(o.sentAt) || 0,
+  };
 }
 
 function publishedStateOf(v: unknown): PublishedState | undefined {
@@ -326,7 +339,14 @@ function publishedStateOf(v: unknown): PublishedState | undefined {
     owner: { pid: owner.pid as number, startKey: owner.startKey as number },
     tree: o.tree,
     window: o.window,
-    attention: { state: a.state, message: str(a.message, 300), detail: str(a.detail, 300), since: a.since, source, waits: a.waits as number },
+    attention: {
+      state: a.state,
+      message: str(a.message, 300),
+      detail: str(a.detail, 300),
+      since: a.since,
+      source,
+      waits: a.waits as number,
+    },
     focused: typeof o.focused === 'boolean' ? o.focused : undefined,
   };
 }

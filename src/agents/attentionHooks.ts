@@ -81,7 +81,9 @@ export function cliOfExecutable(file: string): CliProof {
     const known = PACKAGES.find((p) => p.name.test(name));
     if (!known) return { why: `${real} belongs to the npm package ${name || '(unnamed)'}, not to an agent CLI Agent Trees knows` };
     const ok = known.native ? path.basename(real).replace(/\.exe$/, '') === known.native : isBinOf(dir, pkg.bin, real);
-    return ok ? { cli: known.cli, why: `${real} is ${name}'s ${known.native ? 'native binary' : 'bin'}` } : { why: `${real} is in ${name}, but not its binary` };
+    return ok
+      ? { cli: known.cli, why: `${real} is ${name}'s ${known.native ? 'native binary' : 'bin'}` }
+      : { why: `${real} is in ${name}, but not its binary` };
   }
   return { why: `${real} is not a file of an npm package Agent Trees knows` };
 }
@@ -161,7 +163,10 @@ export function withHooks(
       return { skipped: 'the command passes its own --settings, and Claude Code reads only the last one' };
     return { args: ['--settings', claudeHookSettings(notify), ...args] };
   }
-  if (args.some((a, i) => /^notify\s*=/.test(a) && ['-c', '--config'].includes(args[i - 1] ?? '')) || args.some((a) => /^--config=notify\s*=/.test(a)))
+  if (
+    args.some((a, i) => /^notify\s*=/.test(a) && ['-c', '--config'].includes(args[i - 1] ?? '')) ||
+    args.some((a) => /^--config=notify\s*=/.test(a))
+  )
     return { skipped: 'the command sets its own notify' };
   const home = codexConfig.env.CODEX_HOME || path.join(codexConfig.env.HOME || os.homedir(), '.codex');
   const configFile = path.join(home, 'config.toml');
@@ -206,7 +211,8 @@ function claudeSignal(e: HookEvent): AttentionSignal | undefined {
     case 'Stop':
       return { state: 'idle', source: 'hook' };
     case 'Notification':
-      if (e.type === 'permission_prompt' || e.type === 'elicitation_dialog') return { state: 'waiting', source: 'hook', message: e.message, detail };
+      if (e.type === 'permission_prompt' || e.type === 'elicitation_dialog')
+        return { state: 'waiting', source: 'hook', message: e.message, detail };
       if (e.type === 'idle_prompt') return { state: 'idle', source: 'hook', message: e.message };
       return undefined;
     default:

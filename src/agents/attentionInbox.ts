@@ -83,7 +83,9 @@ export class AttentionInbox {
     const signal = hookSignal(m.agent, m.event);
     this.record(call);
     if (!signal) {
-      this.log.info(`tree ${m.tree}: ${m.agent} hook ${m.event.name ?? '?'}${m.event.type ? ` (${m.event.type})` : ''}: says nothing about waiting`);
+      this.log.info(
+        `tree ${m.tree}: ${m.agent} hook ${m.event.name ?? '?'}${m.event.type ? ` (${m.event.type})` : ''}: says nothing about waiting`,
+      );
       return;
     }
     if (tree.tracker.signal(signal)) {

@@ -6,7 +6,18 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { checkSpawn, DEFAULT_TERM, EscapeScanner, KillReport, Logger, OwnedTree, PtyRoot, ptyProblem, silentLogger, TreeOwner } from '../proc';
+import {
+  checkSpawn,
+  DEFAULT_TERM,
+  EscapeScanner,
+  KillReport,
+  Logger,
+  OwnedTree,
+  PtyRoot,
+  ptyProblem,
+  silentLogger,
+  TreeOwner,
+} from '../proc';
 import { AttentionTracker, terminalSignal } from './attention';
 import type { NotifyInvocation } from './attentionHooks';
 import type { AttentionInbox } from './attentionInbox';

@@ -81,7 +81,8 @@ export async function notify(args: NotifyArgs): Promise<number> {
   };
   const address = parseAddress(process.env[NOTIFY_VARIABLE]);
   const tree = process.env.AGENT_TREES_TREE_ID;
-  if (!address || !tree) return fail(`not inside a tree launched with hooks (no ${address ? 'AGENT_TREES_TREE_ID' : NOTIFY_VARIABLE}): nothing to tell`);
+  if (!address || !tree)
+    return fail(`not inside a tree launched with hooks (no ${address ? 'AGENT_TREES_TREE_ID' : NOTIFY_VARIABLE}): nothing to tell`);
   const message: HookMessage = {
     version: 1,
     tree,

@@ -71,7 +71,10 @@ export class WaitingAgents implements vscode.Disposable {
     this.folder = new AttentionFolder(runs.owner.store.dir, log);
     const startKey = processCore().table.read(process.pid)?.startKey ?? 0;
     this.inbox = new AttentionInbox(this.folder, { pid: process.pid, startKey }, log);
-    runs.useHooks({ inbox: this.inbox, notify: { execPath: process.execPath, cliScript: deps.cliScript, electron: !!process.versions.electron } });
+    runs.useHooks({
+      inbox: this.inbox,
+      notify: { execPath: process.execPath, cliScript: deps.cliScript, electron: !!process.versions.electron },
+    });
     this.item = vscode.window.createStatusBarItem('agentTrees.waiting', vscode.StatusBarAlignment.Left, 51);
     this.item.name = vscode.l10n.t('Agent Trees: Agents Waiting for You');
     this.item.command = 'agentTrees.showWaitingAgent';
@@ -92,7 +95,9 @@ export class WaitingAgents implements vscode.Disposable {
       this.removeLeftovers();
       this.readStates();
     } catch (e) {
-      this.deps.log.warn(`${(e as Error).message}: agents launched here get no hooks, and agent-trees run in the terminals is not shown waiting`);
+      this.deps.log.warn(
+        `${(e as Error).message}: agents launched here get no hooks, and agent-trees run in the terminals is not shown waiting`,
+      );
     }
   }
 
@@ -138,7 +143,8 @@ export class WaitingAgents implements vscode.Disposable {
     }
     this.item.text = `$(bell-dot) ${waiting.length === 1 ? vscode.l10n.t('1 agent waiting') : vscode.l10n.t('{0} agents waiting', waiting.length)}`;
     const tooltip = new vscode.MarkdownString(`**${vscode.l10n.t('Waiting for you')}**\n\n`);
-    for (const e of waiting) tooltip.appendMarkdown(`- ${escapeMarkdown(e.name)}${e.attention.message ? `: ${escapeMarkdown(e.attention.message)}` : ''}\n`);
+    for (const e of waiting)
+      tooltip.appendMarkdown(`- ${escapeMarkdown(e.name)}${e.attention.message ? `: ${escapeMarkdown(e.attention.message)}` : ''}\n`);
     tooltip.appendMarkdown(`\n${vscode.l10n.t('Click to show the terminal of the one waiting longest.')}`);
     this.item.tooltip = tooltip;
     this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
@@ -161,7 +167,9 @@ export class WaitingAgents implements vscode.Disposable {
       this.deps.log.info(`${e.name} (tree ${e.id}) waits; its terminal has the focus: no notification`);
       return;
     }
-    const text = a.message ? vscode.l10n.t('{0} is waiting for you: {1}', e.name, a.message) : vscode.l10n.t('{0} is waiting for you', e.name);
+    const text = a.message
+      ? vscode.l10n.t('{0} is waiting for you: {1}', e.name, a.message)
+      : vscode.l10n.t('{0} is waiting for you', e.name);
     const full = a.detail ? `${text} (${a.detail})` : text;
     this.shown.push({ treeId: e.id, text: full, at: Date.now() });
     if (this.shown.length > 50) this.shown.shift();
@@ -229,7 +237,14 @@ export class WaitingAgents implements vscode.Disposable {
       if (s.window !== windowId || table.read(s.owner.pid)?.startKey !== s.owner.startKey) continue;
       const tree = live.find((r) => r.record.owner.pid === s.owner.pid)?.record.trees.find((t) => t.id === s.tree);
       if (!tree) continue;
-      next.set(s.tree, { id: s.tree, name: tree.label, kind: 'windowTree', attention: s.attention, ownerPid: s.owner.pid, focused: s.focused });
+      next.set(s.tree, {
+        id: s.tree,
+        name: tree.label,
+        kind: 'windowTree',
+        attention: s.attention,
+        ownerPid: s.owner.pid,
+        focused: s.focused,
+      });
     }
     const before = this.windowStates;
     const differs = next.size !== before.size || [...next].some(([id, e]) => JSON.stringify(e) !== JSON.stringify(before.get(id)));
@@ -259,4 +274,3 @@ export class WaitingAgents implements vscode.Disposable {
     this.item.dispose();
   }
 }
-

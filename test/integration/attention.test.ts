@@ -14,7 +14,11 @@ import { api, shortKillGrace, testHooks } from './fixtures';
 import { log, processes, waitFor } from './harness';
 
 /** Polls `probe` every 100 ms until it returns a value; fails after `timeoutMs`, saying what it waited for. */
-async function eventually<T>(what: string, probe: () => PromiseLike<T | undefined | false> | T | undefined | false, timeoutMs = 60_000): Promise<T> {
+async function eventually<T>(
+  what: string,
+  probe: () => PromiseLike<T | undefined | false> | T | undefined | false,
+  timeoutMs = 60_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -78,14 +82,27 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
   it("in its agent terminal: a permission prompt makes it waiting with Claude's words, counted and told once; a key clears it; its turn's end makes it idle", async () => {
     const s = await session([]);
     const [first, second] = [victim(s, 'first'), victim(s, 'second')];
-    const scripted = [turns.bash(`rm -rf ${first} && echo removed`), turns.bash(`rm -rf ${second} && echo removed`), turns.text('Both removed.')];
+    const scripted = [
+      turns.bash(`rm -rf ${first} && echo removed`),
+      turns.bash(`rm -rf ${second} && echo removed`),
+      turns.text('Both removed.'),
+    ];
     (s.endpoint as unknown as { push(...t: unknown[]): void }).push(...scripted);
-    const id = await launch({ name: 'claude-asks', command: claude, args: ['--permission-mode', 'default', 'remove them'], cwd: s.cwd, env: s.env, timeoutSeconds: 0 });
+    const id = await launch({
+      name: 'claude-asks',
+      command: claude,
+      args: ['--permission-mode', 'default', 'remove them'],
+      cwd: s.cwd,
+      env: s.env,
+      timeoutSeconds: 0,
+    });
     // Another terminal in front: the agent's is not the one in use, so its wait is told.
     const other = vscode.window.createTerminal({ name: 'in front' });
     terminals.push(other);
     other.show(false);
-    const waiting = await eventually('claude waiting at its first prompt', () => (tree(id)?.attention.state === 'waiting' ? tree(id) : undefined));
+    const waiting = await eventually('claude waiting at its first prompt', () =>
+      tree(id)?.attention.state === 'waiting' ? tree(id) : undefined,
+    );
     const asked = s.turnAnsweredAt(0);
     log(`[attention] waiting ${asked ? waiting.attention.since - asked : '?'} ms after the endpoint answered with the Bash call`);
     assert.strictEqual(waiting.attention.message, 'Claude needs your permission');
@@ -153,7 +170,10 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
     const pids = (await hooks.view()).find((r) => r.id === `window:${entry.id}`);
     const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', entry.id);
     assert.strictEqual(result?.survivors, 0);
-    await eventually('the run gone from the attention folder', () => !fs.readdirSync(hooks.attention().folder).some((n) => n.includes(entry.id)));
+    await eventually(
+      'the run gone from the attention folder',
+      () => !fs.readdirSync(hooks.attention().folder).some((n) => n.includes(entry.id)),
+    );
     assert.ok(pids, 'it was shown');
   });
 

@@ -20,7 +20,21 @@ const claudeRunner = require(path.join(REPO, 'test', 'fixtures', 'agents', 'clau
   makeClaudeHome(o: { cwd: string }): { dir: string; apiKey: string };
   claudeEnv(o: { home: { dir: string; apiKey: string }; baseUrl: string }): Record<string, string>;
 };
+const { TerminalScreen } = require(path.join(REPO, 'test', 'fixtures', 'agents', 'terminalScreen.js')) as {
+  TerminalScreen: new (cols: number, rows: number) => { write(data: string): void; text(): string };
+};
 /* eslint-enable @typescript-eslint/no-require-imports */
+
+/** What a terminal shows after `output` (claude draws words at columns: its raw output runs them together). */
+export function screenOf(output: string | undefined, cols = 200, rows = 60): string {
+  const screen = new TerminalScreen(cols, rows);
+  screen.write(output ?? '');
+  return screen
+    .text()
+    .split('\n')
+    .filter((l) => l.trim())
+    .join('\n');
+}
 
 export const turns = endpointModule.turns;
 
@@ -66,8 +80,9 @@ export async function claudeSession(claude: string, scripted: unknown[]): Promis
     turnAnsweredAt: (turn) => endpoint.requests.filter((r) => r.kind === 'messages')[turn]?.at,
     close: async () => {
       await endpoint.close();
-      fs.rmSync(cwd, { recursive: true, force: true });
-      fs.rmSync(home.dir, { recursive: true, force: true });
+      // claude may still be writing its session files as its tree goes.
+      fs.rmSync(cwd, { recursive: true, force: true, maxRetries: 5 });
+      fs.rmSync(home.dir, { recursive: true, force: true, maxRetries: 5 });
     },
   };
 }

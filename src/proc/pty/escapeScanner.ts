@@ -142,13 +142,15 @@ export class EscapeScanner {
   }
 
   private afterEscape(c: number): void {
-    if (c === 0x5b) this.state = State.Csi; // [
+    if (c === 0x5b)
+      this.state = State.Csi; // [
     else if (c === 0x5d) {
       // ]
       this.state = State.OscNumber;
       this.oscNumber = 0;
       this.oscDigits = 0;
-    } else if (c === 0x50 || c === 0x58 || c === 0x5e || c === 0x5f) this.state = State.StringSkip; // P X ^ _
+    } else if (c === 0x50 || c === 0x58 || c === 0x5e || c === 0x5f)
+      this.state = State.StringSkip; // P X ^ _
     else if (c === ESC) this.state = State.Escape;
     else if (c >= 0x20 && c <= 0x2f) this.state = State.Intermediate;
     else if (c >= 0x30 && c <= 0x7e) this.state = State.Ground; // ESC \ (ST), ESC 7, ESC c, ...
@@ -158,7 +160,12 @@ export class EscapeScanner {
     if (c >= 0x30 && c <= 0x39 && this.oscDigits < 6) {
       this.oscNumber = this.oscNumber * 10 + (c - 0x30);
       this.oscDigits++;
-    } else if (c === 0x3b && this.oscDigits > 0 && this.listener && (this.oscNumber === 9 || this.oscNumber === 777 || this.oscNumber === 99)) {
+    } else if (
+      c === 0x3b &&
+      this.oscDigits > 0 &&
+      this.listener &&
+      (this.oscNumber === 9 || this.oscNumber === 777 || this.oscNumber === 99)
+    ) {
       this.state = State.OscPayload; // ;
       this.payload = '';
     } else if (c === BEL) this.state = State.Ground;
