@@ -23,7 +23,10 @@ const NOTIFY: NotifyInvocation = { execPath: '/usr/bin/node', cliScript: '/x/dis
 function tracker(): { t: AttentionTracker; changes: Attention[]; clock: { now: number } } {
   const clock = { now: 1000 };
   const changes: Attention[] = [];
-  const t = new AttentionTracker((a) => changes.push(a), () => clock.now);
+  const t = new AttentionTracker(
+    (a) => changes.push(a),
+    () => clock.now,
+  );
   return { t, changes, clock };
 }
 
@@ -62,7 +65,15 @@ describe('attention state of an agent', () => {
   it("the terminal's reports are not keys: answers, focus and mouse moves leave the wait; focus is remembered", () => {
     const { t } = tracker();
     t.signal({ state: 'waiting', source: 'hook' });
-    for (const report of ['\x1b[12;40R', '\x1b[?62;22c', '\x1b[0n', '\x1b[?1u', '\x1b]11;rgb:0000/0000/0000\x1b\\', '\x1b[<35;10;5M', '\x1b[?2004;1$y']) {
+    for (const report of [
+      '\x1b[12;40R',
+      '\x1b[?62;22c',
+      '\x1b[0n',
+      '\x1b[?1u',
+      '\x1b]11;rgb:0000/0000/0000\x1b\\',
+      '\x1b[<35;10;5M',
+      '\x1b[?2004;1$y',
+    ]) {
       t.input(report);
       assert.strictEqual(t.current.state, 'waiting', JSON.stringify(report));
     }
@@ -99,7 +110,19 @@ describe('keys and reports in terminal input', () => {
   it('tells typing from the terminal answering, focusing or tracking the mouse', () => {
     const typed = ['a', '\r', '\x03', '\x1b', '\x1bx', '\x1b[A', '\x1b[1;5C', '\x1b[15~', '\x1bOP', '\x1b[200~paste\x1b[201~', '\x1b[97u'];
     for (const k of typed) assert.strictEqual(inputEffect(k).typed, true, JSON.stringify(k));
-    const reports = ['\x1b[3;1R', '\x1b[?1;2c', '\x1b[>0;276;0c', '\x1b[0n', '\x1b[?0u', '\x1b[8;40;120t', '\x1b]10;rgb:ffff/ffff/ffff\x07', '\x1bP1$r0m\x1b\\', '\x1b[M !!', '\x1b[<0;3;4m', '\x1b[32;5;6M'];
+    const reports = [
+      '\x1b[3;1R',
+      '\x1b[?1;2c',
+      '\x1b[>0;276;0c',
+      '\x1b[0n',
+      '\x1b[?0u',
+      '\x1b[8;40;120t',
+      '\x1b]10;rgb:ffff/ffff/ffff\x07',
+      '\x1bP1$r0m\x1b\\',
+      '\x1b[M !!',
+      '\x1b[<0;3;4m',
+      '\x1b[32;5;6M',
+    ];
     for (const r of reports) assert.strictEqual(inputEffect(r).typed, false, JSON.stringify(r));
     assert.deepStrictEqual(inputEffect('\x1b[I\x1b[O'), { typed: false, focus: false });
     assert.deepStrictEqual(inputEffect('\x1b[12;40Rq'), { typed: true });
@@ -127,7 +150,10 @@ describe("agents' own hooks", () => {
     // A package of that name whose bin is another file does not make every file in it the CLI.
     const pkg = path.join(dir, 'node_modules', '@anthropic-ai', 'claude-code');
     fs.mkdirSync(path.join(pkg, 'bin'), { recursive: true });
-    fs.writeFileSync(path.join(pkg, 'package.json'), JSON.stringify({ name: '@anthropic-ai/claude-code', bin: { claude: 'bin/claude.exe' } }));
+    fs.writeFileSync(
+      path.join(pkg, 'package.json'),
+      JSON.stringify({ name: '@anthropic-ai/claude-code', bin: { claude: 'bin/claude.exe' } }),
+    );
     fs.writeFileSync(path.join(pkg, 'bin', 'other'), '#!/bin/sh\n', { mode: 0o755 });
     assert.strictEqual(cliOfExecutable(path.join(pkg, 'bin', 'other')).cli, undefined);
     fs.writeFileSync(path.join(pkg, 'bin', 'claude.exe'), '#!/bin/sh\n', { mode: 0o755 });
@@ -138,7 +164,7 @@ describe("agents' own hooks", () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it("Claude Code gets --settings with its three hooks, unless the command passes its own (it reads only the last)", () => {
+  it('Claude Code gets --settings with its three hooks, unless the command passes its own (it reads only the last)', () => {
     const r = withHooks('claude', ['--permission-mode', 'default'], NOTIFY);
     assert.ok('args' in r);
     assert.deepStrictEqual(r.args.slice(2), ['--permission-mode', 'default']);
@@ -151,7 +177,7 @@ describe("agents' own hooks", () => {
     assert.ok('skipped' in withHooks('claude', ['--settings=/a/b.json'], NOTIFY));
   });
 
-  it("Codex gets -c notify=[...], unless its config or its command line sets notify already", () => {
+  it('Codex gets -c notify=[...], unless its config or its command line sets notify already', () => {
     const read = (toml: string | undefined) => () => toml;
     const r = withHooks('codex', ['exec', 'x'], NOTIFY, { env: { CODEX_HOME: '/h' }, read: read(undefined) });
     assert.ok('args' in r);
@@ -170,13 +196,19 @@ describe("agents' own hooks", () => {
       message: 'Claude needs your permission',
       detail: 'Bash: rm -rf x',
     });
-    assert.deepStrictEqual(hookSignal('claude', { name: 'Notification', type: 'permission_prompt', message: 'Claude needs your permission' }), {
-      state: 'waiting',
-      source: 'hook',
-      message: 'Claude needs your permission',
-      detail: undefined,
-    });
-    assert.strictEqual(hookSignal('claude', { name: 'Notification', type: 'idle_prompt', message: 'Claude is waiting for your input' })?.state, 'idle');
+    assert.deepStrictEqual(
+      hookSignal('claude', { name: 'Notification', type: 'permission_prompt', message: 'Claude needs your permission' }),
+      {
+        state: 'waiting',
+        source: 'hook',
+        message: 'Claude needs your permission',
+        detail: undefined,
+      },
+    );
+    assert.strictEqual(
+      hookSignal('claude', { name: 'Notification', type: 'idle_prompt', message: 'Claude is waiting for your input' })?.state,
+      'idle',
+    );
     assert.strictEqual(hookSignal('claude', { name: 'Stop' })?.state, 'idle');
     assert.strictEqual(hookSignal('claude', { name: 'Notification', type: 'auth_success', message: 'ok' }), undefined);
     assert.strictEqual(hookSignal('claude', { name: 'PreToolUse' }), undefined);

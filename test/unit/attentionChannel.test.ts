@@ -97,7 +97,10 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     await calls(s, 1);
     assert.strictEqual(s.tracker.current.state, 'working');
     assert.match(s.inbox.outcomes[0].refused ?? '', /does not carry that tree's key/);
-    assert.ok(s.log.lines.some((l) => /^warn attention: refused a hook call/.test(l)), s.log.lines.join('\n'));
+    assert.ok(
+      s.log.lines.some((l) => /^warn attention: refused a hook call/.test(l)),
+      s.log.lines.join('\n'),
+    );
   });
 
   it("refuses a stale tree id and another owner's tree, even with a key that is right for some tree", async () => {
@@ -141,12 +144,18 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     const name = (n: number) => path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${String(n).repeat(16)}.msg`);
     execFileSync('mkfifo', [name(1)]);
     const target = path.join(s.records, 'target');
-    fs.writeFileSync(target, JSON.stringify({ version: 1, tree: s.tree, key: address.key, agent: 'claude', event: { name: 'Stop' }, sentAt: 0 }));
+    fs.writeFileSync(
+      target,
+      JSON.stringify({ version: 1, tree: s.tree, key: address.key, agent: 'claude', event: { name: 'Stop' }, sentAt: 0 }),
+    );
     fs.symlinkSync(target, name(2));
     s.inbox.take(); // the change events may have come before both were there
     await calls(s, 2);
     assert.strictEqual(s.tracker.current.state, 'working');
-    assert.deepStrictEqual(s.inbox.outcomes.map((o) => /FIFO|symbolic link/.test(o.refused ?? '')), [true, true]);
+    assert.deepStrictEqual(
+      s.inbox.outcomes.map((o) => /FIFO|symbolic link/.test(o.refused ?? '')),
+      [true, true],
+    );
     assert.ok(!fs.existsSync(name(1)) && !fs.existsSync(name(2)));
     assert.ok(fs.existsSync(target));
   });
@@ -177,13 +186,23 @@ describe('attention channel: hook calls into the owner of a tree', function () {
   it("removes what owners that are gone left, and leaves a live owner's files", () => {
     const dir = s.folder.dir;
     const me = `${process.pid}-${table.read(process.pid)!.startKey}`;
-    for (const n of [`to-${me}-${'a'.repeat(16)}.msg`, `state-${me}-tree1.json`, `to-999999-5-${'b'.repeat(16)}.msg`, `state-999999-5-tree2.json`, `.tmp-999999-${'c'.repeat(16)}`])
+    for (const n of [
+      `to-${me}-${'a'.repeat(16)}.msg`,
+      `state-${me}-tree1.json`,
+      `to-999999-5-${'b'.repeat(16)}.msg`,
+      `state-999999-5-tree2.json`,
+      `.tmp-999999-${'c'.repeat(16)}`,
+    ])
       fs.writeFileSync(path.join(dir, n), '{}');
     const removed = s.folder.removeLeftovers(
       (o) => table.read(o.pid)?.startKey === o.startKey,
       (pid) => table.read(pid) !== undefined,
     );
-    assert.deepStrictEqual(removed.map((f) => path.basename(f)).sort(), [`.tmp-999999-${'c'.repeat(16)}`, `state-999999-5-tree2.json`, `to-999999-5-${'b'.repeat(16)}.msg`]);
+    assert.deepStrictEqual(removed.map((f) => path.basename(f)).sort(), [
+      `.tmp-999999-${'c'.repeat(16)}`,
+      `state-999999-5-tree2.json`,
+      `to-999999-5-${'b'.repeat(16)}.msg`,
+    ]);
     assert.deepStrictEqual(fs.readdirSync(dir).sort(), [`state-${me}-tree1.json`, `to-${me}-${'a'.repeat(16)}.msg`]);
   });
 });

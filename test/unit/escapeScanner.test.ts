@@ -47,7 +47,11 @@ describe('terminal notification sequences in agent output', () => {
       { kind: 'osc777', title: 'Codex', body: 'Approve rm -rf?' },
     ]);
     assert.deepStrictEqual(everySplit(`${ESC}]99;;Needs input${ST}`), [{ kind: 'osc99', title: 'Needs input', body: '' }]);
-    assert.deepStrictEqual(everySplit(`${ESC}]9;a;b${ESC}[0m`), [{ kind: 'osc9', title: '', body: 'a;b' }], 'as in xterm.js, any ESC ends an OSC');
+    assert.deepStrictEqual(
+      everySplit(`${ESC}]9;a;b${ESC}[0m`),
+      [{ kind: 'osc9', title: '', body: 'a;b' }],
+      'as in xterm.js, any ESC ends an OSC',
+    );
   });
 
   it("ConEmu's OSC 9 commands (9;4 progress), other OSC 777 commands and kitty's questions are not notifications", () => {
