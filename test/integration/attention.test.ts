@@ -4,6 +4,7 @@
 // for `agent-trees run -- claude` typed in an ordinary terminal of the window; and a forged hook call is refused.
 import * as assert from 'assert';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { formatAddress, NOTIFY_VARIABLE, parseAddress } from '../../src/agents/attentionChannel';
@@ -204,5 +205,56 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
     assert.ok(!hooks.attention().notifications.some((n) => n.text.includes('forged')));
     await trees.kill(id);
     assert.ok(await waitFor(() => !processes.isAlive(pid), 10_000));
+  });
+});
+
+describe("Agent Trees: an agent's terminal notifications (bells, OSC 9)", function () {
+  this.timeout(60_000);
+  let trees: AgentTreesApi;
+  let hooks: AgentTreesTestHooks;
+
+  before(async () => {
+    trees = await api();
+    hooks = await testHooks();
+  });
+  shortKillGrace();
+
+  it('a bell storm is one wait and one notification; a key ends it; the OSC 9 after it is a new wait, with its words', async () => {
+    // Once told to start (another terminal in front by then): 500 lines, each with a bell; then it reads a line,
+    // and asks again with OSC 9 (ST-terminated).
+    const go = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-storm-')), 'go');
+    const script = [
+      `while [ ! -e '${go}' ]; do sleep 0.1; done`,
+      `for i in $(seq 500); do printf 'line %d\\a\\n' "$i"; done`,
+      'read -r answer',
+      `printf '\\033]9;Need more input\\033\\\\'`,
+      'exec sleep 300',
+    ].join('; ');
+    const id = await trees.launch({ name: 'bell-storm', command: '/bin/sh', args: ['-c', script], timeoutSeconds: 0 });
+    const other = vscode.window.createTerminal({ name: 'in front of the storm' });
+    other.show(false);
+    await eventually('the other terminal in front', () => vscode.window.activeTerminal === other, 10_000);
+    fs.writeFileSync(go, '');
+    const tree = () => trees.list().find((t) => t.id === id)!;
+    try {
+      await eventually('waiting from the bells', () => tree().attention.state === 'waiting', 20_000);
+      await eventually('all 500 lines out', () => (hooks.output(id) ?? '').includes('line 500'), 20_000);
+      const told = () => hooks.attention().notifications.filter((n) => n.treeId === id);
+      assert.strictEqual(told().length, 1, JSON.stringify(told()));
+      assert.strictEqual(tree().attention.source, 'terminal');
+      assert.strictEqual(tree().attention.message, null, 'a bell has no words');
+      vscode.window.terminals.find((t) => t.name === 'Agent: bell-storm')!.sendText('yes', true);
+      const again = await eventually(
+        'the OSC 9 wait',
+        () => (tree().attention.state === 'waiting' && tree().attention.message === 'Need more input' ? tree() : undefined),
+        20_000,
+      );
+      assert.ok(again.attention.since > 0);
+      assert.strictEqual(told().length, 2, 'one more notification for the new wait');
+      assert.match(told()[1].text, /^bell-storm is waiting for you: Need more input$/);
+    } finally {
+      other.dispose();
+      await trees.kill(id);
+    }
   });
 });
