@@ -12,8 +12,8 @@
  *     executes it, so it rings there too.
  * ST is `ESC \`; as in xterm.js, any ESC ends an OSC (the OSC counts), and so does BEL.
  *
- * Ground text (most of the output) is skipped with `indexOf`, never walked character by character; only escape
- * sequences are. A chunk may be a string of UTF-16 code units or, from a relay that reads bytes, a string of bytes
+ * Text between string sequences (most of the output, its CSIs included) is searched with `indexOf` and one regular
+ * expression, never walked character by character. A chunk may be a string of UTF-16 code units or, from a relay that reads bytes, a string of bytes
  * decoded as latin1 (`bytes: true`): escape sequences are ASCII either way, and payloads are decoded as UTF-8.
  */
 
@@ -36,6 +36,9 @@ const ESC = 0x1b;
 const BEL = 0x07;
 /** An OSC's text is kept up to this many characters: a notification is a line, not a document. */
 const MAX_PAYLOAD = 4096;
+/** What starts a string sequence: OSC, DCS, SOS, PM, APC. */
+// eslint-disable-next-line no-control-regex -- ESC is what it looks for
+const STRING_START = /\x1b[\]PX^_]/g;
 /** kitty notifications still waiting for their last part (`d=0`), at most. */
 const MAX_PENDING = 8;
 
@@ -85,29 +88,41 @@ export class EscapeScanner {
     }
   }
 
-  /** Every sequence, with the bells and notifications in it. */
+  /**
+   * The bells and notifications in `text`. Only string sequences and BELs can be one, and `ESC ]` (or `ESC P`,
+   * `ESC X`, `ESC ^`, `ESC _`) starts a string whatever came before it (any ESC ends what was open), so the text
+   * between strings is searched for the next string or BEL, never walked; CSIs there (a third to a half of an
+   * agent's screen) are skipped whole. A BEL between strings, even one inside a CSI, rings, as in a VT parser.
+   */
   private scan(text: string): void {
     let i = 0;
-    // Where the next BEL is (-1: none left), so ground text is searched once for it, not once per sequence.
-    let bel = -2;
     let rang = false;
+    // The next string start and the next BEL at or after i (-1: none left; -2: not looked for yet).
+    let start = -2;
+    let bel = -2;
     while (i < text.length) {
-      if (this.state === State.Ground) {
-        const esc = text.indexOf('\x1b', i);
-        if (bel !== -1 && bel < i) bel = text.indexOf('\x07', i);
-        if (bel >= 0 && (esc < 0 || bel < esc)) rang = true; // BELs between sequences: one signal per chunk at most
-        if (esc < 0) break;
-        i = esc + 1;
-        this.state = State.Escape;
-        continue;
-      }
       if (this.stringState()) {
-        if (bel !== -1 && bel < i) bel = text.indexOf('\x07', i);
-        i = this.skipString(text, i, bel);
+        i = this.skipString(text, i, -2);
         continue;
       }
-      if (text.charCodeAt(i) === BEL) rang = true; // executed inside a CSI or an escape, as a VT parser does
-      i = this.step(text, i);
+      if (this.state !== State.Ground && this.state !== State.Csi && this.state !== State.Intermediate) {
+        if (text.charCodeAt(i) === BEL) rang = true;
+        i = this.step(text, i); // right after an ESC, or an OSC's number: a few characters
+        continue;
+      }
+      if (start !== -1 && start < i) {
+        STRING_START.lastIndex = i;
+        start = STRING_START.exec(text)?.index ?? -1;
+      }
+      if (bel !== -1 && bel < i) bel = text.indexOf('\x07', i);
+      if (bel >= 0 && (start < 0 || bel < start)) rang = true; // one signal per chunk at most
+      if (start < 0) {
+        // No string starts in the rest: only the state it leaves matters, which the text after its last ESC sets.
+        this.track(text.slice(i));
+        break;
+      }
+      this.state = State.Escape;
+      i = start + 1;
     }
     if (rang) this.listener!({ kind: 'bell' });
   }
