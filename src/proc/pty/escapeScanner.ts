@@ -111,8 +111,10 @@ export class EscapeScanner {
         continue;
       }
       if (start !== -1 && start < i) {
-        STRING_START.lastIndex = i;
-        start = STRING_START.exec(text)?.index ?? -1;
+        // indexOf finds an ESC much faster than the expression: plain text has none, and is done with at once.
+        const esc = text.indexOf('\x1b', i);
+        STRING_START.lastIndex = esc;
+        start = esc < 0 ? -1 : (STRING_START.exec(text)?.index ?? -1);
       }
       if (bel !== -1 && bel < i) bel = text.indexOf('\x07', i);
       if (bel >= 0 && (start < 0 || bel < start)) rang = true; // one signal per chunk at most
