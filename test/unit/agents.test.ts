@@ -25,11 +25,13 @@ describe('agent definitions', () => {
       'agentTrees.agents[2]: "name" must be a non-empty string',
       'agentTrees.agents[3] ("bad-args"): "args" must be an array of strings',
       'agentTrees.agents[4] ("bad-kind"): "kind" must be "agent" or "mcp"',
-      'agentTrees.agents[5] ("typo"): "timeout" is not a known field (known: name, command, args, cwd, env, timeoutSeconds, kind, terminal, showTerminal)',
+      'agentTrees.agents[5] ("typo"): "timeout" is not a known field (known: name, command, args, cwd, env, timeoutSeconds, kind, terminal, showTerminal, attention)',
       'agentTrees.agents[6] ("good"): "name" is used by an earlier entry',
       'agentTrees.agents[7]: "(entry)" must be an object with at least "name" and "command"',
     ]);
     assert.throws(() => validateDefinition({ name: 'e', command: 'x', env: { A: 1 } }, 'arg'), /"env.A" must be a string/);
+    assert.throws(() => validateDefinition({ name: 'w', command: 'x', attention: 'gemini' }, 'arg'), /"attention" must be "claude", "codex"/);
+    assert.strictEqual(validateDefinition({ name: 'c', command: 'my-claude-wrapper', attention: 'claude' }, 'arg').attention, 'claude');
     assert.match(validateDefinitions({}).errors[0].message, /must be an array/);
   });
 });
