@@ -29,6 +29,14 @@ async function eventually<T>(
   }
 }
 
+/**
+ * Closes the agent terminals of these (ended) runs: a later suite counts the terminals open, and an ended run
+ * forgotten from the view while it runs would take its terminal along under it.
+ */
+function closeAgentTerminals(names: string[]): void {
+  for (const t of vscode.window.terminals) if (names.some((n) => t.name === `Agent: ${n}`)) t.dispose();
+}
+
 function victim(session: ClaudeSession, name: string): string {
   const dir = path.join(session.cwd, name);
   fs.mkdirSync(dir);
@@ -64,6 +72,7 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
 
   after(async () => {
     for (const s of sessions) await s.close();
+    closeAgentTerminals(['claude-asks', 'claude-forged']);
   });
 
   async function launch(definition: Parameters<AgentTreesApi['launch']>[0]): Promise<string> {
@@ -255,6 +264,7 @@ describe("Agent Trees: an agent's terminal notifications (bells, OSC 9)", functi
     } finally {
       other.dispose();
       await trees.kill(id);
+      closeAgentTerminals(['bell-storm']);
     }
   });
 });

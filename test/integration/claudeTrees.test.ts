@@ -53,6 +53,8 @@ describe("Agent Trees: the real claude's trees end whole", function () {
 
   after(async () => {
     for (const s of sessions) await s.close();
+    // A later suite counts the terminals open: the ended runs' terminals go now, not when the view forgets them.
+    for (const t of vscode.window.terminals) if (/^Agent: claude-(kill|timeout|exit)$/.test(t.name)) t.dispose();
   });
 
   /** Launches claude (interactive unless `args` say otherwise) with a Bash call that starts helpers; resolves once they run. */
