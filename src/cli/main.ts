@@ -2,10 +2,11 @@
  * `agent-trees`: the command-line front end to the process-tree core. It uses the tree owner (`run`), the sweep
  * and the queries on recorded trees (`ps`, `kill`), and nothing below them.
  *
- *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
+ *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
  *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
  *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
  *   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
+ *   agent-trees notify [--agent claude|codex] [--message TEXT] [--idle] [JSON]
  */
 import * as os from 'os';
 import {
@@ -22,6 +23,7 @@ import {
   processCore,
   processCount,
   ptyProblem,
+  PtyRoot,
   RecordStore,
   selfIdentity,
   SIGHUP_IGNORED_VARIABLE,
@@ -31,16 +33,20 @@ import {
   TreeOwner,
   WATCHDOG_GRACE_MS,
 } from '../proc';
+import { NOTIFY_VARIABLE } from '../agents/attentionChannel';
 import { UsageError, parseArgs, ParsedArgs } from './args';
 import { defaultRecordsDir, realRecordsDir, recordsDirProblem } from './recordsDir';
+import { notify } from './notify';
 import { processTerminal, relayWanted, TtyRelay } from './relay';
+import { RunAttention } from './runAttention';
 import { openTerminalOutput } from './terminalOutput';
 
 const USAGE = `Usage:
-  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
+  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
   agent-trees ps [--records DIR] [--no-cgroup] [--json]
   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
+  agent-trees notify [--agent claude|codex] [--message TEXT] [--idle] [JSON]
 
 Runs CMD as an owned process tree and kills all of it on timeout (exit 124), on Ctrl-C (130), SIGTERM (143),
 SIGHUP or the death of this command's parent (129), on any other catchable fatal signal N (128+N), and when
@@ -48,7 +54,10 @@ CMD exits (unless --keep-descendants); if this command is itself killed outright
 the tree within about 2 s (unless --no-watchdog).
 --mcp (a stdio MCP server): stdin is passed on to CMD, and when it closes (the client stopped the server)
 the whole tree ends at once (exit 0).
-Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.`;
+Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.
+Typed in a terminal of a VS Code window with Agent Trees, 'run' shows the window when the agent waits for you,
+and gives Claude Code and Codex (proven from their npm package, or named by --attention) their notification hooks.
+'notify' is what those hooks run, inside the tree: it tells the tree's owner that the agent waits (or is idle).`;
 
 // Run by an editor's launcher with Electron as Node (see the extension's terminal launcher): what CMD starts must
 // not inherit that, or any Electron app it runs would start as plain Node.
@@ -170,6 +179,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
+  if (args.command === 'notify') return notify(args);
   const given = args.records ?? defaultRecordsDir();
   const problem = recordsDirProblem(given, args.command === 'run');
   if (problem) {
@@ -187,6 +197,7 @@ async function main(argv: string[]): Promise<number> {
     case 'kill':
       return kill(args, records);
   }
+  return 2;
 }
 
 type RunArgs = ParsedArgs & { command: 'run' };
@@ -214,7 +225,7 @@ async function run(args: RunArgs, records: string): Promise<number> {
   }
   let started: StartedRun;
   try {
-    started = startRun(owner, args, log);
+    started = startRun(owner, args, log, records);
   } catch (e) {
     held.release();
     if (e instanceof SpawnError) {
@@ -238,13 +249,18 @@ interface StartedRun {
   tree: OwnedTree;
   relay?: TtyRelay;
   mcpStdin?: NodeJS.WritableStream;
+  /** In a window's terminal: the tree's attention state, told to the window (runAttention.ts). */
+  attention?: RunAttention;
 }
+
+/** A tree started from inside a hooked tree is not that tree: it never posts with the other's key. */
+const NO_NOTIFY = { [NOTIFY_VARIABLE]: undefined };
 
 /**
  * Spawns CMD. Typed in a terminal (in its foreground), the agent gets a terminal of its own, relayed (relay.ts);
  * otherwise stdio is passed on. --mcp keeps its stdio: that is the server's protocol. Throws SpawnError.
  */
-function startRun(owner: TreeOwner, args: RunArgs, log: Logger): StartedRun {
+function startRun(owner: TreeOwner, args: RunArgs, log: Logger, records: string): StartedRun {
   const wanted = !args.mcp && relayWanted();
   const noPty = wanted ? ptyProblem() : undefined;
   if (noPty) log.warn(`${noPty}: ${args.cmd[0]} gets this terminal without being its controlling terminal`);
@@ -254,16 +270,43 @@ function startRun(owner: TreeOwner, args: RunArgs, log: Logger): StartedRun {
     label: args.label,
     deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
   };
-  if (wanted && !noPty) {
-    const size = processTerminal().size();
-    const tree = owner.spawnTerminal({ ...spawn, cols: size?.cols, rows: size?.rows, encoding: null });
-    const relay = new TtyRelay(tree.child);
-    relay.start();
-    return { tree, relay };
-  }
+  if (wanted && !noPty) return startRelayed(owner, { args, log, records, spawn });
   // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
-  const tree = owner.spawn({ ...spawn, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
+  const tree = owner.spawn({ ...spawn, env: NO_NOTIFY, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
   return { tree, mcpStdin: tree.child.stdin ?? undefined };
+}
+
+/** A run on a terminal of its own, relayed to ours; in a window's terminal, with its attention state. */
+function startRelayed(
+  owner: TreeOwner,
+  {
+    args,
+    log,
+    records,
+    spawn,
+  }: { args: RunArgs; log: Logger; records: string; spawn: { command: string; args: string[]; label?: string; deadline?: number } },
+): StartedRun {
+  const attention = RunAttention.inWindowTerminal(records, log);
+  const plan = attention?.plan(args.cmd, args.attention);
+  const size = processTerminal().size();
+  let tree: OwnedTree<PtyRoot>;
+  try {
+    tree = owner.spawnTerminal({
+      ...spawn,
+      id: plan?.id,
+      args: plan?.args ?? spawn.args,
+      env: plan?.env ?? NO_NOTIFY,
+      cols: size?.cols,
+      rows: size?.rows,
+      encoding: null,
+    });
+  } catch (e) {
+    attention?.dispose();
+    throw e;
+  }
+  const relay = new TtyRelay(tree.child, processTerminal(), attention?.watch);
+  relay.start();
+  return { tree, relay, attention };
 }
 
 interface SupervisedRun extends StartedRun {
@@ -303,7 +346,7 @@ function superviseRun(run: SupervisedRun): Promise<number> {
 type Finish = (code: number, why: string, keep?: boolean, ended?: string) => Promise<void>;
 
 async function endRun(
-  { owner, args, log, tree, relay, say }: SupervisedRun,
+  { owner, args, log, tree, relay, say, attention }: SupervisedRun,
   why: string,
   keep: boolean,
   ended: string | undefined,
@@ -312,6 +355,7 @@ async function endRun(
   // The agent's output may stop mid-line: ours starts on a line of its own.
   const sayEnded = () => ended && say(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
   if (keep) {
+    attention?.dispose();
     relay?.restore();
     sayEnded();
     owner.release(id);
@@ -320,6 +364,7 @@ async function endRun(
     // After the agent's last output and before ours (raw mode prints no carriage returns).
     if (relay) await relay.drainAndRestore();
     sayEnded();
+    attention?.dispose();
     if (why) log.warn(`${why}: ended ${processCount(report.signalled)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
     else if (report.signalled > 0 || report.survivors > 0) {
       log.info(

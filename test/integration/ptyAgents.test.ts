@@ -199,7 +199,8 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       await waitFor('ended', () => hooks.terminalState(id)?.ending !== null && hooks.terminalState(id)?.ending !== undefined);
     }
     assert.strictEqual(vscode.window.terminals.filter((t) => t.name === 'Agent: tty-again').length, 1);
-    assert.strictEqual(hooks.terminalCount(), before + 1);
+    // At most one more: older ended runs the view forgets meanwhile (it keeps 20) take their terminals along.
+    assert.ok(hooks.terminalCount() <= before + 1, `${hooks.terminalCount()} agent terminals, ${before} before`);
     assert.strictEqual(hooks.terminalState(ids[3])!.ending, 'killed: ended 1 process');
   });
 

@@ -81,7 +81,6 @@ describe('what a launch runs, on real processes', () => {
     assert.deepStrictEqual(def, { name: 'printf', command: '/bin/sh', args: ['-c', line.trim()] });
     assert.strictEqual(execFileSync(def.command, def.args!, { encoding: 'utf8' }), 'a b|c\\d|e f|$HOME|$(x)|');
   });
-
 });
 
 /** A clock the test moves by hand: its timers fire only in advance(), in the order they are due. */
@@ -135,7 +134,12 @@ describe('agent runs on pipes (real processes)', () => {
 
   it('extends a deadline: nothing happens at the old one, the tree ends at the new one', async () => {
     const clock = new ManualClock();
-    const runs = new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => settings, undefined, clock);
+    const runs = new AgentRuns(
+      new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }),
+      () => settings,
+      undefined,
+      clock,
+    );
     const run = runs.launch({ name: 'sleeper', command: 'sleep', args: ['30'], timeoutSeconds: 0.4, terminal: 'pipe' });
     register(run.tree.child.pid!);
     const before = run.deadline!;
@@ -154,7 +158,12 @@ describe('agent runs on pipes (real processes)', () => {
 
   it('on exit, ends what the agent left running, keeps its output and says how it ended', async () => {
     const runs = newRuns();
-    const run = runs.launch({ name: 'leaver', command: 'sh', args: ['-c', 'sleep 30 & echo hello; echo bye >&2; exit 3'], terminal: 'pipe' });
+    const run = runs.launch({
+      name: 'leaver',
+      command: 'sh',
+      args: ['-c', 'sleep 30 & echo hello; echo bye >&2; exit 3'],
+      terminal: 'pipe',
+    });
     register(run.tree.child.pid!);
     await waitFor('ended', () => !run.live, 8000);
     assert.strictEqual(run.state, 'exited');
@@ -166,7 +175,12 @@ describe('agent runs on pipes (real processes)', () => {
 
   it('sends typed input to the agent and interrupts its group on Ctrl-C', async () => {
     const runs = newRuns();
-    const run = runs.launch({ name: 'cat', command: 'sh', args: ['-c', 'trap "echo got-INT; exit 130" INT; while read line; do echo "you said $line"; done'], terminal: 'pipe' });
+    const run = runs.launch({
+      name: 'cat',
+      command: 'sh',
+      args: ['-c', 'trap "echo got-INT; exit 130" INT; while read line; do echo "you said $line"; done'],
+      terminal: 'pipe',
+    });
     register(run.tree.child.pid!);
     run.write('hi\n');
     await waitFor('echo', () => run.output.text().includes('you said hi'));

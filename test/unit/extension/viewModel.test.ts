@@ -204,6 +204,33 @@ interface Menu {
   group?: string;
 }
 
+describe('agents waiting for you in the view model', () => {
+  it('marks a waiting agent with the bell and its words, and puts the longest waiting first, window trees too', () => {
+    const input = fullInput();
+    input.runs[1].attention = { state: 'waiting', message: 'Claude needs your permission', detail: 'Bash: rm -rf x', since: NOW - 5000 };
+    input.runs[0].attention = { state: 'idle', since: NOW - 1000 };
+    input.windowTrees[1].attention = { state: 'waiting', since: NOW - 9000 };
+    const { rows } = buildView(input, l10n);
+    assert.deepStrictEqual(rows.slice(0, 4).map((r) => r.id), ['window:cli-plain', 'run:no-deadline', 'run:with-deadline', 'run:ended']);
+    const waiting = rows[1];
+    assert.deepStrictEqual(waiting.icon, { id: 'bell-dot', color: 'charts.yellow' });
+    assert.match(waiting.description!, /^waiting for you: Claude needs your permission · 1 process/);
+    assert.match(waiting.tooltip!.text, /Bash: rm \\-rf x/, 'escaped for Markdown');
+    assert.match(rows[0].description!, /^agent-trees run · waiting for you · /);
+    assert.match(rows[2].description!, /^idle · /);
+    const before = buildView(fullInput(), l10n).rows.find((r) => r.id === 'run:no-deadline')!;
+    assert.notStrictEqual(waiting.signature, before.signature, 'the row changes when its agent starts waiting');
+  });
+
+  it('an ended run shows how it ended, whatever it waited for', () => {
+    const input = fullInput();
+    input.runs[2].attention = { state: 'waiting', since: NOW };
+    const ended = buildView(input, l10n).rows.find((r) => r.id === 'run:ended')!;
+    assert.match(ended.description!, /^exited \(0\)/);
+    assert.notStrictEqual(ended.icon.id, 'bell-dot');
+  });
+});
+
 describe('MCP servers of VS Code in the view model', () => {
   it('a running one shows its state and its whole tree, and is a window tree the kill acts on', () => {
     const row = buildView(fullInput(), l10n).rows.find((r) => r.id === 'window:mcp-live')!;

@@ -3,7 +3,8 @@
 // (test/integration/ptyAgents.test.ts).
 import * as assert from 'assert';
 import { TerminalFlow } from '../../../src/proc';
-import { EscapeTracker, STATUS_OK, STATUS_QUERY } from '../../../src/proc/pty/ptyFlow';
+import { EscapeScanner } from '../../../src/proc/pty/escapeScanner';
+import { STATUS_OK, STATUS_QUERY } from '../../../src/proc/pty/ptyFlow';
 import { sleep } from '../../support/wait';
 
 class Sink {
@@ -24,7 +25,7 @@ class Sink {
 
 describe('escape sequences in terminal output', () => {
   const after = (...chunks: string[]) => {
-    const t = new EscapeTracker();
+    const t = new EscapeScanner();
     for (const c of chunks) t.feed(c);
     return t.atGround;
   };
