@@ -1,6 +1,6 @@
 // An agent's attention state (src/agents/attention.ts), the keys it takes from a terminal's input
 // (src/proc/pty/terminalInput.ts), and the agents' own hooks (src/agents/attentionHooks.ts): which program is which
-// CLI, proven from its npm package (the real packages in .tools/agents where installed), what its command line gets,
+// CLI (the real packages: test/system/agents/cliOfExecutable.test.ts), what its command line gets,
 // and what each hook event means.
 import * as assert from 'assert';
 import * as fs from 'fs';
@@ -16,8 +16,7 @@ import {
   withHooks,
 } from '../../../src/agents/attentionHooks';
 import { inputEffect } from '../../../src/proc';
-import { REPO, tmpDir } from '../../support/repo';
-import { requireEnvironment } from '../../support/environment';
+import { tmpDir } from '../../support/repo';
 
 const NOTIFY: NotifyInvocation = { execPath: '/usr/bin/node', cliScript: '/x/dist/cli.js', electron: false };
 
@@ -131,23 +130,6 @@ describe('keys and reports in terminal input', () => {
 });
 
 describe("agents' own hooks", () => {
-  const agents = path.join(REPO, '.tools', 'agents', 'node_modules');
-  const have = (rel: string) => fs.existsSync(path.join(agents, rel));
-
-  it('proves Claude Code and Codex from their npm packages (bin links followed), and nothing else', function () {
-    // scripts/test-tools.sh installs them (scripts/host/agentPackages.js) before the tests run.
-    requireEnvironment(
-      this,
-      have('.bin/claude') && have('.bin/codex'),
-      'the real claude and codex packages in .tools/agents (node scripts/host/agentPackages.js)',
-    );
-    assert.strictEqual(cliOfExecutable(path.join(agents, '.bin', 'claude')).cli, 'claude');
-    assert.strictEqual(cliOfExecutable(path.join(agents, '@anthropic-ai', 'claude-code-linux-x64', 'claude')).cli, 'claude');
-    assert.strictEqual(cliOfExecutable(path.join(agents, '.bin', 'codex')).cli, 'codex');
-    assert.strictEqual(cliOfExecutable(path.join(agents, '.bin', 'mcp-server-filesystem')).cli, undefined);
-    assert.match(cliOfExecutable(path.join(agents, '@anthropic-ai', 'claude-code', 'install.cjs')).why, /not its binary/);
-  });
-
   it('a program named claude that is not the package is not Claude Code', () => {
     const dir = tmpDir();
     const script = path.join(dir, 'claude');
