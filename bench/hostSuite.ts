@@ -6,16 +6,13 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import type { AgentTreesTestExports, ViewRefreshStats } from '../src/extension/testHooks';
+import { sleep, waitFor } from '../test/support/wait';
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { sleep };
 
-/** Waits until `probe` holds; throws naming `what` after `timeoutMs`. */
+/** Waits until `probe` holds (looking every 50 ms); throws naming `what` after `timeoutMs`. */
 export async function until(what: string, probe: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+  await waitFor(what, probe, { timeoutMs, everyMs: 50 });
 }
 
 /** Shows the Process Trees view (or the Explorer instead), and waits until the extension knows. */

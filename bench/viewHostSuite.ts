@@ -1,6 +1,6 @@
 /**
  * A suite module for the real-host runner (scripts/host/runTests.js) that measures what the view costs the
- * extension host (issue 14): one 20-process agent and three integrated terminals of 5 processes each, the view
+ * extension host: one 20-process agent and three integrated terminals of 5 processes each, the view
  * refreshing at 1 Hz; the host's own CPU (utime + stime of /proc/self/stat: every thread of this extension host,
  * the snapshot worker included) over windows with the view hidden and visible, alternated round by round. (The
  * refresh before member tracking is measured in isolation only, bench/view.ts: the product no longer has it.) Then

@@ -19,6 +19,7 @@ import {
   windowKey,
 } from '../proc';
 import { AgentTreesApi, createApi } from './api';
+import { WaitingAgents } from './attention';
 import { inBackground } from './background';
 import { registerCommands } from './commands';
 import { ContextKeys } from './contextKeys';
@@ -81,8 +82,8 @@ export class AgentTreesController implements vscode.Disposable {
     this.parts = { log, settings: basics.settings, ...processes, ...ui };
     this.contextKeys = new ContextKeys(this.parts.runs, this.parts.windowTerminals, this.parts.otherExtensions);
     this.windowLease = this.leaseWindow();
-    const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, otherExtensions } = this.parts;
-    this.disposables.push(terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, otherExtensions);
+    const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting, otherExtensions } = this.parts;
+    this.disposables.push(terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting, otherExtensions);
     this.connectEvents(this.contextKeys, this.windowLease);
     this.disposables.push(...registerCommands(this.parts));
     this.start();
@@ -112,7 +113,7 @@ export class AgentTreesController implements vscode.Disposable {
    * window lease whether this host owns trees. Given what it connects, so it cannot run before they exist.
    */
   private connectEvents(contextKeys: ContextKeys, windowLease: WindowLease): void {
-    const { owner, runs, windowTerminals, viewRefresh, sweeper, mcp, otherExtensions } = this.parts;
+    const { owner, runs, windowTerminals, viewRefresh, sweeper, mcp, waiting, otherExtensions } = this.parts;
     // The window is watched while this host owns trees (a round trip every second), or other extensions' processes
     // that end with it (every 5 s: a round trip costs the host ~0.8 ms of CPU, and these wait a little longer).
     const owning = () => {
@@ -143,6 +144,7 @@ export class AgentTreesController implements vscode.Disposable {
         owning();
         sweeper.schedule(this.settings.sweepIntervalSeconds);
         mcp.definitionsMayHaveChanged();
+        waiting.applyEnvironment();
         viewRefresh.schedule();
       }),
       vscode.workspace.onDidChangeWorkspaceFolders(() => mcp.definitionsMayHaveChanged()),
@@ -256,11 +258,23 @@ function buildProcessParts({ context, log, settings }: Basics): ProcessParts {
 
 /** The view, its refresh, the status bar, the sweeps, Launch Agent and the picks. */
 function buildUiParts(
-  { log, settings }: Basics,
+  { context, log, settings }: Basics,
   processes: ProcessParts,
   found: { settingProblems: SettingProblems; recordsProblem: string | undefined },
 ): Omit<ExtensionParts, keyof ProcessParts | 'log' | 'settings'> {
   const { owner, runs, terminals, windowTerminals, records, source, runMembers, mcp, otherExtensions } = processes;
+  const later: { viewRefresh?: ViewRefresh } = {};
+  const waiting = new WaitingAgents({
+    context,
+    runs,
+    terminals,
+    windowTerminals,
+    records,
+    log,
+    settings,
+    cliScript: path.join(context.extensionPath, 'dist', 'cli.js'),
+    onChange: () => later.viewRefresh?.refreshIfVisible(),
+  });
   const provider = new ProcessTreeProvider({
     runs,
     windowTerminals,
@@ -270,20 +284,24 @@ function buildUiParts(
     onError: (m) => log.warn(m),
     mcpServers: () => mcp.servers(),
     otherExtensions,
+    windowAttention: (id) => waiting.windowAttention(id),
   });
   const view = vscode.window.createTreeView('agentTrees.processTrees', { treeDataProvider: provider, showCollapseAll: true });
+  const viewRefresh = new ViewRefresh({
+    view,
+    provider,
+    source,
+    windowTerminals,
+    otherExtensions,
+    intervalMs: () => settings().refreshIntervalSeconds * 1000,
+    log,
+  });
+  later.viewRefresh = viewRefresh;
   return {
     provider,
     view,
-    viewRefresh: new ViewRefresh({
-      view,
-      provider,
-      source,
-      windowTerminals,
-      otherExtensions,
-      intervalMs: () => settings().refreshIntervalSeconds * 1000,
-      log,
-    }),
+    viewRefresh,
+    waiting,
     statusBar: new DeadlineStatusBar(runs, () => settings().timeoutWarningSeconds),
     sweeper: new Sweeper({
       store: owner.store,

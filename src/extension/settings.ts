@@ -29,6 +29,8 @@ export interface Settings {
   otherExtensionsMode: 'end' | 'keep' | 'off';
   /** Extensions whose processes are never ended (ids, `publisher.name`; `vscode` for VS Code's own). */
   otherExtensionsKeep: string[];
+  /** Whether Claude Code and Codex get their notification hooks at launch (`agentTrees.attention.hooks`). */
+  attentionHooks: boolean;
   /** Settings whose value was unusable, with what was wrong (their defaults are used). */
   problems: string[];
   /** Deprecated settings that are set and count (their new name is not set), with the name to use instead. */
@@ -126,6 +128,7 @@ export function readSettings(): Settings {
     terminalsOnClose: onClose === 'end' || onClose === 'keep' ? onClose : 'ask',
     otherExtensionsMode: otherMode === 'keep' || otherMode === 'off' ? otherMode : 'end',
     otherExtensionsKeep: keepOk ? (otherKeep as string[]) : [],
+    attentionHooks: bool('attention.hooks', true),
     problems,
     deprecated,
   };

@@ -6,7 +6,9 @@
  */
 import * as vscode from 'vscode';
 import { HostProcessesRecord, SourceStats } from '../proc';
+import type { HookCallOutcome } from '../agents/attentionInbox';
 import type { AgentTreesApi } from './api';
+import type { AttentionEntry, ShownNotification } from './attention';
 import type { ExtensionParts } from './parts';
 import type { Settings } from './settings';
 import { TerminalState } from './terminal';
@@ -46,6 +48,11 @@ export interface AgentTreesTestHooks {
   /** A run's recent output (what its terminal shows when opened), or undefined for an unknown tree. */
   output(treeId: string): string | undefined;
   /**
+   * Agents waiting for you: every agent with an attention state (the window's `agent-trees run` trees too), the
+   * waiting count in the status bar, the notifications shown, and the hook calls taken or refused.
+   */
+  attention(): AttentionFacts;
+  /**
    * Other extensions' processes as last looked at (the view's or the hidden look's), whose each is, and what this
    * host's record names of them; `look()` takes a fresh look first.
    */
@@ -58,6 +65,15 @@ export interface OtherExtensionsState {
   enabled: boolean;
   extensions: { id: string; name: string; pids: number[]; left: number[] }[];
   recorded: HostProcessesRecord | undefined;
+}
+
+export interface AttentionFacts {
+  entries: AttentionEntry[];
+  statusBar: { visible: boolean; text: string };
+  notifications: ShownNotification[];
+  hookCalls: HookCallOutcome[];
+  /** The attention folder (in the records folder). */
+  folder: string;
 }
 
 /** The exports of a development or test host: the API, and the hooks. */
@@ -88,7 +104,7 @@ export function exposesTestHooks(mode: vscode.ExtensionMode): boolean {
 /** What the hooks look through. */
 export type TestHookParts = Pick<
   ExtensionParts,
-  'settings' | 'statusBar' | 'view' | 'provider' | 'source' | 'windowTerminals' | 'terminals' | 'runs' | 'otherExtensions'
+  'settings' | 'statusBar' | 'view' | 'provider' | 'source' | 'windowTerminals' | 'terminals' | 'runs' | 'waiting' | 'otherExtensions'
 >;
 
 /** What activation measured and found. */
@@ -128,6 +144,13 @@ export function createTestHooks(parts: TestHookParts, facts: ActivationFacts): A
         recorded: others.recorded(),
       };
     },
+    attention: () => ({
+      entries: parts.waiting.entries(),
+      statusBar: parts.waiting.statusBar(),
+      notifications: [...parts.waiting.shown],
+      hookCalls: [...parts.waiting.inbox.outcomes],
+      folder: parts.waiting.folder.dir,
+    }),
   };
 }
 

@@ -13,6 +13,7 @@
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
 import { recordedTreeQuery, TreeMembersSource } from '../proc';
+import type { AttentionInput } from './attentionView';
 import type { McpServerState } from './mcp';
 import type { OtherExtensions } from './otherExtensions';
 import { OwnerRecordsReader } from './ownerRecords';
@@ -36,6 +37,8 @@ export interface ProcessTreeProviderOptions {
   mcpServers: () => McpServerState[];
   /** Other extensions' processes of this extension host. */
   otherExtensions: OtherExtensions;
+  /** Whether the agent of another owner's tree waits (attention.ts). */
+  windowAttention?: (treeId: string) => AttentionInput | undefined;
 }
 
 export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode.Disposable {
@@ -93,6 +96,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
       otherExtensions: otherExtensions.viewInput(),
       cpu: this.cpu,
       l10n: vscode.l10n,
+      windowAttention: this.options.windowAttention,
     });
     const model = buildView(input, vscode.l10n);
     this.windowTrees = windowTrees;

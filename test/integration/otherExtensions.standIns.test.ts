@@ -8,7 +8,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { api, testHooks } from './fixtures';
-import { processes, waitFor } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 import {
   allGone,
   CLAUDE_STAND_IN,
@@ -47,7 +48,8 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
     const terminal = vscode.window.createTerminal({ name: 'it-no-mark', shellPath: '/bin/bash' });
     try {
       const shell = await terminal.processId;
-      assert.ok(shell && (await waitFor(() => processes.readEnviron(shell) !== undefined)));
+      assert.ok(shell);
+      await waitFor('the shell to be readable', () => processes.readEnviron(shell) !== undefined);
       assert.strictEqual(processes.envOf(shell, 'AGENT_TREES_HOST'), undefined, "the terminal's shell has no mark");
     } finally {
       terminal.dispose();
@@ -130,12 +132,14 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
     try {
       await setting('otherExtensions.keep', [CODEX_STAND_IN]);
       const codexFolder = vscode.extensions.getExtension(CODEX_STAND_IN)!.extensionPath;
-      assert.ok(await waitFor(() => recordOf()?.hostProcesses?.keep.some((k: { extensionId: string; folder: string }) => k.extensionId === CODEX_STAND_IN && k.folder === codexFolder)));
+      await waitFor('the record to keep the Codex stand-in by its folder', () =>
+        recordOf()?.hostProcesses?.keep.some((k: { extensionId: string; folder: string }) => k.extensionId === CODEX_STAND_IN && k.folder === codexFolder),
+      );
       await setting('otherExtensions.mode', 'keep');
-      assert.ok(await waitFor(() => recordOf()?.hostProcesses === undefined), 'nothing to end in the record');
+      await waitFor('nothing to end in the record', () => recordOf()?.hostProcesses === undefined);
       assert.strictEqual((await hooks.otherExtensions()).enabled, true, 'still shown');
       await setting('otherExtensions.mode', 'off');
-      assert.ok(await waitFor(() => process.env.AGENT_TREES_HOST === undefined), 'no mark');
+      await waitFor('no mark', () => process.env.AGENT_TREES_HOST === undefined);
       const off = await hooks.otherExtensions(true);
       assert.strictEqual(off.enabled, false);
       assert.deepStrictEqual(off.extensions, []);
@@ -144,7 +148,7 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
       await setting('otherExtensions.mode', undefined);
       await setting('otherExtensions.keep', undefined);
     }
-    assert.ok(await waitFor(() => process.env.AGENT_TREES_HOST === mark), 'marked again');
-    assert.ok(await waitFor(() => recordOf()?.hostProcesses?.mark === mark));
+    await waitFor('marked again', () => process.env.AGENT_TREES_HOST === mark);
+    await waitFor('the record to name the mark', () => recordOf()?.hostProcesses?.mark === mark);
   });
 });

@@ -5,7 +5,8 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { api, monitorReport } from './fixtures';
-import { log, processes } from './harness';
+import { log } from './harness';
+import { processes } from '../support/repo';
 
 interface Handover {
   hostPid: number;

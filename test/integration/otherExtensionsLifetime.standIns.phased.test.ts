@@ -13,7 +13,9 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { api, checkEndedBeforeThisHost, pidFile, startMonitor, watchAfterHostKill } from './fixtures';
-import { inPhase, killHostAfterResult, log, processes, reloadWindowAfterResult, waitFor } from './harness';
+import { inPhase, killHostAfterResult, log, reloadWindowAfterResult } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 import { CLAUDE_STAND_IN, startClaudeSession, waitShownAndRecorded } from './standInFixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -34,7 +36,7 @@ async function inTerminal(name: string, command: string, ownSession: boolean): P
   const terminal = vscode.window.createTerminal({ name, shellPath: '/bin/bash' });
   const file = pidFile();
   terminal.sendText(ownSession ? `setsid -f sh -c 'echo $$ > "$0"; exec ${command}' ${file}` : `${command} & echo $! > ${file}`);
-  assert.ok(await waitFor(() => fs.existsSync(file) && fs.readFileSync(file, 'utf8').endsWith('\n'), 10_000), `${command} started in the terminal`);
+  await waitFor(`${command} started in the terminal`, () => fs.existsSync(file) && fs.readFileSync(file, 'utf8').endsWith('\n'), 10_000);
   return { terminal, pid: Number(fs.readFileSync(file, 'utf8').trim()) };
 }
 
@@ -98,7 +100,7 @@ inPhase(4, 'other extensions: what the SIGKILLed host left of a kept extension',
     );
     try {
       assert.ok(!processes.isAlive(kept.hostPid), 'the old host is dead');
-      assert.ok(await waitFor(() => !fs.existsSync(kept.record), 10_000), 'its record is gone: its watchdog ran');
+      await waitFor('its record is gone: its watchdog ran', () => !fs.existsSync(kept.record), 10_000);
       assert.deepStrictEqual(
         kept.session.filter((p) => !processes.isAlive(p.pid, p.startTicks)).map((p) => p.pid),
         [],

@@ -7,7 +7,8 @@ import * as vscode from 'vscode';
 import type { HostProcessesRecord } from '../../src/proc';
 import type { ApiRow, OtherExtensionsState } from '../../src/extension/testHooks';
 import { testHooks } from './fixtures';
-import { processes, REPO, waitFor } from './harness';
+import { REPO, processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 
 export const CLAUDE_STAND_IN = 'agent-trees-tests.claude-code-stand-in';
 export const CODEX_STAND_IN = 'agent-trees-tests.codex-stand-in';
@@ -86,9 +87,9 @@ export function processRows(row: ApiRow): ApiRow[] {
 export const pidsUnder = (row: ApiRow) =>
   processRows(row).map((r) => (r.target.kind === 'process' ? r.target.pid : 0));
 
-/** Waits until none of `pids` runs. */
+/** Waits until none of `pids` runs; resolves with those still running at the deadline (the caller names them). */
 export async function allGone(pids: { pid: number; startTicks: number }[], timeoutMs = 15_000): Promise<number[]> {
-  await waitFor(() => pids.every((p) => !processes.isAlive(p.pid, p.startTicks)), timeoutMs);
+  await waitFor('all gone', () => pids.every((p) => !processes.isAlive(p.pid, p.startTicks)), timeoutMs).catch(() => undefined);
   return pids.filter((p) => processes.isAlive(p.pid, p.startTicks)).map((p) => p.pid);
 }
 

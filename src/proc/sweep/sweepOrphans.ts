@@ -80,9 +80,12 @@ export interface SweepResult {
   cgroupsRemoved: string[];
 }
 
-/** What the sweep kills with: a `TreeKiller` in production, a recording fake in unit tests. */
+/**
+ * What the sweep kills with: a `TreeKiller` in production, a recording fake in unit tests. All the trees a sweep
+ * ends go to one call, so one kill resolves them all from one scan of the process table per step.
+ */
 export interface SweepKiller {
-  kill(tree: TreeIdentity, options: KillOptions): Promise<KillReport>;
+  killTrees(trees: { tree: TreeIdentity; options: KillOptions }[], firstLook?: Snapshot): Promise<KillReport[]>;
   /** Ends member sets that are no tree (a gone extension host's other processes); without it they are left, recorded. */
   killTarget?(target: KillTarget, options: KillOptions): Promise<KillReport>;
 }
@@ -134,6 +137,13 @@ interface Claimed {
   file: string;
   record: OwnerRecord;
   cleanUpOnly: boolean;
+}
+
+/** A tree of a claimed record that has live members: what its kill is asked. */
+interface TreeKill {
+  record: OwnerRecord;
+  groupDoubt?: string;
+  kill: { tree: TreeRecord; options: KillOptions };
 }
 
 /** What was read and judged before a claim, with its verdict (see `Sweep.take`). */
@@ -302,36 +312,41 @@ class Sweep {
   }
 
   /**
-   * Phase 5: each claimed record's trees swept and its other extensions' processes ended (all at once), and the
-   * claim finished with what survived.
+   * Phase 5: every claimed record's trees swept, all in one kill (see `SweepKiller`), its other extensions'
+   * processes ended beside them, and each claim finished with what survived.
    */
   private async killClaimed(snap: Snapshot | undefined): Promise<void> {
-    await Promise.all(
-      this.claimed.map(async ({ file, record, cleanUpOnly }) => {
-        try {
-          const [swept, hostLeft] = await Promise.all([
-            cleanUpOnly
-              ? record.trees.map((tree) => recordOnly(record, tree))
-              : Promise.all(record.trees.map((tree) => this.sweepTree(record, tree, snap!))),
-            cleanUpOnly ? undefined : this.endHostProcessesOf(record, snap!),
-          ]);
-          const remaining = record.trees.filter((_, i) => swept[i].outcome === 'survivors' || swept[i].outcome === 'refused');
-          for (const s of swept) {
-            this.result.trees.push(s);
-            this.result.killed += s.killed;
-          }
-          this.keep(remaining);
-          const { hostProcesses: _, ...rest } = record;
-          this.store.finishClaim(file, hostLeft ? { ...rest, hostProcesses: hostLeft } : rest, remaining, this.options.self);
-        } finally {
-          activeClaims.delete(file);
-        }
-      }),
+    const plans = this.claimed.map(({ record, cleanUpOnly }) =>
+      record.trees.map((tree) => (cleanUpOnly ? recordOnly(record, tree) : this.planTree(record, tree, snap!))),
     );
+    const kills = plans.flat().filter((p): p is TreeKill => 'kill' in p);
+    try {
+      // The kill starts from the snapshot the trees were just judged on.
+      const [reports, hostLeft] = await Promise.all([
+        kills.length > 0 ? this.options.killer.killTrees(kills.map((k) => k.kill), snap) : Promise.resolve([]),
+        Promise.all(this.claimed.map(({ record, cleanUpOnly }) => (cleanUpOnly ? undefined : this.endHostProcessesOf(record, snap!)))),
+      ]);
+      const reportOf = new Map(kills.map((k, i) => [k, reports[i]]));
+      this.claimed.forEach(({ file, record }, i) => {
+        const swept = plans[i].map((p) => ('kill' in p ? this.killed(record, p, reportOf.get(p)!) : p));
+        const remaining = record.trees.filter((_, j) => swept[j].outcome === 'survivors' || swept[j].outcome === 'refused');
+        for (const t of swept) {
+          this.result.trees.push(t);
+          this.result.killed += t.killed;
+        }
+        this.keep(remaining);
+        const { hostProcesses: _, ...rest } = record;
+        const left = hostLeft[i];
+        this.store.finishClaim(file, left ? { ...rest, hostProcesses: left } : rest, remaining, this.options.self);
+      });
+    } finally {
+      // A kill that failed leaves its claims as they are, for a later sweep to take over.
+      for (const { file } of this.claimed) activeClaims.delete(file);
+    }
   }
 
-  /** One tree of a claimed record: refused, found gone, or killed, each member proven in `snap` first. */
-  private async sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot): Promise<SweptTree> {
+  /** One tree of a claimed record: refused, found gone, or to be killed (each member proven in `snap` first). */
+  private planTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot): SweptTree | TreeKill {
     const { options, log } = this;
     if (!provesIdentity(snap.startPrecision)) {
       const note = `not swept: this platform's process table has no start times, so no process of another owner's tree can be proven`;
@@ -361,13 +376,13 @@ class Sweep {
       log.info(`${treeOfStopped(record, tree)}: nothing of it runs any more`);
       return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
     }
-    const report = await options.killer.kill(tree, {
-      graceMs: options.graceMs,
-      continuouslyOwned: false,
-      cgroupVerified: verified,
-      log,
-    });
-    log.info(
+    return { record, groupDoubt: membership.groupDoubt, kill: { tree, options: { graceMs: options.graceMs, continuouslyOwned: false, cgroupVerified: verified, log } } };
+  }
+
+  /** What the kill of one tree did, as the sweep reports it. */
+  private killed(record: OwnerRecord, planned: TreeKill, report: KillReport): SweptTree {
+    const tree = planned.kill.tree;
+    this.log.info(
       `${treeOfStopped(record, tree)}: ended ${processCount(report.signalled)} it left running` +
         (report.survivors ? `; ${report.survivors} could not be ended` : ''),
     );
@@ -376,7 +391,7 @@ class Sweep {
       outcome: report.survivors > 0 ? 'survivors' : 'killed',
       killed: report.signalled,
       survivors: report.survivors,
-      note: report.groupDoubt ?? membership.groupDoubt,
+      note: report.groupDoubt ?? planned.groupDoubt,
     };
   }
 
@@ -412,7 +427,10 @@ class Sweep {
 
   // ------------------------------------------------------------------------------------------ tidy
 
-  /** Phase 6: empty cgroups of ours that no record names, and temp files and links whose writer is gone. */
+  /**
+   * Phase 6: empty cgroups of ours that no record names, temp files and links whose writer is gone, and what
+   * watchdogs that failed left (reported as problems).
+   */
   private tidy(): void {
     const { options, log, clock, result } = this;
     const location = options.cgroups === 'off' ? undefined : options.cgroupParts.cgroupProber.location();
@@ -422,6 +440,10 @@ class Sweep {
     const gone = (writer: OwnerInfo) => GONE.includes(ownerState(options.table, writer, clock));
     for (const file of this.store.removeStaleTempFiles(gone, clock))
       log.info(`removed ${file}: a record left half-written by a process that is gone`);
+    for (const w of this.store.takeWatchdogLogs()) {
+      const what = w.text ? w.text.split('\n').join('; ') : 'it left no message';
+      this.problem({ file: w.file, problem: `the watchdog of process ${w.ownerPid} could not end its trees: ${what} (reported once, removed)` });
+    }
   }
 
   private keep(trees: TreeRecord[]): void {

@@ -8,7 +8,9 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { startOutsideHost } from '../fixtures';
-import { EXTENSION_ID, inPhase, killHostAfterResult, processes, waitFor } from '../harness';
+import { EXTENSION_ID, inPhase, killHostAfterResult } from '../harness';
+import { processes } from '../../support/repo';
+import { waitFor } from '../../support/wait';
 
 interface Marker {
   hostPid: number;
@@ -27,7 +29,7 @@ inPhase(1, 'extension host killed at the end of the phase', () => {
     const file = await markerFile();
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const child = await startOutsideHost('sleep', ['300']);
-    assert.ok(await waitFor(() => processes.isAlive(child)));
+    await waitFor('the child to run', () => processes.isAlive(child));
     const marker: Marker = {
       hostPid: process.pid,
       hostStartTicks: processes.readStat(process.pid)!.startTicks,
@@ -54,6 +56,6 @@ inPhase(2, 'after the previous extension host was killed', () => {
   it("the child started outside the killed host survived it", async () => {
     assert.ok(processes.isAlive(marker.childPid, marker.childStartTicks), `child ${marker.childPid} is gone`);
     process.kill(marker.childPid, 'SIGKILL');
-    assert.ok(await waitFor(() => !processes.isAlive(marker.childPid, marker.childStartTicks)));
+    await waitFor('the child to be gone', () => !processes.isAlive(marker.childPid, marker.childStartTicks));
   });
 });
