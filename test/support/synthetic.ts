@@ -21,6 +21,7 @@ import {
   Snapshot,
   StartPrecision,
   TREE_ID_VARIABLE,
+  WATCHDOG_VARIABLE,
 } from '../../src/proc/platform/processTable';
 import { TreeRecord } from '../../src/proc/records/schema';
 import { Signaller, SignalResult } from '../../src/proc/platform/signaller';
@@ -33,6 +34,8 @@ export interface FakeProcess extends ProcessInfo {
   tag?: string;
   /** Value of AGENT_TREES_HOST (an extension host's mark) in its environment, if any. */
   mark?: string;
+  /** Value of AGENT_TREES_WATCHDOG (an owner's watchdog) in its environment, if any. */
+  watchdog?: string;
   /** The file it runs. */
   exe?: string;
   /** SIGTERM does not end it. */
@@ -99,13 +102,14 @@ export class FakeTable implements ProcessTable, PresenceProbe {
     };
     const trees = byVariable((p) => p.tag);
     const marks = byVariable((p) => p.mark);
+    const watchdogs = byVariable((p) => p.watchdog);
     return {
       takenAt: Date.now(),
       processes,
       startPrecision: this.startPrecision,
       commandLine: (pid) => this.processes.get(pid)?.command ?? processes.get(pid)?.name ?? '',
       executable: (pid) => this.processes.get(pid)?.exe,
-      tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? marks : trees),
+      tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? marks : variable === WATCHDOG_VARIABLE ? watchdogs : trees),
       children: () => childrenOf(processes),
     };
   }

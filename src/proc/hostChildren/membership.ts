@@ -10,8 +10,8 @@
  *     only: anyone can set a variable;
  *   - every descendant of those, by parent links.
  * Never one: PID 1, this process or its ancestors (the guard), a process of an owned tree (it carries a tree's
- * tag: its owner's rules apply), Agent Trees' own children of the host (`exclude`: its watchdog, its trees'
- * roots), nor anything reached only through those. Nothing is matched by name, and a process started elsewhere
+ * tag: its owner's rules apply), a watchdog of Agent Trees (it carries `AGENT_TREES_WATCHDOG`), Agent Trees' own
+ * children of the host (`exclude`: its watchdog, its trees' roots), nor anything reached only through those. Nothing is matched by name, and a process started elsewhere
  * with the same command line is none of these.
  *
  * The host's children share its process group with the editor (the server, the pty host, other windows' hosts):
@@ -22,7 +22,7 @@ import type { SignalGuard } from '../identity/guard';
 import { ProcessIdentity, processKey } from '../identity/processIdentity';
 import { withDescendants } from '../members/membership';
 import { stillSeen } from '../members/seenProcesses';
-import { HOST_MARK_VARIABLE, ProcessInfo, Snapshot, TREE_ID_VARIABLE } from '../platform/processTable';
+import { HOST_MARK_VARIABLE, ProcessInfo, Snapshot, TREE_ID_VARIABLE, WATCHDOG_VARIABLE } from '../platform/processTable';
 
 /** Everything needed to find one extension host's processes in a snapshot (plain data: it crosses to the snapshot worker). */
 export interface HostQuery {
@@ -55,11 +55,12 @@ export function hostMark(host: ProcessIdentity): string {
 
 /**
  * Why `p` can never be one of the host's processes (nor be walked through), or undefined: protected by the guard,
- * Agent Trees' own child of the host, or a member of an owned tree.
+ * Agent Trees' own child of the host, a member of an owned tree, or a watchdog.
  */
 export function hostProtection(snap: Snapshot, query: Pick<HostQuery, 'exclude'>, deps: HostMemberDeps): (p: ProcessInfo) => string | undefined {
   const excluded = new Set(query.exclude);
   let inTrees: Set<number> | undefined;
+  let watchdogs: Set<number> | undefined;
   return (p) => {
     if (p.pid <= 1) return `pid ${p.pid}`;
     const why = deps.guard.protectedPidReason(p);
@@ -67,6 +68,8 @@ export function hostProtection(snap: Snapshot, query: Pick<HostQuery, 'exclude'>
     if (excluded.has(processKey(p))) return `pid ${p.pid} is Agent Trees' own`;
     inTrees ??= new Set([...snap.tagged(TREE_ID_VARIABLE).values()].flat().map((t) => t.pid));
     if (inTrees.has(p.pid)) return `pid ${p.pid} is a member of an owned tree`;
+    watchdogs ??= new Set([...snap.tagged(WATCHDOG_VARIABLE).values()].flat().map((t) => t.pid));
+    if (watchdogs.has(p.pid)) return `pid ${p.pid} is a watchdog of Agent Trees`;
     return undefined;
   };
 }
