@@ -40,19 +40,42 @@ const common = {
   plugins: [problemMatcherPlugin],
 };
 
+/**
+ * One copy of the core ships: dist/cli.js is both the command line and the core (src/proc) that dist/extension.js
+ * loads with `require('./cli.js')`. As a module it only exports; it runs as the command line when Node runs it as
+ * its main script, or from standard input (`node -`, as the watchdog runs it: see src/proc/owner/watchdog.ts).
+ */
+const CORE = path.join(__dirname, 'src', 'proc');
+const coreFromCli = {
+  name: 'core-from-cli',
+  setup(build) {
+    build.onResolve({ filter: /(^|\/)proc$/ }, (args) =>
+      path.resolve(args.resolveDir, args.path) === CORE ? { path: './cli.js', external: true } : undefined,
+    );
+  },
+};
+const CLI_ENTRY = [
+  "export * from './src/proc';",
+  "if (require.main === module || module.id === '[stdin]') require('./src/cli/main');",
+].join('\n');
+
 const entries = [
   {
     entryPoints: ['src/extension/extension.ts'],
     outfile: 'dist/extension.js',
     external: ['vscode', '@lydell/node-pty'],
+    plugins: [...common.plugins, coreFromCli],
     // When the bundle started loading, for the activation time the extension reports (API `timings`).
     banner: { js: common.banner.js + 'globalThis.__agentTreesLoadStart = performance.now();' },
   },
   {
-    entryPoints: ['src/cli/main.ts'],
+    stdin: { contents: CLI_ENTRY, resolveDir: __dirname, sourcefile: 'cli-bundle-entry.ts', loader: 'ts' },
     outfile: 'dist/cli.js',
     external: ['@lydell/node-pty'],
-    banner: { js: '#!/usr/bin/env node\n' + common.banner.js },
+    // In a function: run from standard input, Node evaluates the script in the global scope, where a top-level
+    // `var crypto` would collide with the global of that name.
+    banner: { js: '#!/usr/bin/env node\n(function () {\n' + common.banner.js },
+    footer: { js: '})();' },
   },
   { entryPoints: ['src/proc/tracking/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
 ];
@@ -104,7 +127,7 @@ async function main() {
   copyNodePty();
   const contexts = await Promise.all(
     entries
-      .filter((e) => require('fs').existsSync(path.join(__dirname, e.entryPoints[0])))
+      .filter((e) => !e.entryPoints || require('fs').existsSync(path.join(__dirname, e.entryPoints[0])))
       .map((entry) => esbuild.context({ ...common, ...entry })),
   );
   if (watch) {

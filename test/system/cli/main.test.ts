@@ -421,3 +421,35 @@ describe('--verbose', () => {
     assert.deepStrictEqual(await waitAllDead(orphans.all), []);
   });
 });
+
+describe('dist/cli.js, the command line and the core the extension loads', () => {
+  it('loaded as a module it only exports the core: no command runs, no signal handler, the environment untouched', async () => {
+    const probe = [
+      `process.env.ELECTRON_RUN_AS_NODE = '1';`,
+      `const core = require(${JSON.stringify(CLI)});`,
+      `console.log(JSON.stringify({ processCore: typeof core.processCore, env: process.env.ELECTRON_RUN_AS_NODE,`,
+      ` sigterm: process.listenerCount('SIGTERM'), sighup: process.listenerCount('SIGHUP') }));`,
+    ].join('\n');
+    const child = spawn(process.execPath, ['-e', probe], { stdio: ['ignore', 'pipe', 'pipe'] });
+    register(child.pid!);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.strictEqual(code, 0, err);
+    assert.deepStrictEqual(JSON.parse(out), { processCore: 'function', env: '1', sigterm: 0, sighup: 0 });
+  });
+
+  it('run from standard input (as the watchdog runs it) it is the command line', async () => {
+    const script = fs.openSync(CLI, 'r');
+    const child = spawn(process.execPath, ['-', '--help'], { stdio: [script, 'pipe', 'ignore'] });
+    fs.closeSync(script);
+    register(child.pid!);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.strictEqual(code, 0);
+    assert.match(out, /^Usage:\n {2}agent-trees run /);
+  });
+});
