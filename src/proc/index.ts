@@ -28,7 +28,7 @@ export { endLeftovers, endTerminalTree } from './terminals/ending';
 export { deferredLeftoversNow, liveOwnership, settleLeftovers, terminalLeftovers } from './terminals/leftovers';
 export { readShell, TerminalQuery, TerminalShell } from './terminals/membership';
 export { attribute, InstallFolder, OTHER_ID, VSCODE_ID } from './hostChildren/attribution';
-export { endHostProcesses, endHostSubtrees } from './hostChildren/ending';
+export { endHostProcesses, endHostSubtrees, liveHostTarget } from './hostChildren/ending';
 export { HostProcessPlace, LONG_LIVED_MS, placeHostProcesses, recordedHostProcesses } from './hostChildren/grouping';
 export { hostMark, HostQuery } from './hostChildren/membership';
 export { MemberInfo, recordedTreeQuery, TerminalMembers } from './tracking/listing';
