@@ -43,7 +43,8 @@ const common = {
 /**
  * One copy of the core ships: dist/cli.js is both the command line and the core (src/proc) that dist/extension.js
  * loads with `require('./cli.js')`. As a module it only exports; it runs as the command line when Node runs it as
- * its main script, or from standard input (`node -`, as the watchdog runs it: see src/proc/owner/watchdog.ts).
+ * its main script, or from standard input (`node -`, as the watchdog runs it: see src/proc/owner/watchdog.ts), and
+ * as the view's snapshot worker in a worker thread started with SNAPSHOT_WORKER (tracking/treeMembersSource.ts).
  */
 const CORE = path.join(__dirname, 'src', 'proc');
 const coreFromCli = {
@@ -56,7 +57,10 @@ const coreFromCli = {
 };
 const CLI_ENTRY = [
   "export * from './src/proc';",
-  "if (require.main === module || module.id === '[stdin]') require('./src/cli/main');",
+  "import { isMainThread, workerData } from 'worker_threads';",
+  "import { SNAPSHOT_WORKER } from './src/proc/tracking/treeMembersSource';",
+  "if (workerData === SNAPSHOT_WORKER) require('./src/proc/tracking/snapshotWorker');",
+  "else if (isMainThread && (require.main === module || module.id === '[stdin]')) require('./src/cli/main');",
 ].join('\n');
 
 const entries = [
@@ -77,7 +81,6 @@ const entries = [
     banner: { js: '#!/usr/bin/env node\n(function () {\n' + common.banner.js },
     footer: { js: '})();' },
   },
-  { entryPoints: ['src/proc/tracking/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
 ];
 
 /** ps-list's Windows listing runs an .exe it looks for in `<bundle dir>/vendor/`; ship it beside the bundle. */

@@ -526,7 +526,6 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
     md.push('| figure | value |', '|---|---|');
     md.push(`| dist/extension.js, production (\`node esbuild.js --production\`) | ${e.bundle ? `${e.bundle.extensionJs} bytes (${kb(e.bundle.extensionJs)})` : `not built: ${e.bundleError}`} |`);
     if (e.bundle?.cliJs !== undefined) md.push(`| dist/cli.js, production | ${e.bundle.cliJs} bytes (${kb(e.bundle.cliJs)}) |`);
-    if (e.bundle?.snapshotWorkerJs !== undefined) md.push(`| dist/snapshotWorker.js, production | ${e.bundle.snapshotWorkerJs} bytes (${kb(e.bundle.snapshotWorkerJs)}) |`);
     md.push(`| .vsix | ${e.vsix ? `${e.vsix.bytes} bytes (${kb(e.vsix.bytes)}), built with ${e.vsix.via}; largest entries (compressed): ${e.vsix.files.slice(0, 4).map((f) => `${f.name.replace(/^extension\//, '')} ${kb(f.bytes)}`).join(', ')}` : `not built: ${e.vsixError}`} |`);
     if (e.vsix && e.vsixError) md.push(`| \`npm run package\` | fails: ${e.vsixError.replace(/\|/g, '/')} |`);
     md.push(`| activation (real host) | ${e.activation.ms === undefined ? e.activation.source : `${fmt(e.activation.ms)} ms (${e.activation.source})`} |`);

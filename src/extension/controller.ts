@@ -214,7 +214,7 @@ function buildProcessParts({ context, log, settings }: Basics): ProcessParts {
   });
   const runs = new AgentRuns(owner, settings, log);
   const records = new OwnerRecordsReader(owner.store, owner.self);
-  const source = new TreeMembersSource(owner.core, { workerScript: dist('snapshotWorker.js') });
+  const source = new TreeMembersSource(owner.core, { workerScript: dist('cli.js') });
   const liveRecords = () => records.get().live;
   const windowTerminals = new WindowTerminals(context, { log, onClose: () => settings().terminalsOnClose, graceMs, liveRecords });
   windowTerminals.applyEnvironment(recordsDir);
