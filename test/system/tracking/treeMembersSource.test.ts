@@ -17,7 +17,7 @@ const core = processCore();
 describe("the view's member source", function () {
   this.timeout(30_000);
 
-  it('gives the same members in the worker (the compiled module, or dist/cli.js as the extension starts it) as on this thread', async () => {
+  it('gives the same members in the worker (compiled, or dist/cli.js as the extension starts it) as on this thread', async () => {
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
@@ -25,9 +25,9 @@ describe("the view's member source", function () {
     const pids = await fixturePids(pidfile);
     const query = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: false }];
     const local = new TreeMembersSource(processCore());
-    // Always the worker: the compiled worker module, and the bundle the extension starts it from.
+    // Always the worker: from the compiled entry, and from the bundle the extension starts it from.
     const worker = new TreeMembersSource(processCore(), {
-      workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'),
+      workerScript: path.join(REPO, 'out', 'src', 'cli', 'bundle.js'),
       workerThreshold: -1,
     });
     const bundled = new TreeMembersSource(processCore(), { workerScript: CLI, workerThreshold: -1 });
@@ -58,7 +58,7 @@ describe("the view's member source", function () {
     const query = [queryOf(owner, tree.record.id)];
     const local = new TreeMembersSource(core);
     const worker = new TreeMembersSource(core, {
-      workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'),
+      workerScript: path.join(REPO, 'out', 'src', 'cli', 'bundle.js'),
       workerThreshold: -1,
     });
     try {
