@@ -54,3 +54,14 @@ export function readWhole(path: string): Buffer | undefined {
     return wholeBuffer.subarray(0, length);
   });
 }
+
+/**
+ * A process's PSS in bytes (`Pss:` of /proc/<pid>/smaps_rollup, Linux 4.14+: its pages, each shared one divided
+ * among the processes that map it); undefined where it cannot be read (gone, another user's, an older kernel).
+ * A walk of its page tables: 50 µs for a `sleep`, up to a millisecond for a Node process.
+ */
+export function readPssBytes(pid: number): number | undefined {
+  const text = readSmall(`/proc/${pid}/smaps_rollup`);
+  const m = text === undefined ? null : /^Pss:\s+(\d+) kB/m.exec(text);
+  return m ? Number(m[1]) * 1024 : undefined;
+}

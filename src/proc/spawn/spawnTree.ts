@@ -9,10 +9,11 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupMode, CgroupProbeResult } from '../cgroup/probe';
 import { launchInCgroup, removeCgroup, treeCgroupPath } from '../cgroup/treeCgroup';
+import { KernelLines, LaunchToLimit, LimitedLaunch, launchWithLimits } from '../cgroup/treeLimits';
 import { latestStart } from '../identity/startTimes';
 import { hostClock } from '../platform/bootClock';
 import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
-import { TreeRecord } from '../records/schema';
+import { BYTES_PER_MB, TreeLimits, TreeRecord } from '../records/schema';
 import { cmdLine, resolveExecutable } from './executable';
 import { SpawnError } from './spawnError';
 
@@ -28,6 +29,8 @@ export interface SpawnTreeOptions {
   /** 'pipe' (default) or 'inherit', or a full stdio array. */
   stdio?: 'pipe' | 'inherit' | StdioOptions;
   cgroups?: CgroupMode;
+  /** The tree's budget: recorded, and held by the kernel where it can be (cgroup/treeLimits.ts). */
+  limits?: TreeLimits;
 }
 
 /**
@@ -50,6 +53,8 @@ export interface SpawnedTree<R extends TreeRoot = ChildProcess> {
   tier: 'cgroup' | 'group';
   /** Why the tree did not get a cgroup, when it did not. */
   tierNote?: string;
+  /** Where the kernel holds the tree's limits (none: the watch alone). */
+  kernelLines: KernelLines;
 }
 
 /** How to start a root: the command line (through the cgroup launcher when there is one), folder and environment. */
@@ -162,17 +167,20 @@ export function spawnTreeWith<R extends TreeRoot>(options: SpawnTreeOptions, sta
     }
   }
 
+  const limited = kernelLimits({ file, args: argv, treeId: id, cgroupDir: cgroup ?? undefined }, options, core);
+  ({ file, args: argv } = limited);
+
   const spawnedAt = Date.now();
   let started: { root: R; sessionLeader?: boolean };
   try {
     started = start({ file, args: argv, cwd, env });
   } catch (e) {
-    if (cgroup) removeCgroup(cgroup);
+    removeCgroups(cgroup, limited.pidsCgroup);
     throw new SpawnError(`${options.command}: ${(e as Error).message}`, 'EINVAL');
   }
   const child = started.root;
   if (child.pid === undefined) {
-    if (cgroup) removeCgroup(cgroup);
+    removeCgroups(cgroup, limited.pidsCgroup);
     // The 'error' event follows; keep it from being an unhandled error.
     child.on('error', () => {});
     throw new SpawnError(`${options.command}: could not be started`, 'ENOENT');
@@ -199,8 +207,32 @@ export function spawnTreeWith<R extends TreeRoot>(options: SpawnTreeOptions, sta
     envTag: `${TREE_ID_VARIABLE}=${id}`,
     cgroup,
     ...ticks,
+    ...(options.limits && { limits: options.limits, ...(limited.pidsCgroup && { pidsCgroup: limited.pidsCgroup }) }),
   };
-  return { child, record, tier: cgroup ? 'cgroup' : 'group', tierNote };
+  return { child, record, tier: cgroup ? 'cgroup' : 'group', tierNote, kernelLines: limited.lines };
+}
+
+/**
+ * The launch of a tree with limits, with the kernel's lines in place (cgroup/treeLimits.ts): on Linux with
+ * cgroups on. Elsewhere the launch as it is, and the watch alone holds the limits.
+ */
+function kernelLimits(
+  launch: Omit<LaunchToLimit, 'tier'>,
+  options: Pick<SpawnTreeOptions, 'limits' | 'cgroups'>,
+  core: SpawnParts,
+): LimitedLaunch {
+  const { limits } = options;
+  if (!limits || process.platform !== 'linux' || options.cgroups === 'off') return { file: launch.file, args: launch.args, lines: {} };
+  const tier = launch.cgroupDir ? core.cgroupTier(options.cgroups ?? 'auto').tier : undefined;
+  const request = {
+    memoryBytes: limits.maxMemoryMB === undefined ? undefined : limits.maxMemoryMB * BYTES_PER_MB,
+    processes: limits.maxProcesses,
+  };
+  return launchWithLimits({ ...launch, tier }, request);
+}
+
+function removeCgroups(...dirs: (string | null | undefined)[]): void {
+  for (const dir of dirs) if (dir) removeCgroup(dir);
 }
 
 /**

@@ -1,0 +1,231 @@
+/**
+ * Budgets on real processes: a tree past its memory, process or idle limit is ended by its owner's budget watch
+ * (src/proc/budget/), where the kernel can hold a line it does (src/proc/cgroup/treeLimits.ts), and the ending says
+ * which limit. Each tree here is ended as the front ends end one: on the owner's `limit` event.
+ */
+import * as assert from 'assert';
+import { spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { KillReport, OwnedTree, processCore, TreeOwner } from '../../src/proc';
+import { Breach, breachText } from '../../src/proc/budget/limits';
+import { OwnerSpawnOptions } from '../../src/proc/owner/treeOwner';
+import { register, REPO, table, tmpDir, waitFor } from './helpers';
+
+/** Allocates 10 MB (written, so resident) every 100 ms: about 100 MB/s, for ever. */
+const ALLOCATOR = 'import time\nchunks = []\nwhile True:\n    chunks.append(bytearray(b"x") * (10 * 1024 * 1024))\n    time.sleep(0.1)\n';
+const SAMPLER = path.join(REPO, 'test', 'fixtures', 'countSampler.py');
+
+interface Ended {
+  tree: OwnedTree;
+  breach: Breach;
+  report: KillReport;
+  /** ms from the spawn until the owner saw the tree past its limit. */
+  seenAfterMs: number;
+}
+
+/** Spawns a tree with limits and ends it as `endPastLimit` does. */
+async function runPastLimit(owner: TreeOwner, options: OwnerSpawnOptions): Promise<Ended> {
+  const tree = owner.spawn({ stdio: 'ignore', ...options });
+  register(tree.child.pid!);
+  return endPastLimit(owner, tree);
+}
+
+/**
+ * As the front ends do, kills a tree when its owner says it went past a limit; resolves once it has ended (no
+ * member left, no longer recorded).
+ */
+async function endPastLimit(owner: TreeOwner, tree: OwnedTree): Promise<Ended> {
+  const started = Date.now();
+  let breach: Breach | undefined;
+  let seenAfterMs = 0;
+  let kill: Promise<KillReport> | undefined;
+  owner.on('limit', (t: OwnedTree, b: Breach) => {
+    if (t !== tree) return;
+    breach = b;
+    seenAfterMs = Date.now() - started;
+    kill = owner.kill(t.record.id, 500);
+  });
+  await waitFor('the tree to go past its limit', () => breach, 30_000);
+  const report = await kill!;
+  await waitFor('the tree to end', () => !owner.get(tree.record.id), 15_000);
+  return { tree, breach: breach!, report, seenAfterMs };
+}
+
+/** Whether the kernel holds a process line for this owner's trees (cgroup/treeLimits.ts): a tree is spawned to see. */
+async function kernelHoldsProcesses(owner: TreeOwner): Promise<boolean> {
+  const tree = owner.spawn({ command: 'sleep', args: ['0'], stdio: 'ignore', limits: { maxProcesses: 50 } });
+  register(tree.child.pid!);
+  const { cgroup, pidsCgroup } = tree.record;
+  const holds = pidsCgroup !== undefined || (cgroup !== null && fs.existsSync(path.join(cgroup, 'pids.max')));
+  await waitFor('the probe tree to end', () => !owner.get(tree.record.id));
+  return holds;
+}
+
+/** Starts the count sampler on a cgroup or a session; `stop()` resolves with the largest count it saw. */
+function sampleCount(mode: 'cgroup' | 'session', arg: string): { stop(): Promise<{ peak: number; samples: number }> } {
+  const stopFile = path.join(tmpDir(), 'stop');
+  const child = spawn('python3', [SAMPLER, mode, arg, stopFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  register(child.pid!);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  return {
+    async stop() {
+      fs.writeFileSync(stopFile, '');
+      await exited;
+      const [peak, samples] = out.trim().split(' ').map(Number);
+      return { peak, samples };
+    },
+  };
+}
+
+const owners: TreeOwner[] = [];
+function newOwner(cgroups: 'auto' | 'off'): TreeOwner {
+  const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
+  owners.push(owner);
+  return owner;
+}
+
+describe('budgets: a tree past a limit is ended (real processes)', function () {
+  this.timeout(60_000);
+  afterEach(async () => {
+    await Promise.all(owners.splice(0).map((o) => o.dispose(0)));
+  });
+
+  for (const cgroups of ['off', 'auto'] as const) {
+    it(`ends a tree allocating about 100 MB/s at its 300 MB memory limit and says how far past it was (cgroups ${cgroups})`, async () => {
+      const owner = newOwner(cgroups);
+      const { breach, report, tree, seenAfterMs } = await runPastLimit(owner, {
+        command: 'python3',
+        args: ['-c', ALLOCATOR],
+        limits: { maxMemoryMB: 300 },
+      });
+      assert.strictEqual(breach.kind, 'memory');
+      if (breach.kind !== 'memory') return;
+      assert.strictEqual(breach.limitMB, 300);
+      assert.ok(breach.bytes > 300 * 1024 * 1024, `seen at ${breach.bytes} bytes, past the limit`);
+      assert.match(breachText(breach), /^memory limit 300 MB exceeded \(\d+ MB\)$/);
+      assert.ok(report.signalled >= 1, 'the allocator was ended');
+      assert.strictEqual(report.survivors, 0);
+      assert.strictEqual(table.read(tree.record.rootPid), undefined, 'nothing of the tree is left');
+      console.log(`      ${breachText(breach)}, seen ${seenAfterMs} ms after the spawn`);
+    });
+  }
+
+  it('keeps a fork loop under maxProcesses 50 below twice the limit where the kernel holds pids.max, and ends it', async function () {
+    const owner = newOwner('auto');
+    // Without the kernel's line this loop would fill the machine: only where it holds.
+    if (!(await kernelHoldsProcesses(owner))) this.skip();
+    const tree = owner.spawn({
+      command: 'bash',
+      args: ['-c', 'while :; do sleep 1000 & done'],
+      stdio: 'ignore',
+      limits: { maxProcesses: 50 },
+    });
+    register(tree.child.pid!);
+    // The tree's own cgroup holds every member; the sampler counts them there from the start.
+    const sampler = sampleCount('cgroup', tree.record.cgroup ?? tree.record.pidsCgroup!);
+    const ended = await endPastLimit(owner, tree);
+    const { peak, samples } = await sampler.stop();
+    assert.strictEqual(ended.breach.kind, 'processes');
+    if (ended.breach.kind !== 'processes') return;
+    assert.ok(ended.breach.count > 50, `seen at ${ended.breach.count}`);
+    assert.ok(samples > 10, `sampled ${samples} times`);
+    assert.ok(peak <= 100, `never more than twice the limit alive: the sampler saw at most ${peak}`);
+    assert.strictEqual(ended.report.survivors, 0);
+    for (const dir of [tree.record.cgroup, tree.record.pidsCgroup]) if (dir) await waitFor(`${dir} to go`, () => !fs.existsSync(dir));
+    console.log(`      ${breachText(ended.breach)}: ended ${ended.report.signalled}; at most ${peak} alive over ${samples} samples`);
+  });
+
+  it('holds a fork loop of about 20 a second under twice maxProcesses 50 with the watch alone (cgroups off), and ends it', async () => {
+    const owner = newOwner('off');
+    const tree = owner.spawn({
+      command: 'bash',
+      args: ['-c', 'while :; do sleep 1000 & sleep 0.05; done'],
+      stdio: 'ignore',
+      limits: { maxProcesses: 50 },
+    });
+    register(tree.child.pid!);
+    const sampler = sampleCount('session', String(tree.record.sid));
+    const ended = await endPastLimit(owner, tree);
+    const { peak, samples } = await sampler.stop();
+    assert.strictEqual(ended.breach.kind, 'processes');
+    assert.ok(samples > 10, `sampled ${samples} times`);
+    assert.ok(peak <= 100, `never more than twice the limit alive: the sampler saw at most ${peak}`);
+    assert.strictEqual(ended.report.survivors, 0);
+    console.log(`      ${breachText(ended.breach)}: at most ${peak} alive over ${samples} samples`);
+  });
+
+  it('contains and ends a fast fork loop under maxProcesses 50 with the watch alone (cgroups off), leaving nothing', async () => {
+    const owner = newOwner('off');
+    // Bounded (600 sleeps at most) so that no failure here can fill the machine: the watch alone is no line.
+    const tree = owner.spawn({
+      command: 'bash',
+      args: ['-c', 'for i in $(seq 600); do sleep 1000 & done; wait'],
+      stdio: 'ignore',
+      limits: { maxProcesses: 50 },
+    });
+    register(tree.child.pid!);
+    const sampler = sampleCount('session', String(tree.record.sid));
+    const ended = await endPastLimit(owner, tree);
+    const { peak } = await sampler.stop();
+    assert.strictEqual(ended.breach.kind, 'processes');
+    assert.strictEqual(ended.report.survivors, 0);
+    const left = [...table.snapshot().processes.values()].filter((p) => p.sid === tree.record.sid);
+    assert.deepStrictEqual(left, [], 'nothing of the loop is left');
+    console.log(`      ${breachText(ended.breach)}: at most ${peak} alive (the watch alone cannot hold a loop this fast)`);
+  });
+
+  it('ends a sleep under a 3 s idle timeout after about 3 s, as idle', async () => {
+    const owner = newOwner('off');
+    const ended = await runPastLimit(owner, { command: 'sleep', args: ['100'], limits: { idleTimeoutSeconds: 3 } });
+    assert.deepStrictEqual(ended.breach, { kind: 'idle', seconds: 3 });
+    assert.strictEqual(breachText(ended.breach), 'idle for 3 s');
+    assert.strictEqual(ended.report.signalled, 1);
+    console.log(`      idle for 3 s: seen ${ended.seenAfterMs} ms after the spawn`);
+  });
+
+  it('never ends a busy loop under a 3 s idle timeout', async () => {
+    const owner = newOwner('off');
+    let breach: Breach | undefined;
+    owner.on('limit', (_t: OwnedTree, b: Breach) => (breach = b));
+    const tree = owner.spawn({ command: 'sh', args: ['-c', 'while :; do :; done'], stdio: 'ignore', limits: { idleTimeoutSeconds: 3 } });
+    register(tree.child.pid!);
+    const started = performance.now();
+    // Three idle timeouts of watching, however slowly the machine lets the watch look.
+    await waitFor('three idle timeouts to pass', () => performance.now() - started > 9000 && owner.budgetUse(tree.record.id), 30_000);
+    assert.strictEqual(breach, undefined, `ended as ${breach && breachText(breach)}`);
+    assert.ok(owner.budgetUse(tree.record.id)!.idleSeconds! < 3);
+    await owner.kill(tree.record.id, 0);
+  });
+
+  it("counts a member that left its tree's cgroup", async function () {
+    const owner = newOwner('auto');
+    const tier = processCore().cgroupTier('auto').tier;
+    if (process.getuid?.() !== 0 || tier?.kind !== 'directory') this.skip(); // moving a process between cgroups needs root
+    const elsewhere = path.join(tier!.base, `elsewhere-${process.pid}`);
+    fs.mkdirSync(elsewhere);
+    try {
+      // Four members, one of which moves itself out of the tree's cgroup before the first look.
+      const script = `sh -c 'echo $$ > ${elsewhere}/cgroup.procs; exec sleep 1000' & sleep 1000 & sleep 1000 & wait`;
+      const ended = await runPastLimit(owner, { command: 'sh', args: ['-c', script], limits: { maxProcesses: 3 } });
+      assert.deepStrictEqual(ended.breach, { kind: 'processes', limit: 3, count: 4 });
+      assert.strictEqual(ended.report.survivors, 0);
+    } finally {
+      await owner.dispose(0);
+      await waitFor('the moved member to be gone', () => fs.readFileSync(path.join(elsewhere, 'cgroup.procs'), 'utf8') === '');
+      fs.rmdirSync(elsewhere);
+    }
+  });
+
+  it('says what it reads and costs nothing for a tree without limits', async () => {
+    const owner = newOwner('off');
+    const tree = owner.spawn({ command: 'sleep', args: ['100'], stdio: 'ignore' });
+    register(tree.child.pid!);
+    assert.strictEqual(tree.record.limits, undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.strictEqual(owner.budgetUse(tree.record.id), undefined, 'never looked at');
+    await owner.kill(tree.record.id, 0);
+  });
+});
