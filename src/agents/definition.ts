@@ -2,6 +2,7 @@
  * Agent definitions (the `agentTrees.agents` setting, or an argument to Launch Agent): validated field by field
  * so a bad entry gets a message naming the entry and the field, and the good entries still work.
  */
+import { GivenLimits, LIMIT_FIELDS, limitProblem, limitsOf, TreeLimits } from '../proc';
 
 export type AgentKind = 'agent' | 'mcp';
 /** What the agent's stdin, stdout and stderr are: a pseudo-terminal of its own, or pipes. */
@@ -20,6 +21,12 @@ export interface AgentDefinition {
   terminal?: TerminalMode;
   /** Whether a terminal opens at launch (default: agents yes, MCP servers no); Show Agent Terminal opens one later. */
   showTerminal?: boolean;
+  /** The tree's memory limit in MB (PSS, else RSS); 0 = none. Defaults to `agentTrees.limits.maxMemoryMB`. */
+  maxMemoryMB?: number;
+  /** The tree's limit of live processes; 0 = none. Defaults to `agentTrees.limits.maxProcesses`. */
+  maxProcesses?: number;
+  /** Seconds without CPU time or terminal/stdio bytes before the tree ends; 0 = none. Defaults to `agentTrees.limits.idleTimeoutSeconds`. */
+  idleTimeoutSeconds?: number;
 }
 
 /** The agent's stdio: the definition's choice, else a terminal for agents and pipes for MCP servers. */
@@ -30,6 +37,11 @@ export function terminalModeOf(def: Pick<AgentDefinition, 'kind' | 'terminal'>):
 /** Seconds until the whole tree is killed: the definition's, else `defaultSeconds`; 0 = never. */
 export function timeoutSecondsOf(def: Pick<AgentDefinition, 'timeoutSeconds'>, defaultSeconds: number): number {
   return def.timeoutSeconds ?? defaultSeconds;
+}
+
+/** A definition's tree limits: its own fields, else `defaults` (`agentTrees.limits.*`); 0 = none. */
+export function limitsOfDefinition(def: GivenLimits, defaults?: GivenLimits): TreeLimits | undefined {
+  return limitsOf(Object.fromEntries(LIMIT_FIELDS.map((f) => [f, def[f]]).filter(([, v]) => v !== undefined)), defaults);
 }
 
 /** Whether a terminal opens at launch: the definition's choice, else agents yes and MCP servers no. */
@@ -47,7 +59,7 @@ export class DefinitionError extends Error {
   }
 }
 
-const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind', 'terminal', 'showTerminal']);
+const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind', 'terminal', 'showTerminal', ...LIMIT_FIELDS]);
 
 /**
  * Checks one entry. `where` names it in messages (e.g. `agentTrees.agents[2] ("codex")`).
@@ -102,6 +114,12 @@ export function validateDefinition(value: unknown, where: string): AgentDefiniti
   if (v.showTerminal !== undefined) {
     if (typeof v.showTerminal !== 'boolean') throw new DefinitionError(entry, 'showTerminal', 'must be true or false');
     def.showTerminal = v.showTerminal;
+  }
+  for (const field of LIMIT_FIELDS) {
+    if (v[field] === undefined) continue;
+    const problem = limitProblem(field, v[field]);
+    if (problem) throw new DefinitionError(entry, field, problem);
+    def[field] = v[field] as number;
   }
   return def;
 }

@@ -6,10 +6,26 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { checkSpawn, DEFAULT_TERM, KillReport, Logger, OwnedTree, PtyRoot, ptyProblem, silentLogger, TreeOwner } from '../proc';
-import { AgentDefinition, AgentKind, TerminalMode, terminalModeOf, timeoutSecondsOf } from './definition';
+import {
+  asWritten,
+  Breach,
+  breachText,
+  checkSpawn,
+  GivenLimits,
+  DEFAULT_TERM,
+  KillReport,
+  Localizer,
+  Logger,
+  OwnedTree,
+  PtyRoot,
+  ptyProblem,
+  silentLogger,
+  TreeOwner,
+} from '../proc';
+import { AgentDefinition, AgentKind, limitsOfDefinition, TerminalMode, terminalModeOf, timeoutSecondsOf } from './definition';
 
-export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'failed';
+/** `over limit`: ended for going past one of its limits (`AgentRun.breach` says which). */
+export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'over limit' | 'failed';
 
 /** The time deadlines are kept in: the system clock, or a test's, which can show that nothing fires early. */
 export interface Clock {
@@ -27,17 +43,14 @@ const systemClock: Clock = {
 };
 
 /** `vscode.l10n`, or `asWritten` where nothing is translated (the log). */
-export interface Localizer {
-  t(message: string, ...args: Array<string | number | boolean>): string;
-}
-
-/** What `vscode.l10n.t` does with no translation: the English as written, `{n}` replaced by the n-th argument. */
-const asWritten: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };
+export type { Localizer } from '../proc';
 
 export interface RunSettings {
   defaultTimeoutSeconds: number;
   killGraceSeconds: number;
   killDescendantsOnExit: boolean;
+  /** `agentTrees.limits.*`: the limits of a tree whose definition sets none of its own. */
+  limits?: GivenLimits;
 }
 
 /** Recent output of a run (bounded), plus a live feed. */
@@ -77,6 +90,10 @@ export class AgentRun {
   deadlineTimer: unknown;
   /** Set once the ending has been told (the `finished` event). */
   told = false;
+  /** The limit it was seen past, when it was. */
+  breach: Breach | undefined;
+  /** Called for each write to the agent (its input counts against an idle limit). */
+  onInput: (() => void) | undefined;
 
   /** The agent's stdio as it got it. */
   readonly io: TerminalMode;
@@ -119,6 +136,7 @@ export class AgentRun {
 
   /** Input for the agent: raw into its terminal, or onto its stdin pipe. */
   write(data: string): void {
+    this.onInput?.();
     if (this.pty) this.pty.write(data);
     else if (this.pipes?.stdin?.writable) this.pipes.stdin.write(data);
   }
@@ -154,6 +172,12 @@ export class AgentRun {
           : l10n.t('timed out after {0} s: ended {1} processes', this.timeoutSeconds, ended);
       case 'killed':
         return ended === 1 ? l10n.t('killed: ended 1 process') : l10n.t('killed: ended {0} processes', ended);
+      case 'over limit': {
+        const why = this.breach ? breachText(this.breach, l10n) : l10n.t('over a limit');
+        // What the kernel's OOM killer ended counts: it ended them for the limit.
+        const all = ended + (this.breach?.kind === 'memory' ? (this.breach.kernelEnded ?? 0) : 0);
+        return all === 1 ? l10n.t('{0}: ended 1 process', why) : l10n.t('{0}: ended {1} processes', why, all);
+      }
       case 'failed':
         return l10n.t('failed to start');
       case 'exited': {
@@ -196,6 +220,12 @@ export class AgentRuns extends EventEmitter {
     // One 'finished' listener per agent terminal showing a live run: more than ten agents may run at once.
     this.setMaxListeners(0);
     this.log = log ?? silentLogger;
+    owner.on('limit', (tree: OwnedTree, breach: Breach) => {
+      const run = this.runs.get(tree.record.id);
+      if (!run) return;
+      run.breach = breach;
+      void this.kill(run.id, 'over limit');
+    });
     owner.on('ended', (tree: OwnedTree) => {
       const run = this.runs.get(tree.record.id);
       if (!run) return;
@@ -233,6 +263,7 @@ export class AgentRuns extends EventEmitter {
       args: definition.args ?? [],
       label: definition.name,
       cwd: definition.cwd ?? options.defaultCwd,
+      limits: limitsOfDefinition(definition, s.limits),
     };
     const tree: OwnedTree =
       io === 'pty'
@@ -247,6 +278,9 @@ export class AgentRuns extends EventEmitter {
     const timeout = timeoutSecondsOf(definition, s.defaultTimeoutSeconds);
     const run = new AgentRun(definition, tree, timeout, { io, note });
     this.runs.set(run.id, run);
+    // Bytes through its terminal or stdio: not idle (the owner's budget watch is told).
+    run.onInput = () => this.owner.noteActivity(run.id);
+    run.output.on('data', run.onInput);
     const pty = run.pty;
     if (pty) {
       pty.on('data', (d: string) => run.output.push(d));
@@ -272,7 +306,8 @@ export class AgentRuns extends EventEmitter {
     const size = pty ? `, terminal ${pty.cols}x${pty.rows}` : `, pipes${note ? ` (${note})` : ''}`;
     this.log.info(
       `launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}${size}` +
-        (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout'),
+        (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout') +
+        (tree.record.limits ? `, limits ${JSON.stringify(tree.record.limits)}` : ''),
     );
     this.emit('changed', run);
     return run;
@@ -303,7 +338,11 @@ export class AgentRuns extends EventEmitter {
   }
 
   /** Kills a run's whole tree. `why` is what its terminal and state will say. */
-  async kill(id: string, why: 'killed' | 'timed out' = 'killed', graceSeconds = this.settings().killGraceSeconds): Promise<KillReport> {
+  async kill(
+    id: string,
+    why: 'killed' | 'timed out' | 'over limit' = 'killed',
+    graceSeconds = this.settings().killGraceSeconds,
+  ): Promise<KillReport> {
     const run = this.runs.get(id);
     if (!run) return { treeId: id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
     if (run.live && (run.state === 'running' || run.state === 'exited')) run.state = why;

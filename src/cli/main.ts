@@ -2,7 +2,8 @@
  * `agent-trees`: the command-line front end to the process-tree core. It uses the tree owner (`run`), the sweep
  * and the queries on recorded trees (`ps`, `kill`), and nothing below them.
  *
- *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
+ *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog]
+ *                   [--max-memory MB] [--max-processes N] [--idle-timeout SEC] [--verbose] -- CMD [ARGS...]
  *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
  *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
  *   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
@@ -10,10 +11,14 @@
 import * as os from 'os';
 import {
   awaitOwnerExit,
+  Breach,
+  breachText,
   KillReport,
   guardedPidOf,
   Logger,
   killTreeById,
+  LIMIT_FIELDS,
+  limitsOf,
   listOwnedTrees,
   localSweepParts,
   ownerInfoOf,
@@ -21,6 +26,7 @@ import {
   OwnerState,
   processCore,
   processCount,
+  PtyRoot,
   ptyProblem,
   RecordStore,
   selfIdentity,
@@ -28,6 +34,7 @@ import {
   stderrLogger,
   sweepOrphans,
   TreeOwner,
+  usePart,
   WATCHDOG_GRACE_MS,
 } from '../proc';
 import { UsageError, parseArgs, ParsedArgs } from './args';
@@ -35,7 +42,8 @@ import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
 import { processTerminal, relayWanted, TtyRelay } from './relay';
 
 const USAGE = `Usage:
-  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
+  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog]
+                  [--max-memory MB] [--max-processes N] [--idle-timeout SEC] [--verbose] -- CMD [ARGS...]
   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
   agent-trees ps [--records DIR] [--no-cgroup] [--json]
   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
@@ -43,7 +51,8 @@ const USAGE = `Usage:
 Runs CMD as an owned process tree and kills all of it on timeout (exit 124), on Ctrl-C (130), SIGTERM (143),
 SIGHUP or the death of this command's parent (129), on any other catchable fatal signal N (128+N), and when
 CMD exits (unless --keep-descendants); if this command is itself killed outright (SIGKILL), its watchdog ends
-the tree within about 2 s (unless --no-watchdog).
+the tree within about 2 s (unless --no-watchdog). With --max-memory (MB, PSS where it can be read), --max-processes
+or --idle-timeout (seconds without CPU time or a byte through its terminal), the tree is ended past that (exit 125).
 --mcp (a stdio MCP server): stdin is passed on to CMD, and when it closes (the client stopped the server)
 the whole tree ends at once (exit 0).
 Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.`;
@@ -52,7 +61,7 @@ Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' ca
 // not inherit that, or any Electron app it runs would start as plain Node.
 if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
 
-const EXIT = { usage: 2, timeout: 124 } as const;
+const EXIT = { usage: 2, timeout: 124, limit: 125 } as const;
 
 /** The longest a watchdog's sweep may run (its kills wait at most grace + a few seconds each). */
 const WATCHDOG_RUN_LIMIT_MS = 60_000;
@@ -182,6 +191,7 @@ function startRun(owner: TreeOwner, args: RunArgs, log: Logger): StartedRun {
     args: args.cmd.slice(1),
     label: args.label,
     deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
+    limits: limitsOf(args.limits),
   };
   if (wanted && !noPty) {
     const size = processTerminal().size();
@@ -242,7 +252,10 @@ async function endRun(
     // After the agent's last output and before ours (raw mode prints no carriage returns).
     if (relay) await relay.drainAndRestore();
     sayEnded();
-    if (why) log.warn(`${why}: ended ${processCount(report.signalled)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
+    // What the kernel's OOM killer ended counts: it ended them for the limit.
+    const byKernel = tree.breach?.kind === 'memory' ? (tree.breach.kernelEnded ?? 0) : 0;
+    if (why)
+      log.warn(`${why}: ended ${processCount(report.signalled + byKernel)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
     else if (report.signalled > 0 || report.survivors > 0) {
       log.info(
         `ended ${processCount(report.signalled)} ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''),
@@ -253,8 +266,18 @@ async function endRun(
 }
 
 /** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
-function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): (() => void)[] {
+function watchRunEnds({ args, tree, mcpStdin, owner, relay }: SupervisedRun, finish: Finish): (() => void)[] {
   const cancels: (() => void)[] = [];
+  const onLimit = (t: OwnedTree, breach: Breach) => t === tree && void finish(EXIT.limit, breachText(breach));
+  owner.on('limit', onLimit);
+  cancels.push(() => owner.off('limit', onLimit));
+  // Bytes through its terminal or stdin (where they pass through this command): the tree is not idle.
+  if (relay || mcpStdin) {
+    const active = () => owner.noteActivity(tree.record.id);
+    if (tree.child instanceof PtyRoot) tree.child.on('data', active);
+    process.stdin.on('data', active);
+    cancels.push(() => process.stdin.off('data', active));
+  }
   tree.child.on('exit', (code, signal) => {
     const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
     // A signal this command did not send (Kill Agent Tree in the view, `agent-trees kill`, kill(1)): say so on
@@ -366,6 +389,11 @@ async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promis
     process.stdout.write(`owner ${o.owner.pid} (${described[o.owner.state]})${o.note ? `: ${o.note}` : ''}\n`);
     for (const t of o.trees) {
       process.stdout.write(`  tree ${t.id}  ${t.label}  tier ${t.tier}  root ${t.rootPid}  ${t.members.length} live member(s)\n`);
+      if (t.limits && t.use) {
+        const use = t.use;
+        const parts = LIMIT_FIELDS.flatMap((f) => usePart(f, use, t.limits!) ?? []);
+        process.stdout.write(`    limits: ${parts.join(', ')}${t.limits.maxMemoryMB ? ` (memory: ${use.memory.measure})` : ''}\n`);
+      }
       for (const m of t.members) process.stdout.write(`    ${String(m.pid).padStart(7)}  ${m.command}\n`);
     }
   }
