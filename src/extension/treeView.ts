@@ -88,6 +88,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
       mcpServers,
       cpu: this.cpu,
       l10n: vscode.l10n,
+      budgetUse: (id) => owner.budgetUse(id),
     });
     const model = buildView(input, vscode.l10n);
     this.windowTrees = windowTrees;

@@ -5,7 +5,8 @@
  * so the rows and the kill never disagree. Pure: no `vscode`, unit-tested as it is.
  */
 import type { AgentRun, Localizer } from '../agents/runs';
-import type { MemberInfo, TreeRecord } from '../proc';
+import { BudgetUse, MemberInfo, TreeRecord, useOfMembers } from '../proc';
+import type { BudgetInput } from './budgetView';
 import type { CpuSamples, OrphanInput, RunInput, TerminalInput, ViewInput, WindowTreeInput } from './viewModel';
 
 /** A tree of another live owner of this window, as the view last saw it. */
@@ -20,7 +21,7 @@ export type RunSource = Pick<
   'id' | 'name' | 'kind' | 'state' | 'live' | 'deadline' | 'exitCode' | 'exitSignal' | 'startedAt' | 'endingText'
 > & {
   definition: Pick<AgentRun['definition'], 'command' | 'args'>;
-  tree: { tier: string; record: Pick<TreeRecord, 'rootPid' | 'pgid'> };
+  tree: { tier: string; record: Pick<TreeRecord, 'rootPid' | 'pgid' | 'limits'> };
 };
 
 /** One snapshot's members, as the member source answers a query. */
@@ -61,6 +62,8 @@ export interface ViewSources {
   cpu: CpuSamples;
   /** Localizes the words of a run's ending line. */
   l10n: Localizer;
+  /** Where a run's tree stands against its limits, as its owner's budget watch last saw it. */
+  budgetUse?: (runId: string) => BudgetUse | undefined;
 }
 
 export interface ViewInputs {
@@ -80,18 +83,21 @@ export function viewInputOf(sources: ViewSources): ViewInputs {
   for (const { tree, ownerPid, members: treeMembers } of windowRecordTrees(snapshot, sources.liveRecords)) {
     members.set(tree.id, treeMembers);
     windowTrees.set(tree.id, { record: tree, ownerPid });
-    windowTreeInputs.push(windowTreeInput(tree, ownerPid, tree.label));
+    windowTreeInputs.push(withBudget(windowTreeInput(tree, ownerPid, tree.label), budgetOf(tree, undefined, treeMembers)));
   }
   for (const server of sources.mcpServers) {
     if (windowTrees.has(server.id)) continue;
     // An ended server stays listed a while, without processes; only a running one is a tree Kill acts on.
     if (server.state === 'running') windowTrees.set(server.id, { record: server.tree, ownerPid: server.owner.pid });
-    windowTreeInputs.push({ ...windowTreeInput(server.tree, server.owner.pid, server.name), mcp: { state: server.state } });
+    const input = { ...windowTreeInput(server.tree, server.owner.pid, server.name), mcp: { state: server.state } };
+    windowTreeInputs.push(withBudget(input, budgetOf(server.tree, undefined, members.get(server.id))));
   }
   const input: ViewInput = {
     now: sources.now,
     takenAt: snapshot.takenAt,
-    runs: [...sources.runs].sort((a, b) => a.startedAt - b.startedAt).map((r) => runInputOf(r, sources.l10n)),
+    runs: [...sources.runs]
+      .sort((a, b) => a.startedAt - b.startedAt)
+      .map((r) => withBudget(runInputOf(r, sources.l10n), budgetOf(r.tree.record, sources.budgetUse?.(r.id), members.get(r.id)))),
     windowTrees: windowTreeInputs,
     terminals: sources.terminals,
     orphans: sources.orphanRecords.flatMap(orphanInputs),
@@ -145,6 +151,16 @@ function runInputOf(r: RunSource, l10n: Localizer): RunInput {
     pgid: r.tree.record.pgid,
     tier: r.tree.tier,
   };
+}
+
+/** A row's input with its budget, when it has one. */
+function withBudget<T extends object>(input: T, budget: BudgetInput | undefined): T & { budget?: BudgetInput } {
+  return budget ? { ...input, budget } : input;
+}
+
+/** A limited tree's limits and use: its owner's figures where it has them, else what its members show. */
+function budgetOf(record: Pick<TreeRecord, 'limits'>, use: BudgetUse | undefined, members: MemberInfo[] = []): BudgetInput | undefined {
+  return record.limits ? { limits: record.limits, use: use ?? useOfMembers(members) } : undefined;
 }
 
 function orphanInputs({ record }: RecordSource): OrphanInput[] {

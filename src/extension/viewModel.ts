@@ -6,8 +6,9 @@
  * `l10n` passed in (`vscode.l10n` in the extension).
  */
 import type { Localizer, RunState } from '../agents/runs';
-import type { MemberInfo } from '../proc';
-import { commandLabel, escapeMarkdown, formatBytes, formatDuration } from './viewFormat';
+import { formatBytes, MemberInfo } from '../proc';
+import { BudgetInput, budgetSizeParts, budgetTooltip, nearLimit, NEAR_LIMIT_ICON } from './budgetView';
+import { commandLabel, escapeMarkdown, formatDuration } from './viewFormat';
 
 export type { Localizer } from '../agents/runs';
 
@@ -28,6 +29,8 @@ export interface RunInput {
   rootPid: number;
   pgid: number;
   tier: string;
+  /** Its limits and use, when it has limits. */
+  budget?: BudgetInput;
 }
 
 /**
@@ -44,6 +47,8 @@ export interface WindowTreeInput {
   deadline?: number;
   tier: string;
   mcp?: { state: 'running' | 'stopped' | 'killed' };
+  /** Its limits (from its record) and its use as its members show it, when it has limits. */
+  budget?: BudgetInput;
 }
 
 /** One of the window's terminals with a shell process. */
@@ -117,6 +122,7 @@ const STATE_ICONS: Record<RunState, [string, string?]> = {
   exited: ['pass', undefined],
   'timed out': ['watch', 'charts.orange'],
   killed: ['circle-slash', 'charts.red'],
+  'over limit': ['dashboard', 'charts.red'],
   failed: ['error', 'charts.red'],
 };
 
@@ -250,6 +256,8 @@ function stateLabel(run: RunInput, l10n: Localizer): string {
       return l10n.t('timed out');
     case 'killed':
       return run.live ? l10n.t('killing') : l10n.t('killed');
+    case 'over limit':
+      return run.live ? l10n.t('over a limit, ending') : l10n.t('over limit');
     case 'failed':
       return l10n.t('failed');
   }
@@ -260,33 +268,32 @@ function timeLeft(deadline: number | undefined, now: number, l10n: Localizer): s
   return deadline ? l10n.t('{0} left', formatDuration(deadline - now)) : undefined;
 }
 
-function sizeParts(tree: Subtree, l10n: Localizer): string[] {
-  return [
-    tree.count === 1 ? l10n.t('1 process') : l10n.t('{0} processes', tree.count),
-    `${tree.cpuPercent.toFixed(0)}% CPU`,
-    formatBytes(tree.rssBytes),
-  ];
+function sizeParts(tree: Subtree, l10n: Localizer, budget?: BudgetInput): string[] {
+  const count = tree.count === 1 ? l10n.t('1 process') : l10n.t('{0} processes', tree.count);
+  return budgetSizeParts({ count, cpu: `${tree.cpuPercent.toFixed(0)}% CPU`, memory: formatBytes(tree.rssBytes) }, budget, l10n);
 }
 
 function runRow(id: string, run: RunInput, tree: Subtree, { input: { now }, l10n }: Build): Row {
   const left = run.live ? timeLeft(run.deadline, now, l10n) : undefined;
-  const parts = [stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n) : [])];
+  const parts = [stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n, run.budget) : [])];
   const [icon, color] = STATE_ICONS[run.state];
   let tooltip =
     `**${escapeMarkdown(run.name)}** (${run.kind})\n\n\`\`\`shell\n${run.command.join(' ')}\n\`\`\`\n\n` +
     l10n.t('Tree {0} · root pid {1} · group {2} · tier {3}', run.id, run.rootPid, run.pgid, run.tier);
+  if (run.live && run.budget) tooltip += `\n\n${escapeMarkdown(budgetTooltip(run.budget, l10n))}`;
   if (!run.live || run.state !== 'running') tooltip += `\n\n${escapeMarkdown(run.endingText)}`;
+  const running = run.live && run.state === 'running';
   return {
     id,
     target: { kind: 'run', runId: run.id },
     label: run.name,
     description: parts.join(' · '),
     tooltip: { text: tooltip, markdown: true },
-    icon: { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color },
+    icon: running && nearLimit(run.budget) ? NEAR_LIMIT_ICON : { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color },
     contextValue: ['agent', run.live ? 'live' : 'ended', run.live && run.deadline ? 'deadline' : ''].filter(Boolean).join('.'),
     children: tree.roots,
     command: { command: 'agentTrees.showTerminal', title: l10n.t('Show Agent Terminal') },
-    signature: [run.state, run.live, left ?? '', run.exitCode ?? '', run.exitSignal ?? '', tree.signature].join('|'),
+    signature: [run.state, run.live, left ?? '', run.exitCode ?? '', run.exitSignal ?? '', parts.join(' · '), tree.signature].join('|'),
   };
 }
 
@@ -297,7 +304,7 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, build: Bui
     l10n,
   } = build;
   const left = timeLeft(t.deadline, now, l10n);
-  const parts = [l10n.t('agent-trees run'), ...(left ? [left] : []), ...sizeParts(tree, l10n)];
+  const parts = [l10n.t('agent-trees run'), ...(left ? [left] : []), ...sizeParts(tree, l10n, t.budget)];
   return {
     id,
     target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
@@ -313,13 +320,14 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, build: Bui
           t.pgid,
           t.tier,
           t.ownerPid,
-        ),
+        ) +
+        (t.budget ? `\n\n${escapeMarkdown(budgetTooltip(t.budget, l10n))}` : ''),
       markdown: true,
     },
-    icon: { id: 'pulse', color: 'charts.green' },
+    icon: nearLimit(t.budget) ? NEAR_LIMIT_ICON : { id: 'pulse', color: 'charts.green' },
     contextValue: t.deadline ? 'windowTree.live.deadline' : 'windowTree.live',
     children: tree.roots,
-    signature: [left ?? '', tree.signature].join('|'),
+    signature: [left ?? '', parts.join(' · '), tree.signature].join('|'),
   };
 }
 
@@ -335,7 +343,7 @@ function mcpServerRow(id: string, t: WindowTreeInput & Required<Pick<WindowTreeI
   const running = state === 'running';
   const left = running ? timeLeft(t.deadline, now, l10n) : undefined;
   const stateText = running ? l10n.t('running') : state === 'killed' ? l10n.t('killed') : l10n.t('stopped');
-  const parts = [l10n.t('MCP server of VS Code'), stateText, ...(left ? [left] : []), ...(running ? sizeParts(tree, l10n) : [])];
+  const parts = [l10n.t('MCP server of VS Code'), stateText, ...(left ? [left] : []), ...(running ? sizeParts(tree, l10n, t.budget) : [])];
   return {
     id,
     target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
@@ -354,11 +362,11 @@ function mcpServerRow(id: string, t: WindowTreeInput & Required<Pick<WindowTreeI
         ),
       markdown: true,
     },
-    icon: { id: 'server-process', color: MCP_STATE_COLORS[state] },
+    icon: running && nearLimit(t.budget) ? NEAR_LIMIT_ICON : { id: 'server-process', color: MCP_STATE_COLORS[state] },
     // While it runs it is a window tree like any other (Kill Agent Tree); once ended, nothing acts on it.
     contextValue: running ? (t.deadline ? 'windowTree.live.deadline' : 'windowTree.live') : 'mcpServer.ended',
     children: running ? tree.roots : [],
-    signature: [state, left ?? '', tree.signature].join('|'),
+    signature: [state, left ?? '', parts.join(' · '), tree.signature].join('|'),
   };
 }
 
