@@ -7,10 +7,12 @@ import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { KillReport, OwnedTree, processCore, TreeOwner } from '../../src/proc';
+import { KillReport, listOwnedTrees, OwnedTree, processCore, RecordStore, TreeOwner } from '../../src/proc';
+import { sameProcess } from '../../src/proc/identity/ownerIdentity';
 import { Breach, breachText } from '../../src/proc/budget/limits';
 import { OwnerSpawnOptions } from '../../src/proc/owner/treeOwner';
 import { register, REPO, table, tmpDir, waitFor } from './helpers';
+import { deadPid, identity, nowTicks, sweep } from './recordHelpers';
 
 /** Allocates 10 MB (written, so resident) every 100 ms: about 100 MB/s, for ever. */
 const ALLOCATOR = 'import time\nchunks = []\nwhile True:\n    chunks.append(bytearray(b"x") * (10 * 1024 * 1024))\n    time.sleep(0.1)\n';
@@ -227,5 +229,63 @@ describe('budgets: a tree past a limit is ended (real processes)', function () {
     await new Promise((r) => setTimeout(r, 300));
     assert.strictEqual(owner.budgetUse(tree.record.id), undefined, 'never looked at');
     await owner.kill(tree.record.id, 0);
+  });
+});
+
+describe("a tree's limits in its record, through claims and sweeps", () => {
+  const owners: TreeOwner[] = [];
+  afterEach(async () => {
+    await Promise.all(owners.splice(0).map((o) => o.dispose(0)));
+  });
+
+  it('are read by another reader, and come back unchanged when a racing sweeper gives a live owner its record back', async () => {
+    const records = tmpDir();
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'auto' });
+    owners.push(owner);
+    const limits = { maxMemoryMB: 512, maxProcesses: 40, idleTimeoutSeconds: 900 };
+    const tree = owner.spawn({ command: 'sleep', args: ['100'], stdio: 'ignore', limits });
+    register(tree.child.pid!);
+    const store = new RecordStore(records);
+    const listed = (await listOwnedTrees(store, processCore())).owners[0].trees[0];
+    assert.deepStrictEqual([listed.limits, listed.pidsCgroup], [limits, tree.record.pidsCgroup]);
+    // A sweeper that judged the owner a moment too early, then saw it alive: the record goes back.
+    const claim = store.claim(owner.self.pid, identity(process.pid, nowTicks()))!;
+    assert.strictEqual(store.restoreClaim(claim, store.readClaim(claim), sameProcess, true), 'restored');
+    const back = store.read(owner.self.pid)!.trees[0];
+    assert.deepStrictEqual([back.limits, back.pidsCgroup], [limits, tree.record.pidsCgroup]);
+  });
+
+  it("are kept unchanged by the watchdog's sweep of a dead owner when its tree stays recorded (refused)", async () => {
+    const store = new RecordStore(tmpDir());
+    const ancestor = table.read(process.ppid)!;
+    const ownerPid = deadPid();
+    const owner = identity(ownerPid, nowTicks() - 1);
+    const limits = { maxMemoryMB: 2048, idleTimeoutSeconds: 60 };
+    store.write(owner, [
+      {
+        id: 'limited',
+        label: 'claude',
+        command: ['claude'],
+        // The sweeper's own ancestor: a tree it may never signal, so the sweep keeps it recorded.
+        rootPid: ancestor.pid,
+        pgid: ancestor.pgid || ancestor.pid,
+        sid: ancestor.sid || ancestor.pid,
+        rootStartTime: ancestor.startTime,
+        rootStartTicks: ancestor.startKey,
+        trackedAt: Date.now(),
+        trackedAtTicks: nowTicks(),
+        envTag: 'AGENT_TREES_TREE_ID=limited',
+        cgroup: null,
+        limits,
+        pidsCgroup: '/sys/fs/cgroup/pids/agent-trees/tree-limited',
+      },
+    ]);
+    const result = await sweep(store, { onlyOwner: owner });
+    assert.deepStrictEqual(
+      result.trees.map((t) => t.outcome),
+      ['refused'],
+    );
+    const kept = store.read(ownerPid)!.trees[0];
+    assert.deepStrictEqual([kept.limits, kept.pidsCgroup], [limits, '/sys/fs/cgroup/pids/agent-trees/tree-limited']);
   });
 });
