@@ -134,9 +134,17 @@ function seedsOf(request: RefreshRequest, deps: ListingDeps): { read: Set<number
   const known = (key: string) => request.known[key] ?? [];
   const tree = (t: TreeQuery, key: string) => {
     const leaders = [t.rootPid, t.pgid, t.sid];
-    const inCgroup = t.cgroup !== null && t.cgroupVerified ? deps.cgroups.procs(t.cgroup) : [];
-    if (inOwnCgroup(t)) for (const pid of [...inCgroup, ...leaders]) read.add(pid);
-    else for (const pid of [...leaders, ...known(key), ...inCgroup]) walk.add(pid);
+    if (t.cgroup === null || !t.cgroupVerified) {
+      for (const pid of [...leaders, ...known(key)]) walk.add(pid);
+      return;
+    }
+    const inCgroup = deps.cgroups.procs(t.cgroup);
+    for (const pid of [...inCgroup, ...leaders]) read.add(pid);
+    // Members that left the cgroup (counted by the rules: a budget asks for them) are read, and walked from.
+    if (t.beyondCgroup) {
+      const listed = new Set(inCgroup);
+      for (const pid of known(key)) if (!listed.has(pid)) walk.add(pid);
+    }
   };
   for (const t of request.trees) tree(t, treeKey(t.id));
   const terminals = request.extras.terminals;
