@@ -64,19 +64,34 @@ async function kernelHoldsProcesses(owner: TreeOwner): Promise<boolean> {
   return holds;
 }
 
-/** Starts the count sampler on a cgroup or a session; `stop()` resolves with the largest count it saw. */
-function sampleCount(mode: 'cgroup' | 'session', arg: string): { stop(): Promise<{ peak: number; samples: number }> } {
+/**
+ * Starts a loop tree under `limits` with the count sampler on its cgroup (or session) from before it forks: the
+ * root waits for a line on stdin, which it gets once the sampler has counted once. `stop()` resolves with the
+ * largest count the sampler saw and how many samples it took.
+ */
+async function sampledLoop(owner: TreeOwner, loop: string, cgroups: 'auto' | 'off') {
+  const tree = owner.spawn({
+    command: 'sh',
+    args: ['-c', `read go; exec bash -c '${loop}'`],
+    stdio: ['pipe', 'ignore', 'ignore'],
+    limits: { maxProcesses: 50 },
+  });
+  register(tree.child.pid!);
   const stopFile = path.join(tmpDir(), 'stop');
-  const child = spawn('python3', [SAMPLER, mode, arg, stopFile], { stdio: ['ignore', 'pipe', 'inherit'] });
-  register(child.pid!);
+  const [mode, arg] = cgroups === 'auto' ? ['cgroup', tree.record.cgroup ?? tree.record.pidsCgroup!] : ['session', String(tree.record.sid)];
+  const sampler = spawn('python3', [SAMPLER, mode, arg, stopFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  register(sampler.pid!);
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  sampler.stdout!.on('data', (d) => (out += d));
+  const exited = new Promise<void>((resolve) => sampler.on('exit', () => resolve()));
+  await waitFor('the sampler to count once', () => out.startsWith('ready\n'));
+  tree.child.stdin!.end('go\n');
   return {
+    tree,
     async stop() {
       fs.writeFileSync(stopFile, '');
       await exited;
-      const [peak, samples] = out.trim().split(' ').map(Number);
+      const [peak, samples] = out.slice('ready\n'.length).trim().split(' ').map(Number);
       return { peak, samples };
     },
   };
@@ -119,41 +134,27 @@ describe('budgets: a tree past a limit is ended (real processes)', function () {
     const owner = newOwner('auto');
     // Without the kernel's line this loop would fill the machine: only where it holds.
     if (!(await kernelHoldsProcesses(owner))) this.skip();
-    const tree = owner.spawn({
-      command: 'bash',
-      args: ['-c', 'while :; do sleep 1000 & done'],
-      stdio: 'ignore',
-      limits: { maxProcesses: 50 },
-    });
-    register(tree.child.pid!);
-    // The tree's own cgroup holds every member; the sampler counts them there from the start.
-    const sampler = sampleCount('cgroup', tree.record.cgroup ?? tree.record.pidsCgroup!);
-    const ended = await endPastLimit(owner, tree);
-    const { peak, samples } = await sampler.stop();
+    const loop = await sampledLoop(owner, 'while :; do sleep 1000 & done', 'auto');
+    const ended = await endPastLimit(owner, loop.tree);
+    const { peak, samples } = await loop.stop();
     assert.strictEqual(ended.breach.kind, 'processes');
     if (ended.breach.kind !== 'processes') return;
     assert.ok(ended.breach.count > 50, `seen at ${ended.breach.count}`);
-    assert.ok(samples > 10, `sampled ${samples} times`);
+    assert.ok(samples > 1, `sampled ${samples} times`);
     assert.ok(peak <= 100, `never more than twice the limit alive: the sampler saw at most ${peak}`);
     assert.strictEqual(ended.report.survivors, 0);
-    for (const dir of [tree.record.cgroup, tree.record.pidsCgroup]) if (dir) await waitFor(`${dir} to go`, () => !fs.existsSync(dir));
+    const { cgroup, pidsCgroup } = loop.tree.record;
+    for (const dir of [cgroup, pidsCgroup]) if (dir) await waitFor(`${dir} to go`, () => !fs.existsSync(dir));
     console.log(`      ${breachText(ended.breach)}: ended ${ended.report.signalled}; at most ${peak} alive over ${samples} samples`);
   });
 
   it('holds a fork loop of about 20 a second under twice maxProcesses 50 with the watch alone (cgroups off), and ends it', async () => {
     const owner = newOwner('off');
-    const tree = owner.spawn({
-      command: 'bash',
-      args: ['-c', 'while :; do sleep 1000 & sleep 0.05; done'],
-      stdio: 'ignore',
-      limits: { maxProcesses: 50 },
-    });
-    register(tree.child.pid!);
-    const sampler = sampleCount('session', String(tree.record.sid));
-    const ended = await endPastLimit(owner, tree);
-    const { peak, samples } = await sampler.stop();
+    const loop = await sampledLoop(owner, 'while :; do sleep 1000 & sleep 0.05; done', 'off');
+    const ended = await endPastLimit(owner, loop.tree);
+    const { peak, samples } = await loop.stop();
     assert.strictEqual(ended.breach.kind, 'processes');
-    assert.ok(samples > 10, `sampled ${samples} times`);
+    assert.ok(samples > 1, `sampled ${samples} times`);
     assert.ok(peak <= 100, `never more than twice the limit alive: the sampler saw at most ${peak}`);
     assert.strictEqual(ended.report.survivors, 0);
     console.log(`      ${breachText(ended.breach)}: at most ${peak} alive over ${samples} samples`);
@@ -162,19 +163,12 @@ describe('budgets: a tree past a limit is ended (real processes)', function () {
   it('contains and ends a fast fork loop under maxProcesses 50 with the watch alone (cgroups off), leaving nothing', async () => {
     const owner = newOwner('off');
     // Bounded (600 sleeps at most) so that no failure here can fill the machine: the watch alone is no line.
-    const tree = owner.spawn({
-      command: 'bash',
-      args: ['-c', 'for i in $(seq 600); do sleep 1000 & done; wait'],
-      stdio: 'ignore',
-      limits: { maxProcesses: 50 },
-    });
-    register(tree.child.pid!);
-    const sampler = sampleCount('session', String(tree.record.sid));
-    const ended = await endPastLimit(owner, tree);
-    const { peak } = await sampler.stop();
+    const loop = await sampledLoop(owner, 'for i in $(seq 600); do sleep 1000 & done; wait', 'off');
+    const ended = await endPastLimit(owner, loop.tree);
+    const { peak } = await loop.stop();
     assert.strictEqual(ended.breach.kind, 'processes');
     assert.strictEqual(ended.report.survivors, 0);
-    const left = [...table.snapshot().processes.values()].filter((p) => p.sid === tree.record.sid);
+    const left = [...table.snapshot().processes.values()].filter((p) => p.sid === loop.tree.record.sid);
     assert.deepStrictEqual(left, [], 'nothing of the loop is left');
     console.log(`      ${breachText(ended.breach)}: at most ${peak} alive (the watch alone cannot hold a loop this fast)`);
   });

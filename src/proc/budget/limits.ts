@@ -56,7 +56,8 @@ export function breachText(breach: Breach, l10n: Localizer = asWritten): string 
   switch (breach.kind) {
     case 'memory': {
       const limit = `${breach.limitMB} MB`;
-      const seen = `${Math.round(breach.bytes / BYTES_PER_MB)} MB`;
+      // Past the limit shows past it, however little: rounded up.
+      const seen = `${Math.ceil(breach.bytes / BYTES_PER_MB)} MB`;
       return breach.kernelEnded === undefined
         ? l10n.t('memory limit {0} exceeded ({1})', limit, seen)
         : l10n.t('memory limit {0} exceeded ({1}, out of memory in the kernel)', limit, seen);
