@@ -268,16 +268,6 @@ async function endRun(
 /** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
 function watchRunEnds({ args, tree, mcpStdin, owner, relay }: SupervisedRun, finish: Finish): (() => void)[] {
   const cancels: (() => void)[] = [];
-  const onLimit = (t: OwnedTree, breach: Breach) => t === tree && void finish(EXIT.limit, breachText(breach));
-  owner.on('limit', onLimit);
-  cancels.push(() => owner.off('limit', onLimit));
-  // Bytes through its terminal or stdin (where they pass through this command): the tree is not idle.
-  if (relay || mcpStdin) {
-    const active = () => owner.noteActivity(tree.record.id);
-    if (tree.child instanceof PtyRoot) tree.child.on('data', active);
-    process.stdin.on('data', active);
-    cancels.push(() => process.stdin.off('data', active));
-  }
   tree.child.on('exit', (code, signal) => {
     const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
     // A signal this command did not send (Kill Agent Tree in the view, `agent-trees kill`, kill(1)): say so on
@@ -306,6 +296,17 @@ function watchRunEnds({ args, tree, mcpStdin, owner, relay }: SupervisedRun, fin
       continue; // this platform cannot listen to it (Windows)
     }
     cancels.push(() => process.off(signal, onSignal));
+  }
+  // Hooked after the signals: a signal that comes before those are in place ends this command, not its tree.
+  const onLimit = (t: OwnedTree, breach: Breach) => t === tree && void finish(EXIT.limit, breachText(breach));
+  owner.on('limit', onLimit);
+  cancels.push(() => owner.off('limit', onLimit));
+  // Bytes through its terminal or stdin (where they pass through this command): the tree is not idle.
+  if (relay || mcpStdin) {
+    const active = () => owner.noteActivity(tree.record.id);
+    if (tree.child instanceof PtyRoot) tree.child.on('data', active);
+    process.stdin.on('data', active);
+    cancels.push(() => process.stdin.off('data', active));
   }
   // The parent died: nobody is left to wait for the tree, so it goes too.
   const parent = process.ppid;
