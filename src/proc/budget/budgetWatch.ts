@@ -54,8 +54,8 @@ interface WatchedTree {
   /** CPU time of each member (`pid:startKey`) at the last look; undefined before the first. */
   cpu?: Map<string, number>;
   lastActive: number;
-  /** The kernel's OOM kills in its cgroup when it was first looked at. */
-  oomKills?: number;
+  /** The kernel's OOM kills in its cgroup so far: none in a cgroup made for it. */
+  oomKills: number;
   /** pids.max as last written. */
   cap?: number;
   use?: BudgetUse;
@@ -86,6 +86,7 @@ export class BudgetWatch {
       linesChecked: false,
       gauge: new MemoryGauge(this.options.readPss, this.now),
       lastActive: now,
+      oomKills: 0,
       due: now + FIRST_LOOK_MS,
     };
     this.trees.set(query.id, tree);
@@ -151,7 +152,6 @@ export class BudgetWatch {
     if (!tree.linesChecked) {
       tree.lines = presentLines(tree.lines);
       tree.linesChecked = true;
-      if (tree.lines.memory) tree.oomKills = readKernelEvents(tree.lines.memory).oomKills;
     }
     const { limits, lines } = tree;
     const kernelEnded = this.kernelBreach(tree);
@@ -174,7 +174,7 @@ export class BudgetWatch {
 
   /** The kernel's OOM killer ended (some of) the tree since it was first looked at. */
   private kernelBreach(tree: WatchedTree): Breach | undefined {
-    if (!tree.lines.memory || tree.oomKills === undefined) return undefined;
+    if (!tree.lines.memory) return undefined;
     const events = readKernelEvents(tree.lines.memory);
     if (events.oomKills <= tree.oomKills) return undefined;
     const limitMB = tree.limits.maxMemoryMB!;

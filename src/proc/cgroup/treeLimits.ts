@@ -208,7 +208,7 @@ export interface LaunchToLimit {
 
 /**
  * Puts a tree's kernel lines in place before its root runs (see the top of this file), and says which the
- * kernel holds. Throws only for what a spawn must report (the v1 cgroup could not be made).
+ * kernel holds; a line that cannot be set is left to the watch.
  */
 export function launchWithLimits(launch: LaunchToLimit, request: KernelRequest): LimitedLaunch {
   const { tier, cgroupDir } = launch;
@@ -230,7 +230,12 @@ export function launchWithLimits(launch: LaunchToLimit, request: KernelRequest):
   if (!base) return { file, args, lines };
   const location = { kind: 'directory' as const, base };
   const dir = treeCgroupPath(location, launch.treeId);
-  const entering = launchInCgroup(location, launch.treeId, file, args);
+  let entering: { file: string; args: string[] };
+  try {
+    entering = launchInCgroup(location, launch.treeId, file, args);
+  } catch {
+    return { file, args, lines }; // cannot be made: the watch holds the line
+  }
   if (!writeExisting(path.join(dir, 'pids.max'), String(pidsCap(request.processes)))) {
     fs.rmdirSync(dir);
     return { file, args, lines };

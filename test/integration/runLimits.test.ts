@@ -1,6 +1,7 @@
-// Limits per tree as a user meets them in a real host: the settings (a bad value named, the defaults applied), the
+// Limits per run as a user meets them in a real host: the settings (a bad value named, the defaults applied), the
 // view's use against each limit read from the workbench's DOM, in the warning colour near one, the status bar's
-// tooltip naming the tree nearest a limit, and the API's list().
+// tooltip naming the tree nearest a limit, and the API's list(). Its runs stay listed once ended, among the 20 kept,
+// so it runs after the suite that counts agent terminals (ptyAgents.test.ts).
 import * as assert from 'assert';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
