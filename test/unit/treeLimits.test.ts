@@ -11,7 +11,7 @@ import { BudgetWatch } from '../../src/proc/budget/budgetWatch';
 import { Breach } from '../../src/proc/budget/limits';
 import { launchWithLimits, pidsV1Base, readKernelEvents, scopeProperties, setTreeLimitsV2 } from '../../src/proc/cgroup/treeLimits';
 import { readPssBytes } from '../../src/proc/platform/procFiles';
-import { register, table, tmpDir } from './helpers';
+import { register, table, tmpDir, waitFor } from './helpers';
 
 const MB = 1024 * 1024;
 
@@ -121,11 +121,14 @@ describe('the budget watch reading the kernel back (synthetic cgroup v2, real pr
     await Promise.all(owners.splice(0).map((o) => o.dispose(0)));
   });
 
-  /** A real tree to stand for the one the kernel holds, and a watch of its own over it. */
+  /** A real tree (a process running 4 threads besides its main one) to stand for the one the kernel holds, and a watch of its own over it. */
   function watched(onBreach: (id: string, breach: Breach) => void) {
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     owners.push(owner);
-    const tree = owner.spawn({ command: 'node', args: ['-e', 'setTimeout(() => {}, 100000)'], stdio: 'ignore' });
+    // Four threads besides its main one, and no more.
+    const script =
+      'import threading, time\nfor _ in range(4): threading.Thread(target=time.sleep, args=(100,), daemon=True).start()\ntime.sleep(100)\n';
+    const tree = owner.spawn({ command: 'python3', args: ['-c', script], stdio: 'ignore' });
     register(tree.child.pid!);
     const core = processCore();
     const watch = new BudgetWatch({ table: core.table, deps: core, readPss: readPssBytes, onBreach });
@@ -150,20 +153,10 @@ describe('the budget watch reading the kernel back (synthetic cgroup v2, real pr
   it('keeps pids.max at twice the limit plus the threads the tree runs besides one per process', async () => {
     const { tree } = syntheticCgroup();
     const { watch, id, query, rootPid } = watched(() => {});
-    // Node starts its threads at once; wait until they are there.
-    const threads = await (async () => {
-      for (let i = 0; i < 100; i++) {
-        const n = table.read(rootPid)?.threads ?? 1;
-        if (n > 1) return n;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      return 1;
-    })();
+    await waitFor('its four threads', () => table.read(rootPid)?.threads === 5);
     watch.watch(query, { maxProcesses: 10 }, { pids: tree });
     watch.look();
-    const seen = table.read(rootPid)!.threads!;
-    assert.ok(threads > 1, 'node runs threads');
-    assert.strictEqual(read(tree, 'pids.max'), String(20 + seen - 1));
+    assert.strictEqual(read(tree, 'pids.max'), '24', 'twice 10, and its 4 threads besides its main one');
     assert.deepStrictEqual(watch.use(id)!.kernel, { memory: false, processes: true });
     watch.dispose();
   });
