@@ -203,7 +203,8 @@ function processRows({ topId, top, members }: SubtreeSpec, build: Build): Subtre
     cpu.set(key, { cpuMs: m.cpuMs, at: input.takenAt });
     cpuTotal += cpuPercent;
     rssTotal += m.rssBytes;
-    parts.push(`${key}:${m.ppid}:${Math.round(m.cpuMs / 100)}:${Math.round(m.rssBytes / 1048576)}`);
+    // The command too: an exec keeps the pid, the start time and often the size, and the row must follow it.
+    parts.push(`${key}:${m.ppid}:${Math.round(m.cpuMs / 100)}:${Math.round(m.rssBytes / 1048576)}:${m.command}`);
     byPid.set(m.pid, { proc: m, row: processRow(`proc:${topId}:${key}`, m, { top, cpuPercent }, l10n) });
   }
   return {

@@ -177,6 +177,14 @@ describe('the view model (pure builder)', () => {
     );
   });
 
+  it("changes a top row's signature when a process beneath it runs another program (an exec keeps pid, start and size)", () => {
+    const before = fullInput();
+    const after = fullInput();
+    after.members.set('no-deadline', [member(110, 1, 'sleep 121')]);
+    const signature = (input: ViewInput) => buildView(input, l10n).rows.find((r) => r.id === 'run:no-deadline')!.signature;
+    assert.notStrictEqual(signature(before), signature(after));
+  });
+
   it('gives every row an id unique in the view, even when one process shows under two top rows', () => {
     const input = fullInput();
     input.members.set('cli-plain', [member(201, 200, 'next dev')]); // also under the terminal
