@@ -27,7 +27,15 @@ export interface AgentDefinition {
   maxProcesses?: number;
   /** Seconds without CPU time or terminal/stdio bytes before the tree ends; 0 = none. Defaults to `agentTrees.limits.idleTimeoutSeconds`. */
   idleTimeoutSeconds?: number;
+  /**
+   * Which agent CLI this is, for its notification hooks (attentionHooks.ts): "claude" or "codex" where it cannot be
+   * proven from the executable (a wrapper, the native installer's claude), "none" for no hooks. Default: proven or none.
+   */
+  attention?: AttentionChoice;
 }
+
+/** A definition's `attention`: the CLI whose hooks it gets, or none. */
+export type AttentionChoice = 'claude' | 'codex' | 'none';
 
 /** The agent's stdio: the definition's choice, else a terminal for agents and pipes for MCP servers. */
 export function terminalModeOf(def: Pick<AgentDefinition, 'kind' | 'terminal'>): TerminalMode {
@@ -59,7 +67,19 @@ export class DefinitionError extends Error {
   }
 }
 
-const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind', 'terminal', 'showTerminal', ...LIMIT_FIELDS]);
+const FIELDS = new Set([
+  'name',
+  'command',
+  'args',
+  'cwd',
+  'env',
+  'timeoutSeconds',
+  'kind',
+  'terminal',
+  'showTerminal',
+  'attention',
+  ...LIMIT_FIELDS,
+]);
 
 /**
  * Checks one entry. `where` names it in messages (e.g. `agentTrees.agents[2] ("codex")`).
@@ -115,13 +135,23 @@ export function validateDefinition(value: unknown, where: string): AgentDefiniti
     if (typeof v.showTerminal !== 'boolean') throw new DefinitionError(entry, 'showTerminal', 'must be true or false');
     def.showTerminal = v.showTerminal;
   }
+  addLimitsAndAttention(v, entry, def);
+  return def;
+}
+
+/** The tree's limits and the agent's hooks of an entry, checked, into `def`. */
+function addLimitsAndAttention(v: Record<string, unknown>, entry: string, def: AgentDefinition): void {
   for (const field of LIMIT_FIELDS) {
     if (v[field] === undefined) continue;
     const problem = limitProblem(field, v[field]);
     if (problem) throw new DefinitionError(entry, field, problem);
     def[field] = v[field] as number;
   }
-  return def;
+  if (v.attention !== undefined) {
+    if (v.attention !== 'claude' && v.attention !== 'codex' && v.attention !== 'none')
+      throw new DefinitionError(entry, 'attention', 'must be "claude", "codex" (the CLI whose notification hooks it gets) or "none"');
+    def.attention = v.attention;
+  }
 }
 
 /** Validates a whole `agentTrees.agents` value: the good entries, and one message per bad one. */

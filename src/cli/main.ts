@@ -3,10 +3,11 @@
  * and the queries on recorded trees (`ps`, `kill`), and nothing below them.
  *
  *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog]
- *                   [--max-memory MB] [--max-processes N] [--idle-timeout SEC] [--verbose] -- CMD [ARGS...]
+ *                   [--max-memory MB] [--max-processes N] [--idle-timeout SEC] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
  *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
  *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
  *   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
+ *   agent-trees notify [--agent claude|codex] [--message TEXT] [--idle] [JSON]
  */
 import * as os from 'os';
 import {
@@ -26,10 +27,11 @@ import {
   OwnerState,
   processCore,
   processCount,
-  PtyRoot,
   ptyProblem,
+  PtyRoot,
   RecordStore,
   selfIdentity,
+  SIGHUP_IGNORED_VARIABLE,
   SpawnError,
   stderrLogger,
   sweepOrphans,
@@ -37,16 +39,21 @@ import {
   usePart,
   WATCHDOG_GRACE_MS,
 } from '../proc';
+import { NOTIFY_VARIABLE } from '../agents/attentionChannel';
 import { UsageError, parseArgs, ParsedArgs } from './args';
-import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
+import { defaultRecordsDir, realRecordsDir, recordsDirProblem } from './recordsDir';
+import { notify } from './notify';
 import { processTerminal, relayWanted, TtyRelay } from './relay';
+import { RunAttention } from './runAttention';
+import { openTerminalOutput } from './terminalOutput';
 
 const USAGE = `Usage:
   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog]
-                  [--max-memory MB] [--max-processes N] [--idle-timeout SEC] [--verbose] -- CMD [ARGS...]
+                  [--max-memory MB] [--max-processes N] [--idle-timeout SEC] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
   agent-trees ps [--records DIR] [--no-cgroup] [--json]
   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
+  agent-trees notify [--agent claude|codex] [--message TEXT] [--idle] [JSON]
 
 Runs CMD as an owned process tree and kills all of it on timeout (exit 124), on Ctrl-C (130), SIGTERM (143),
 SIGHUP or the death of this command's parent (129), on any other catchable fatal signal N (128+N), and when
@@ -55,11 +62,21 @@ the tree within about 2 s (unless --no-watchdog). With --max-memory (MB, PSS whe
 or --idle-timeout (seconds without CPU time or a byte through its terminal), the tree is ended past that (exit 125).
 --mcp (a stdio MCP server): stdin is passed on to CMD, and when it closes (the client stopped the server)
 the whole tree ends at once (exit 0).
-Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.`;
+Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.
+Typed in a terminal of a VS Code window with Agent Trees, 'run' shows the window when the agent waits for you,
+and gives Claude Code and Codex (proven from their npm package, or named by --attention) their notification hooks.
+'notify' is what those hooks run, inside the tree: it tells the tree's owner that the agent waits (or is idle).`;
 
 // Run by an editor's launcher with Electron as Node (see the extension's terminal launcher): what CMD starts must
 // not inherit that, or any Electron app it runs would start as plain Node.
 if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
+
+/**
+ * Started with SIGHUP ignored (`nohup agent-trees run ...`), as the launcher says (Node resets an inherited ignore):
+ * then a hang-up, and the death of the parent that usually comes with it, leave the run and its tree running.
+ */
+const HUP_IGNORED = process.env[SIGHUP_IGNORED_VARIABLE] === 'ignore';
+delete process.env[SIGHUP_IGNORED_VARIABLE];
 
 const EXIT = { usage: 2, timeout: 124, limit: 125 } as const;
 
@@ -95,6 +112,51 @@ const FATAL_SIGNALS = [
 
 const SIGNAL_WHY: Partial<Record<NodeJS.Signals, string>> = { SIGINT: 'interrupted', SIGTERM: 'terminated', SIGHUP: 'hung up' };
 
+/** A fatal signal as `run` answers it: the code it exits with and the reason it logs. */
+interface FatalSignal {
+  code: number;
+  why: string;
+}
+
+/**
+ * Calls `onSignal` on each of FATAL_SIGNALS this platform lets Node listen to; returns the function that unhooks it.
+ * A hang-up ignored where this command started (nohup) is only logged: Node resets an inherited SIG_IGN, so the
+ * listener stands in for it.
+ */
+function onFatalSignals(onSignal: (signal: FatalSignal) => void, log: Logger): () => void {
+  const unhooks: (() => void)[] = [];
+  for (const signal of FATAL_SIGNALS) {
+    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
+    if (number === undefined) continue; // not on this platform
+    const listener =
+      signal === 'SIGHUP' && HUP_IGNORED
+        ? () => log.info('hung up: ignored, as SIGHUP was where this command started (nohup)')
+        : () => onSignal({ code: 128 + number, why: SIGNAL_WHY[signal] ?? `received ${signal}` });
+    try {
+      process.on(signal, listener);
+    } catch {
+      continue; // this platform cannot listen to it (Windows)
+    }
+    unhooks.push(() => process.off(signal, listener));
+  }
+  return () => unhooks.forEach((unhook) => unhook());
+}
+
+/**
+ * The first fatal signal that comes while `run` starts CMD, held until the run is supervised: unheld, its default
+ * action would end this process between the spawn and `superviseRun`, leaving the tree to the watchdog.
+ */
+interface HeldSignals {
+  first?: FatalSignal;
+  release(): void;
+}
+
+function holdFatalSignals(log: Logger): HeldSignals {
+  const held: HeldSignals = { release: () => {} };
+  held.release = onFatalSignals((signal) => (held.first ??= signal), log);
+  return held;
+}
+
 /** setTimeout's limit: a longer delay fires at once (TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -125,12 +187,14 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
-  const records = args.records ?? defaultRecordsDir();
-  const problem = recordsDirProblem(records, args.command === 'run');
+  if (args.command === 'notify') return notify(args);
+  const given = args.records ?? defaultRecordsDir();
+  const problem = recordsDirProblem(given, args.command === 'run');
   if (problem) {
     process.stderr.write(`agent-trees: ${problem}\n`);
     return EXIT.usage;
   }
+  const records = realRecordsDir(given);
   switch (args.command) {
     case 'run':
       return run(args, records);
@@ -141,13 +205,18 @@ async function main(argv: string[]): Promise<number> {
     case 'kill':
       return kill(args, records);
   }
+  return 2;
 }
 
 type RunArgs = ParsedArgs & { command: 'run' };
 
 /** `run`: owns CMD's tree until something ends it (see `superviseRun`), then ends what is left and exits. */
 async function run(args: RunArgs, records: string): Promise<number> {
-  const log = stderrLogger(args.verbose);
+  // Never blocked by a terminal that stopped reading (see terminalOutput.ts): the timeout and signals must act.
+  const stderr = openTerminalOutput(2, process.stderr);
+  const say = (text: string) => (stderr ?? process.stderr).write(text);
+  const log = stderrLogger(args.verbose, say);
+  const held = holdFatalSignals(log);
   const owner = new TreeOwner({
     core: processCore(),
     recordsDir: records,
@@ -157,32 +226,49 @@ async function run(args: RunArgs, records: string): Promise<number> {
     watchdog: args.watchdog ? { cliPath: __filename, graceMs: Math.min(args.graceMs, WATCHDOG_GRACE_MS) } : undefined,
   });
   await owner.prepare();
+  if (held.first) {
+    held.release();
+    log.warn(`${held.first.why} before ${args.cmd[0]} started: not started`);
+    return held.first.code;
+  }
   let started: StartedRun;
   try {
-    started = startRun(owner, args, log);
+    started = startRun(owner, args, log, records);
   } catch (e) {
+    held.release();
     if (e instanceof SpawnError) {
-      process.stderr.write(`agent-trees: ${e.message}\n`);
+      say(`agent-trees: ${e.message}\n`);
+      await stderr?.flush(FLUSH_MS);
       return EXIT.usage;
     }
     throw e;
   }
-  log.info(`tree ${started.tree.record.id}: tier ${started.tree.tier}`);
-  return superviseRun({ owner, args, log, ...started });
+  const code = await superviseRun({ owner, args, log, say, held, ...started });
+  // What is still queued for a terminal that reads again soon; one that stays stalled does not hold the exit.
+  await Promise.all([stderr?.flush(FLUSH_MS), started.relay?.flush(FLUSH_MS)]);
+  return code;
 }
+
+/** How long `run` waits at its end for a stalled terminal to take its last output (ms). */
+const FLUSH_MS = 1000;
 
 /** A run's tree, and how it is connected: a terminal relayed to ours, or (--mcp) a stdin passed on. */
 interface StartedRun {
   tree: OwnedTree;
   relay?: TtyRelay;
   mcpStdin?: NodeJS.WritableStream;
+  /** In a window's terminal: the tree's attention state, told to the window (runAttention.ts). */
+  attention?: RunAttention;
 }
+
+/** A tree started from inside a hooked tree is not that tree: it never posts with the other's key. */
+const NO_NOTIFY = { [NOTIFY_VARIABLE]: undefined };
 
 /**
  * Spawns CMD. Typed in a terminal (in its foreground), the agent gets a terminal of its own, relayed (relay.ts);
  * otherwise stdio is passed on. --mcp keeps its stdio: that is the server's protocol. Throws SpawnError.
  */
-function startRun(owner: TreeOwner, args: RunArgs, log: Logger): StartedRun {
+function startRun(owner: TreeOwner, args: RunArgs, log: Logger, records: string): StartedRun {
   const wanted = !args.mcp && relayWanted();
   const noPty = wanted ? ptyProblem() : undefined;
   if (noPty) log.warn(`${noPty}: ${args.cmd[0]} gets this terminal without being its controlling terminal`);
@@ -193,22 +279,52 @@ function startRun(owner: TreeOwner, args: RunArgs, log: Logger): StartedRun {
     deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
     limits: limitsOf(args.limits),
   };
-  if (wanted && !noPty) {
-    const size = processTerminal().size();
-    const tree = owner.spawnTerminal({ ...spawn, cols: size?.cols, rows: size?.rows, encoding: null });
-    const relay = new TtyRelay(tree.child);
-    relay.start();
-    return { tree, relay };
-  }
+  if (wanted && !noPty) return startRelayed(owner, { args, log, records, spawn });
   // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
-  const tree = owner.spawn({ ...spawn, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
+  const tree = owner.spawn({ ...spawn, env: NO_NOTIFY, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
   return { tree, mcpStdin: tree.child.stdin ?? undefined };
+}
+
+/** A run on a terminal of its own, relayed to ours; in a window's terminal, with its attention state. */
+function startRelayed(
+  owner: TreeOwner,
+  {
+    args,
+    log,
+    records,
+    spawn,
+  }: { args: RunArgs; log: Logger; records: string; spawn: { command: string; args: string[]; label?: string; deadline?: number } },
+): StartedRun {
+  const attention = RunAttention.inWindowTerminal(records, log);
+  const plan = attention?.plan(args.cmd, args.attention);
+  const size = processTerminal().size();
+  let tree: OwnedTree<PtyRoot>;
+  try {
+    tree = owner.spawnTerminal({
+      ...spawn,
+      id: plan?.id,
+      args: plan?.args ?? spawn.args,
+      env: plan?.env ?? NO_NOTIFY,
+      cols: size?.cols,
+      rows: size?.rows,
+      encoding: null,
+    });
+  } catch (e) {
+    attention?.dispose();
+    throw e;
+  }
+  const relay = new TtyRelay(tree.child, processTerminal(), attention?.watch);
+  relay.start();
+  return { tree, relay, attention };
 }
 
 interface SupervisedRun extends StartedRun {
   owner: TreeOwner;
   args: RunArgs;
   log: Logger;
+  held: HeldSignals;
+  /** Writes to stderr (without blocking, when it is a terminal). */
+  say: (text: string) => unknown;
 }
 
 /**
@@ -228,6 +344,10 @@ function superviseRun(run: SupervisedRun): Promise<number> {
       resolve(code);
     };
     cancels.push(...watchRunEnds(run, finish));
+    run.held.release();
+    if (run.held.first) void finish(run.held.first.code, run.held.first.why);
+    // Said once every way the run ends is watched: whoever reads it may signal the run at once.
+    run.log.info(`tree ${run.tree.record.id}: tier ${run.tree.tier}`);
   });
 }
 
@@ -235,15 +355,16 @@ function superviseRun(run: SupervisedRun): Promise<number> {
 type Finish = (code: number, why: string, keep?: boolean, ended?: string) => Promise<void>;
 
 async function endRun(
-  { owner, args, log, tree, relay }: SupervisedRun,
+  { owner, args, log, tree, relay, say, attention }: SupervisedRun,
   why: string,
   keep: boolean,
   ended: string | undefined,
 ): Promise<void> {
   const id = tree.record.id;
   // The agent's output may stop mid-line: ours starts on a line of its own.
-  const sayEnded = () => ended && process.stderr.write(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
+  const sayEnded = () => ended && say(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
   if (keep) {
+    attention?.dispose();
     relay?.restore();
     sayEnded();
     owner.release(id);
@@ -252,6 +373,7 @@ async function endRun(
     // After the agent's last output and before ours (raw mode prints no carriage returns).
     if (relay) await relay.drainAndRestore();
     sayEnded();
+    attention?.dispose();
     // What the kernel's OOM killer ended counts: it ended them for the limit.
     const byKernel = tree.breach?.kind === 'memory' ? (tree.breach.kernelEnded ?? 0) : 0;
     if (why)
@@ -266,7 +388,8 @@ async function endRun(
 }
 
 /** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
-function watchRunEnds({ args, tree, mcpStdin, owner, relay }: SupervisedRun, finish: Finish): (() => void)[] {
+function watchRunEnds(run: SupervisedRun, finish: Finish): (() => void)[] {
+  const { args, tree, mcpStdin, say, log } = run;
   const cancels: (() => void)[] = [];
   tree.child.on('exit', (code, signal) => {
     const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
@@ -275,32 +398,32 @@ function watchRunEnds({ args, tree, mcpStdin, owner, relay }: SupervisedRun, fin
     void finish(exitCode, '', args.keepDescendants, signal ? `${args.cmd[0]} was ended by ${signal}` : undefined);
   });
   tree.child.on('error', (e) => {
-    process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
+    say(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
     void finish(EXIT.usage, '');
   });
-  if (args.mcp && mcpStdin) {
-    mcpStdin.on('error', () => {}); // CMD exited: its exit ends the run
-    process.stdin.pipe(mcpStdin);
-    process.stdin.on('end', () => void finish(0, 'stdin closed'));
-  }
+  if (args.mcp && mcpStdin) cancels.push(passStdin(mcpStdin, () => void finish(0, 'stdin closed')));
   if (args.timeoutMs > 0) {
     cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
   }
-  for (const signal of FATAL_SIGNALS) {
-    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
-    if (number === undefined) continue; // not on this platform
-    const onSignal = () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
-    try {
-      process.on(signal, onSignal);
-    } catch {
-      continue; // this platform cannot listen to it (Windows)
-    }
-    cancels.push(() => process.off(signal, onSignal));
-  }
-  // Hooked after the signals: a signal that comes before those are in place ends this command, not its tree.
+  cancels.push(onFatalSignals(({ code, why }) => void finish(code, why), log));
+  // After the signals: a signal that comes before those are in place ends this command, not its tree.
+  cancels.push(...watchLimits(run, finish));
+  // The parent died: nobody is left to wait for the tree, so it goes too (unless a hang-up is to be ignored: the
+  // parent then is the shell that the hang-up ended).
+  if (HUP_IGNORED) return cancels;
+  const parent = process.ppid;
+  const poll = setInterval(() => {
+    if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);
+  }, 500);
+  cancels.push(() => clearInterval(poll));
+  return cancels;
+}
+
+/** The run's limits (its owner's budget watch) end it with EXIT.limit; bytes through this command keep it from idle. */
+function watchLimits({ owner, tree, relay, mcpStdin }: SupervisedRun, finish: Finish): (() => void)[] {
   const onLimit = (t: OwnedTree, breach: Breach) => t === tree && void finish(EXIT.limit, breachText(breach));
   owner.on('limit', onLimit);
-  cancels.push(() => owner.off('limit', onLimit));
+  const cancels: (() => void)[] = [() => owner.off('limit', onLimit)];
   // Bytes through its terminal or stdin (where they pass through this command): the tree is not idle.
   if (relay || mcpStdin) {
     const active = () => owner.noteActivity(tree.record.id);
@@ -308,13 +431,37 @@ function watchRunEnds({ args, tree, mcpStdin, owner, relay }: SupervisedRun, fin
     process.stdin.on('data', active);
     cancels.push(() => process.stdin.off('data', active));
   }
-  // The parent died: nobody is left to wait for the tree, so it goes too.
-  const parent = process.ppid;
-  const poll = setInterval(() => {
-    if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);
-  }, 500);
-  cancels.push(() => clearInterval(poll));
   return cancels;
+}
+
+/**
+ * --mcp: how much of stdin the server may leave unread before reading pauses (and the client is held back, as by
+ * a pipe). Up to it, stdin is read whatever the server does, so its end is seen even when the server has stopped
+ * reading.
+ */
+const MCP_UNREAD_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * Passes this process's stdin on to the server's, and calls `onEnd` when stdin ends. Unlike `pipe()`, it keeps
+ * reading while the server does not (up to MCP_UNREAD_LIMIT held for it): `pipe()` would pause stdin and never
+ * see its end. Returns the function that stops it.
+ */
+function passStdin(to: NodeJS.WritableStream & { writableLength?: number }, onEnd: () => void): () => void {
+  const input = process.stdin;
+  to.on('error', () => {}); // CMD exited: its exit ends the run
+  const onData = (chunk: Buffer) => {
+    to.write(chunk);
+    if ((to.writableLength ?? 0) > MCP_UNREAD_LIMIT) {
+      input.pause();
+      to.once('drain', () => input.resume());
+    }
+  };
+  const onInputEnd = () => {
+    to.end();
+    onEnd();
+  };
+  input.on('data', onData).on('end', onInputEnd);
+  return () => input.off('data', onData).off('end', onInputEnd);
 }
 
 async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): Promise<number> {

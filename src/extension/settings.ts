@@ -28,6 +28,8 @@ export interface Settings {
   terminalsOnClose: 'ask' | 'end' | 'keep';
   /** `agentTrees.limits.*`: the limits of every owned tree whose definition sets none of its own (0 = none). */
   limits: GivenLimits;
+  /** Whether Claude Code and Codex get their notification hooks at launch (`agentTrees.attention.hooks`). */
+  attentionHooks: boolean;
   /** Settings whose value was unusable, with what was wrong (their defaults are used). */
   problems: string[];
   /** Deprecated settings that are set and count (their new name is not set), with the name to use instead. */
@@ -125,6 +127,7 @@ export function readSettings(): Settings {
     cgroups: cgroupsValue === 'off' ? 'off' : 'auto',
     terminalsOnClose: onClose === 'end' || onClose === 'keep' ? onClose : 'ask',
     limits,
+    attentionHooks: bool('attention.hooks', true),
     problems,
     deprecated,
   };

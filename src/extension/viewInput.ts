@@ -6,6 +6,7 @@
  */
 import type { AgentRun, Localizer } from '../agents/runs';
 import { BudgetUse, MemberInfo, TreeRecord, useOfMembers } from '../proc';
+import type { AttentionInput } from './attentionView';
 import type { BudgetInput } from './budgetView';
 import type { CpuSamples, OrphanInput, RunInput, TerminalInput, ViewInput, WindowTreeInput } from './viewModel';
 
@@ -22,6 +23,7 @@ export type RunSource = Pick<
 > & {
   definition: Pick<AgentRun['definition'], 'command' | 'args'>;
   tree: { tier: string; record: Pick<TreeRecord, 'rootPid' | 'pgid' | 'limits'> };
+  attention?: Pick<AgentRun['attention'], 'current'>;
 };
 
 /** One snapshot's members, as the member source answers a query. */
@@ -64,6 +66,8 @@ export interface ViewSources {
   l10n: Localizer;
   /** Where a run's tree stands against its limits, as its owner's budget watch last saw it. */
   budgetUse?: (runId: string) => BudgetUse | undefined;
+  /** Whether the agent of another owner's tree waits, as its `agent-trees run` says. */
+  windowAttention?: (treeId: string) => AttentionInput | undefined;
 }
 
 export interface ViewInputs {
@@ -83,7 +87,9 @@ export function viewInputOf(sources: ViewSources): ViewInputs {
   for (const { tree, ownerPid, members: treeMembers } of windowRecordTrees(snapshot, sources.liveRecords)) {
     members.set(tree.id, treeMembers);
     windowTrees.set(tree.id, { record: tree, ownerPid });
-    windowTreeInputs.push(withBudget(windowTreeInput(tree, ownerPid, tree.label), budgetOf(tree, undefined, treeMembers)));
+    const attention = sources.windowAttention?.(tree.id);
+    const input = { ...windowTreeInput(tree, ownerPid, tree.label), ...(attention ? { attention } : {}) };
+    windowTreeInputs.push(withBudget(input, budgetOf(tree, undefined, treeMembers)));
   }
   for (const server of sources.mcpServers) {
     if (windowTrees.has(server.id)) continue;
@@ -150,6 +156,7 @@ function runInputOf(r: RunSource, l10n: Localizer): RunInput {
     rootPid: r.tree.record.rootPid,
     pgid: r.tree.record.pgid,
     tier: r.tree.tier,
+    ...(r.attention ? { attention: r.attention.current } : {}),
   };
 }
 

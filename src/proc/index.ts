@@ -5,7 +5,7 @@
  */
 export { localSweepParts, processCore } from './core';
 export { asWritten, formatBytes, Localizer, Logger, processCount, silentLogger, stderrLogger } from './platform/log';
-export { WINDOW_TAG_VARIABLE } from './platform/processTable';
+export { SIGHUP_IGNORED_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
 export { guardedPidOf } from './identity/guard';
 export { OwnerInfo, OwnerState, ownerIsChildOf, selfIdentity } from './identity/ownerIdentity';
 export { parseOwnerSpec, ProcessIdentity, processKey } from './identity/processIdentity';
@@ -13,13 +13,16 @@ export { CgroupMode } from './cgroup/probe';
 export { RecordStore } from './records/claims';
 export { classifyRecords, OwnerRecords } from './records/judge';
 export { LIMIT_FIELDS, RecordFile, TreeLimits, TreeRecord } from './records/schema';
-export { makeFolders } from './records/trustedFiles';
+export { euid, makeFolders, readTrusted, UntrustedFileError } from './records/trustedFiles';
 export { KillReport } from './kill/killTarget';
 export { SpawnError } from './spawn/spawnError';
+export { resolveExecutable } from './spawn/executable';
 export { checkSpawn } from './spawn/spawnTree';
+export { EscapeScanner, TerminalSignal } from './pty/escapeScanner';
 export { FlowStats, TerminalFlow } from './pty/ptyFlow';
 export { clampSize, PtyRoot } from './pty/ptyRoot';
 export { ptyProblem } from './pty/spawnPtyTree';
+export { inputEffect } from './pty/terminalInput';
 export { DEFAULT_TERM, RESTORE_TERMINAL_MODES } from './pty/terminalModes';
 export { endLeftovers, endTerminalTree } from './terminals/ending';
 export { deferredLeftoversNow, liveOwnership, settleLeftovers, terminalLeftovers } from './terminals/leftovers';

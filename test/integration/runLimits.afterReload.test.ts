@@ -5,7 +5,9 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { inPhase, processes, waitFor } from './harness';
+import { inPhase } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 import { api, testHooks } from './fixtures';
 import { eventually, LimitsHandover, limitsHandoverFile } from './limitsFixtures';
 
@@ -30,7 +32,7 @@ inPhase(2, 'after the reload: the limits of an agent-trees run in a kept termina
     }, 20_000);
     assert.ok(shown, `shown with its use against its limits: "${description}"`);
     await vscode.commands.executeCommand('agentTrees.killTree', handover.treeId);
-    assert.ok(await waitFor(() => recorded() === undefined, 20_000), 'ended, and no longer recorded');
+    await waitFor('ended, and no longer recorded', () => recorded() === undefined, 20_000);
     // Its terminal closed too, and its shell gone: an open terminal of the window would share the window's tag
     // with what another suite's terminal leaves, and that would no longer be that terminal's alone to end.
     const terminal = await eventually(async () => {
@@ -39,6 +41,6 @@ inPhase(2, 'after the reload: the limits of an agent-trees run in a kept termina
     }, 20_000);
     assert.ok(terminal, 'the kept terminal is back in the window');
     terminal.dispose();
-    assert.ok(await waitFor(() => !processes.isAlive(handover.shellPid), 15_000), 'its shell ended with it');
+    await waitFor('its shell ended with it', () => !processes.isAlive(handover.shellPid), 15_000);
   });
 });

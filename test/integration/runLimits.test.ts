@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { api, testHooks } from './fixtures';
-import { waitFor } from './harness';
+import { waitFor } from '../support/wait';
 import { hideView, openView, renderedRows, until } from './renderedView';
 import { hasPage } from './workbenchPage';
 
@@ -41,9 +41,9 @@ describe('Agent Trees: limits per tree', function () {
   it('takes agentTrees.limits.* as the defaults of every tree, and names a bad value and a bad definition field', async () => {
     await set('limits.maxProcesses', -3);
     const problem = 'agentTrees.limits.maxProcesses must be a whole number of processes, 0 or more (0 = no limit); using 0 (no limit)';
-    assert.ok(await waitFor(() => hooks.settings().problems.includes(problem), 10_000), hooks.settings().problems.join('\n'));
+    await waitFor(hooks.settings().problems.join('\n'), () => hooks.settings().problems.includes(problem), 10_000);
     await set('limits.maxProcesses', 7);
-    assert.ok(await waitFor(() => hooks.settings().limits.maxProcesses === 7, 10_000));
+    await waitFor('maxProcesses 7 in the settings', () => hooks.settings().limits.maxProcesses === 7, 10_000);
     const id = await launch('with-defaults', 1, { idleTimeoutSeconds: 600 });
     assert.deepStrictEqual(trees.list().find((t) => t.id === id)?.limits, { maxProcesses: 7, idleTimeoutSeconds: 600 });
     await set('limits.maxProcesses', undefined);

@@ -17,7 +17,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupTier } from './probe';
-import { launchInCgroup, treeCgroupPath } from './treeCgroup';
+import { CgroupEntry, treeCgroupPath } from './treeCgroup';
 
 /** What the kernel is asked to hold: bytes of memory, and a process limit. */
 export interface KernelRequest {
@@ -187,58 +187,60 @@ function probedPidsV1Base(): string | undefined {
   return base;
 }
 
-/** A command line and the kernel's lines its tree starts under. */
-export interface LimitedLaunch {
-  file: string;
-  args: string[];
+/** A tree's way into its cgroups with the kernel's lines in place. */
+export interface LimitedEntry {
+  /** The tree's own cgroup entry, a systemd scope's with the lines as its properties. */
+  entry?: CgroupEntry;
+  /** The root's launcher step into its v1 `pids` cgroup, when it has one. */
+  pidsStep?: string;
   lines: KernelLines;
   /** The tree's v1 `pids` cgroup, when it has one (removed with the tree). */
   pidsCgroup?: string;
 }
 
-/** What a launch under limits starts from: the command line as the cgroup tier made it, and where. */
+/** What a launch under limits starts from: the cgroup tier and the tree's entry into its cgroup, when it has one. */
 export interface LaunchToLimit {
-  file: string;
-  args: string[];
   treeId: string;
-  /** The cgroup tier, and the tree's cgroup in it, when it has one. */
   tier?: CgroupTier;
-  cgroupDir?: string;
+  entry?: CgroupEntry;
+}
+
+/** A word for `/bin/sh`, quoted. */
+function shellWord(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
 /**
  * Puts a tree's kernel lines in place before its root runs (see the top of this file), and says which the
  * kernel holds; a line that cannot be set is left to the watch.
  */
-export function launchWithLimits(launch: LaunchToLimit, request: KernelRequest): LimitedLaunch {
-  const { tier, cgroupDir } = launch;
+export function launchWithLimits(launch: LaunchToLimit, request: KernelRequest): LimitedEntry {
+  const { tier } = launch;
+  let { entry } = launch;
   let lines: KernelLines = {};
-  const { file } = launch;
-  let { args } = launch;
-  if (tier?.kind === 'directory' && cgroupDir) lines = setTreeLimitsV2(cgroupDir, request);
-  if (tier?.kind === 'systemd-scope' && cgroupDir) {
+  if (tier?.kind === 'directory' && entry) lines = setTreeLimitsV2(entry.dir, request);
+  if (tier?.kind === 'systemd-scope' && entry?.prefix) {
     // systemd-run's options go before the `--` that starts the command.
-    const at = args.indexOf('--');
-    args = [...args.slice(0, at), ...scopeProperties(request), ...args.slice(at)];
+    const at = entry.prefix.lastIndexOf('--');
+    entry = { ...entry, prefix: [...entry.prefix.slice(0, at), ...scopeProperties(request), ...entry.prefix.slice(at)] };
     lines = {
-      memory: request.memoryBytes !== undefined ? cgroupDir : undefined,
-      pids: request.processes !== undefined ? cgroupDir : undefined,
+      memory: request.memoryBytes !== undefined ? entry.dir : undefined,
+      pids: request.processes !== undefined ? entry.dir : undefined,
     };
   }
-  if (request.processes === undefined || lines.pids) return { file, args, lines };
+  if (request.processes === undefined || lines.pids) return { entry, lines };
   const base = probedPidsV1Base();
-  if (!base) return { file, args, lines };
-  const location = { kind: 'directory' as const, base };
-  const dir = treeCgroupPath(location, launch.treeId);
-  let entering: { file: string; args: string[] };
+  if (!base) return { entry, lines };
+  const dir = treeCgroupPath({ kind: 'directory', base }, launch.treeId);
   try {
-    entering = launchInCgroup(location, launch.treeId, file, args);
+    fs.mkdirSync(dir);
   } catch {
-    return { file, args, lines }; // cannot be made: the watch holds the line
+    return { entry, lines }; // cannot be made: the watch holds the line
   }
   if (!writeExisting(path.join(dir, 'pids.max'), String(pidsCap(request.processes)))) {
     fs.rmdirSync(dir);
-    return { file, args, lines };
+    return { entry, lines };
   }
-  return { ...entering, lines: { ...lines, pids: dir }, pidsCgroup: dir };
+  const pidsStep = `echo $$ > ${shellWord(path.join(dir, 'cgroup.procs'))} || exit 126`;
+  return { entry, pidsStep, lines: { ...lines, pids: dir }, pidsCgroup: dir };
 }
