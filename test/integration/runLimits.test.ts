@@ -46,6 +46,11 @@ describe('Agent Trees: limits per tree', function () {
     await waitFor('maxProcesses 7 in the settings', () => hooks.settings().limits.maxProcesses === 7, 10_000);
     const id = await launch('with-defaults', 1, { idleTimeoutSeconds: 600 });
     assert.deepStrictEqual(trees.list().find((t) => t.id === id)?.limits, { maxProcesses: 7, idleTimeoutSeconds: 600 });
+    // An MCP server of an mcp.json runs through the wrapper, which holds the defaults as `agent-trees run`'s options.
+    const wrapper = await vscode.commands.executeCommand<{ args: string[] }>('agentTrees.copyMcpWrapper');
+    const options = wrapper!.args.slice(0, wrapper!.args.indexOf('--'));
+    assert.strictEqual(options[options.indexOf('--max-processes') + 1], '7', options.join(' '));
+    assert.ok(!options.includes('--max-memory') && !options.includes('--idle-timeout'), options.join(' '));
     await set('limits.maxProcesses', undefined);
     await assert.rejects(
       trees.launch({ name: 'bad-limit', command: 'sleep', args: ['1'], maxMemoryMB: -1 }),
