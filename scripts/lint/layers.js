@@ -20,6 +20,7 @@ const CORE_LAYERS = [
   'pty',
   'terminals',
   'tracking',
+  'budget',
   'sweep',
   'owner',
 ];

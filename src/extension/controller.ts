@@ -7,7 +7,7 @@
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { AgentRuns } from '../agents/runs';
+import { AgentRun, AgentRuns } from '../agents/runs';
 import {
   ProcessIdentity,
   processCore,
@@ -115,6 +115,11 @@ export class AgentTreesController implements vscode.Disposable {
       viewRefresh.refreshIfVisible();
     });
     runs.on('finished', () => runs.prune());
+    // Nobody asked for a limit's end: it is told as a kill is (the line its terminal and the log end with).
+    runs.on('finished', (run: AgentRun) => {
+      if (run.state === 'over limit')
+        void vscode.window.showWarningMessage(vscode.l10n.t('{0}: {1}', run.name, run.endingText(vscode.l10n)));
+    });
     this.disposables.push(
       windowTerminals.onDidChange(() => {
         contextKeys.update();

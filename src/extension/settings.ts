@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { AgentDefinition, DefinitionError, validateDefinitions } from '../agents/definition';
 import { chooseDefinitions, DefinitionSource } from '../agents/definitionSource';
+import { GivenLimits, LIMIT_FIELDS, limitProblem } from '../proc';
 
 export interface Settings {
   /** The definitions that may launch: in a workspace that is not trusted, only those of the user's settings. */
@@ -25,6 +26,8 @@ export interface Settings {
   cgroups: 'auto' | 'off';
   /** What happens to the processes a terminal's shell leaves running when the terminal closes. */
   terminalsOnClose: 'ask' | 'end' | 'keep';
+  /** `agentTrees.limits.*`: the limits of every owned tree whose definition sets none of its own (0 = none). */
+  limits: GivenLimits;
   /** Whether Claude Code and Codex get their notification hooks at launch (`agentTrees.attention.hooks`). */
   attentionHooks: boolean;
   /** Settings whose value was unusable, with what was wrong (their defaults are used). */
@@ -98,6 +101,13 @@ export function readSettings(): Settings {
   const onClose = config.get<unknown>('terminals.onClose', 'ask');
   if (onClose !== 'ask' && onClose !== 'end' && onClose !== 'keep')
     problems.push(vscode.l10n.t('agentTrees.terminals.onClose must be "ask", "end" or "keep"; using "ask"'));
+  const limits: GivenLimits = {};
+  for (const field of LIMIT_FIELDS) {
+    const v = config.get<unknown>(`limits.${field}`, 0);
+    const problem = limitProblem(field, v);
+    if (problem) problems.push(vscode.l10n.t('agentTrees.limits.{0} {1}; using 0 (no limit)', field, problem));
+    else limits[field] = v as number;
+  }
   const workspaceTrusted = vscode.workspace.isTrusted;
   const chosen = chooseDefinitions(config.inspect<unknown>('agents'), workspaceTrusted);
   const { agents, errors } = validateDefinitions(chosen.value ?? []);
@@ -116,6 +126,7 @@ export function readSettings(): Settings {
     killDescendantsOnExit: bool('killDescendantsOnExit', true),
     cgroups: cgroupsValue === 'off' ? 'off' : 'auto',
     terminalsOnClose: onClose === 'end' || onClose === 'keep' ? onClose : 'ask',
+    limits,
     attentionHooks: bool('attention.hooks', true),
     problems,
     deprecated,

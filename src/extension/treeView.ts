@@ -91,6 +91,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
       mcpServers,
       cpu: this.cpu,
       l10n: vscode.l10n,
+      budgetUse: (id) => owner.budgetUse(id),
       windowAttention: this.options.windowAttention,
     });
     const model = buildView(input, vscode.l10n);
