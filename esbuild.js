@@ -40,11 +40,7 @@ const common = {
   plugins: [problemMatcherPlugin],
 };
 
-/**
- * One copy of the core ships: dist/cli.js is both the command line and the core (src/proc) that dist/extension.js
- * loads with `require('./cli.js')`. As a module it only exports; it runs as the command line when Node runs it as
- * its main script, or from standard input (`node -`, as the watchdog runs it: see src/proc/owner/watchdog.ts).
- */
+/** The extension's bundle takes the core (src/proc) from dist/cli.js: one copy ships (src/cli/bundle.ts). */
 const CORE = path.join(__dirname, 'src', 'proc');
 const coreFromCli = {
   name: 'core-from-cli',
@@ -54,10 +50,6 @@ const coreFromCli = {
     );
   },
 };
-const CLI_ENTRY = [
-  "export * from './src/proc';",
-  "if (require.main === module || module.id === '[stdin]') require('./src/cli/main');",
-].join('\n');
 
 const entries = [
   {
@@ -69,7 +61,7 @@ const entries = [
     banner: { js: common.banner.js + 'globalThis.__agentTreesLoadStart = performance.now();' },
   },
   {
-    stdin: { contents: CLI_ENTRY, resolveDir: __dirname, sourcefile: 'cli-bundle-entry.ts', loader: 'ts' },
+    entryPoints: ['src/cli/bundle.ts'],
     outfile: 'dist/cli.js',
     external: ['@lydell/node-pty'],
     // In a function: run from standard input, Node evaluates the script in the global scope, where a top-level
@@ -77,7 +69,6 @@ const entries = [
     banner: { js: '#!/usr/bin/env node\n(function () {\n' + common.banner.js },
     footer: { js: '})();' },
   },
-  { entryPoints: ['src/proc/tracking/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
 ];
 
 /** ps-list's Windows listing runs an .exe it looks for in `<bundle dir>/vendor/`; ship it beside the bundle. */
@@ -127,7 +118,7 @@ async function main() {
   copyNodePty();
   const contexts = await Promise.all(
     entries
-      .filter((e) => !e.entryPoints || require('fs').existsSync(path.join(__dirname, e.entryPoints[0])))
+      .filter((e) => require('fs').existsSync(path.join(__dirname, e.entryPoints[0])))
       .map((entry) => esbuild.context({ ...common, ...entry })),
   );
   if (watch) {

@@ -23,7 +23,7 @@ export interface AgentTreesTestHooks {
   /** The `agentTrees.*` settings as the extension last read them (defaults, deprecated aliases and bad values resolved). */
   settings(): Settings;
   /** What the deadline status bar item shows now. */
-  statusBar(): { visible: boolean; text: string; warning: boolean };
+  statusBar(): { visible: boolean; text: string; warning: boolean; tooltip: string };
   /** The Process Trees view's rows after a fresh look (whether or not the view is visible), as plain data. */
   view(): Promise<ApiRow[]>;
   /** The `agentTrees.terminals.onClose` "ask" notifications still waiting for an answer. */
