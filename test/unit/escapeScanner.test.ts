@@ -103,6 +103,9 @@ describe('terminal notification sequences in agent output', () => {
     assert.deepStrictEqual(scan([`a${BEL}b`, `${BEL}c`]), [{ kind: 'bell' }, { kind: 'bell' }]);
     const [long] = scan([`${ESC}]9;${'x'.repeat(100_000)}${BEL}`]);
     assert.strictEqual(long.kind === 'osc9' && long.body.length, 4096);
+    const part = (n: number) => `${ESC}]99;i=1:d=0;${String(n % 10).repeat(4000)}${ST}`;
+    const [kitty] = scan([...Array.from({ length: 100 }, (_, n) => part(n)), `${ESC}]99;i=1:p=body;done${ST}`]);
+    assert.ok(kitty.kind === 'osc99' && kitty.title.length <= 4096, "kitty's parts are kept up to the same bound");
   });
 
   it('tracks whether a sequence is open exactly as without a listener', () => {

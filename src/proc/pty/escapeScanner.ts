@@ -304,7 +304,8 @@ export class EscapeScanner {
     if (meta.get('e') === '1') payload = Buffer.from(payload, 'base64').toString('utf8');
     const id = meta.get('i') ?? '';
     const note = this.pending.get(id) ?? { title: '', body: '' };
-    note[part] += payload;
+    // Its parts are kept up to the bound of one OSC's text: a stream of parts never finished is not memory's.
+    note[part] = (note[part] + payload).slice(0, MAX_PAYLOAD);
     this.pending.delete(id);
     if (meta.get('d') === '0') {
       if (this.pending.size >= MAX_PENDING) this.pending.delete(this.pending.keys().next().value as string);
