@@ -59,7 +59,8 @@ export function formatAddress(a: NotifyAddress): string {
 }
 
 export function parseAddress(text: string | undefined): NotifyAddress | undefined {
-  const m = /^(\d{1,10}):(\d{1,20}):([0-9a-f]{32}):(.+)$/.exec(text ?? '');
+  // The folder may hold any character a path can, a newline too.
+  const m = /^(\d{1,10}):(\d{1,20}):([0-9a-f]{32}):([\s\S]+)$/.exec(text ?? '');
   if (!m || !path.isAbsolute(m[4])) return undefined;
   return { owner: { pid: Number(m[1]), startKey: Number(m[2]) }, key: m[3], folder: m[4] };
 }

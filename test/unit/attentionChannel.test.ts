@@ -47,8 +47,7 @@ interface Setup {
   env: NodeJS.ProcessEnv;
 }
 
-function setup(): Setup {
-  const records = tmpDir();
+function setup(records = tmpDir()): Setup {
   const log = new CapturingLog();
   const folder = new AttentionFolder(records, log);
   const inbox = new AttentionInbox(folder, { pid: process.pid, startKey: table.read(process.pid)!.startKey }, log);
@@ -181,6 +180,18 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     assert.match(r.stderr, /owner \(pid \d+\) is gone/);
     await sleep(200);
     assert.deepStrictEqual(fs.readdirSync(s.folder.dir), []);
+  });
+
+  it("reaches its owner whatever the records folder's path holds: spaces, quotes, $(), a newline", async () => {
+    const odd = setup(path.join(tmpDir(), `a b'c"$(touch x)\nd`));
+    try {
+      const r = await claudeHook(odd.env);
+      assert.deepStrictEqual([r.code, r.stderr], [0, '']);
+      await calls(odd, 1);
+      assert.strictEqual(odd.tracker.current.state, 'waiting');
+    } finally {
+      teardown(odd);
+    }
   });
 
   it("removes what owners that are gone left, and leaves a live owner's files", () => {
