@@ -162,6 +162,8 @@ function removeQuietly(file: string): void {
 export class AttentionFolder extends EventEmitter {
   readonly dir: string;
   private watcher: fs.FSWatcher | undefined;
+  /** The folder the watcher watches (device and inode): another there is watched anew. */
+  private watched: { dev: number; ino: number } | undefined;
   private readonly uid = euid();
 
   constructor(
@@ -188,15 +190,17 @@ export class AttentionFolder extends EventEmitter {
     if (after) throw new ChannelError(`attention folder ${this.dir}: ${after}`);
   }
 
-  /** Starts watching (once): `changed` on every change in the folder. */
+  /** Starts watching (once, and again when the folder watched is no longer the one there): `changed` on every change. */
   watch(): void {
-    if (this.watcher) return;
+    if (this.watcher && this.watchesFolderThere()) return;
+    this.unwatch();
     try {
-      this.watcher = fs.watch(this.dir, { persistent: false }, () => this.emit('changed'));
+      const st = fs.lstatSync(this.dir);
+      this.watcher = fs.watch(this.dir, { persistent: false }, (_event, name) => this.onEvent(name));
+      this.watched = { dev: st.dev, ino: st.ino };
       this.watcher.on('error', (e) => {
         this.log.warn(`attention folder ${this.dir}: watching stopped (${e.message}); hook calls are not taken until it restarts`);
-        this.watcher?.close();
-        this.watcher = undefined;
+        this.unwatch();
       });
     } catch (e) {
       this.log.warn(`attention folder ${this.dir}: cannot be watched (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
@@ -205,6 +209,39 @@ export class AttentionFolder extends EventEmitter {
 
   get watching(): boolean {
     return this.watcher !== undefined;
+  }
+
+  private watchesFolderThere(): boolean {
+    try {
+      const st = fs.lstatSync(this.dir);
+      return st.dev === this.watched?.dev && st.ino === this.watched.ino;
+    } catch {
+      return false;
+    }
+  }
+
+  private unwatch(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.watched = undefined;
+  }
+
+  /**
+   * A change in the folder. One about the folder itself (its own name, or none: removed, moved away) means the
+   * watch may be on a folder no longer there (a new one can even get the old one's inode), and calls made into the
+   * folder there now would never be seen: it is made again if need be, and watched anew.
+   */
+  private onEvent(name: string | Buffer | null): void {
+    if ((name === null || String(name) === ATTENTION_FOLDER) && this.watcher) {
+      this.unwatch();
+      try {
+        this.ensure();
+        this.watch();
+      } catch (e) {
+        this.log.warn(`${(e as Error).message}: hook calls are not taken until it is a folder of this user's again`);
+      }
+    }
+    this.emit('changed');
   }
 
   private names(): string[] {
@@ -294,8 +331,7 @@ export class AttentionFolder extends EventEmitter {
   }
 
   dispose(): void {
-    this.watcher?.close();
-    this.watcher = undefined;
+    this.unwatch();
     this.removeAllListeners();
   }
 }

@@ -194,6 +194,22 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     }
   });
 
+  it('the folder removed while its owner watches it: the owner makes it again and takes the calls made into it', async () => {
+    fs.rmSync(s.folder.dir, { recursive: true });
+    await waitFor('the folder made again', () => fs.existsSync(s.folder.dir));
+    const r = await claudeHook(s.env);
+    assert.strictEqual(r.code, 0, r.stderr);
+    await calls(s, 1);
+    assert.strictEqual(s.tracker.current.state, 'waiting');
+    // Made again by someone else (an agent-trees run) at once: the owner watches the new one.
+    fs.rmSync(s.folder.dir, { recursive: true });
+    fs.mkdirSync(s.folder.dir, { mode: 0o700 });
+    s.tracker.typed();
+    await claudeHook(s.env);
+    await calls(s, 2);
+    assert.strictEqual(s.tracker.current.state, 'waiting');
+  });
+
   it("removes what owners that are gone left, and leaves a live owner's files", () => {
     const dir = s.folder.dir;
     const me = `${process.pid}-${table.read(process.pid)!.startKey}`;
