@@ -164,6 +164,8 @@ export class AttentionFolder extends EventEmitter {
   private watcher: fs.FSWatcher | undefined;
   /** The folder the watcher watches (device and inode): another there is watched anew. */
   private watched: { dev: number; ino: number } | undefined;
+  /** What was last found wrong with the folder (logged once), or undefined. */
+  private problem: string | undefined;
   private readonly uid = euid();
 
   constructor(
@@ -244,6 +246,15 @@ export class AttentionFolder extends EventEmitter {
     this.emit('changed');
   }
 
+  /** Whether the folder can be trusted now (checked on every read); what is wrong is logged once. */
+  private trusted(): boolean {
+    const problem = folderProblem(this.dir, this.uid);
+    if (problem !== this.problem && problem !== undefined && problem !== 'missing')
+      this.log.warn(`attention folder ${this.dir}: ${problem}: nothing is taken from it until it is fixed`);
+    this.problem = problem;
+    return problem === undefined;
+  }
+
   private names(): string[] {
     try {
       return fs.readdirSync(this.dir);
@@ -274,19 +285,18 @@ export class AttentionFolder extends EventEmitter {
     return value === undefined ? { file, problem: 'not a message of the attention channel' } : { file, value };
   }
 
-  /** Takes (reads and removes) every hook call addressed to `owner`. */
-  takeMessages(owner: ChannelOwner): Found<HookMessage>[] {
+  /** The names of the hook calls addressed to `owner` now (none while the folder is not to be trusted). */
+  messageNames(owner: ChannelOwner): string[] {
+    if (!this.trusted()) return [];
     const prefix = `to-${ownerTag(owner)}-`;
-    const found: Found<HookMessage>[] = [];
-    for (const name of this.names()) {
-      if (!name.startsWith(prefix)) continue;
-      const f = MSG_NAME.test(name)
-        ? this.readFile(name, hookMessageOf)
-        : { file: path.join(this.dir, name), problem: 'not a message name' };
-      removeQuietly(f.file);
-      found.push(f);
-    }
-    return found;
+    return this.names().filter((n) => n.startsWith(prefix));
+  }
+
+  /** Takes (reads and removes) one hook call, named by `messageNames`. */
+  takeMessage(name: string): Found<HookMessage> {
+    const f = MSG_NAME.test(name) ? this.readFile(name, hookMessageOf) : { file: path.join(this.dir, name), problem: 'not a message name' };
+    removeQuietly(f.file);
+    return f;
   }
 
   /** Publishes a tree's state for its window (replacing the previous one). */
@@ -298,8 +308,9 @@ export class AttentionFolder extends EventEmitter {
     removeQuietly(path.join(this.dir, `state-${ownerTag(owner)}-${tree}.json`));
   }
 
-  /** Every published state (the caller keeps those of its window's trees). */
+  /** Every published state (the caller keeps those of its window's trees); none while the folder is not to be trusted. */
   states(): Found<PublishedState>[] {
+    if (!this.trusted()) return [];
     return this.names()
       .filter((n) => STATE_NAME.test(n))
       .map((n) => {

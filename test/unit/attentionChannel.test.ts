@@ -63,6 +63,14 @@ function teardown(s: Setup): void {
   fs.rmSync(s.records, { recursive: true, force: true });
 }
 
+/** A call for `tree` with `key` put in the folder as notify puts it (this user's file, renamed into place). */
+function putCall(s: Setup, tree: string, key: string, name: string, n: number): void {
+  const message = { version: 1, tree, key, agent: 'notify', event: { name, message: `call ${n}` }, sentAt: 0 };
+  const file = `to-${process.pid}-${table.read(process.pid)!.startKey}-${n.toString(16).padStart(16, '0')}.msg`;
+  fs.writeFileSync(path.join(s.folder.dir, `.tmp-${process.pid}-${n.toString(16).padStart(16, '0')}`), JSON.stringify(message));
+  fs.renameSync(path.join(s.folder.dir, `.tmp-${process.pid}-${n.toString(16).padStart(16, '0')}`), path.join(s.folder.dir, file));
+}
+
 /** Runs `agent-trees notify` as Claude Code's hook does: its JSON on stdin. */
 function claudeHook(env: NodeJS.ProcessEnv, input = CLAUDE_PERMISSION, asUid?: number) {
   const run = startCli(['notify', '--agent', 'claude'], { env, asUid, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -207,6 +215,37 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     s.tracker.typed();
     await claudeHook(s.env);
     await calls(s, 2);
+    assert.strictEqual(s.tracker.current.state, 'waiting');
+  });
+
+  it('a flood of calls is taken a batch at a time, letting the host run between batches, and none is lost', async () => {
+    let changes = 0;
+    const tracker = new AttentionTracker(() => changes++);
+    const key = parseAddress(s.inbox.open('flooded00000', tracker)[NOTIFY_VARIABLE])!.key;
+    for (let n = 0; n < 600; n++) putCall(s, 'flooded00000', key, n % 2 ? 'idle' : 'waiting', n);
+    s.inbox.take();
+    const left = fs.readdirSync(s.folder.dir).length;
+    assert.ok(left >= 500, `one take read ${600 - left} of 600 calls before letting the host run`);
+    await waitFor('every call taken', () => changes === 600 && fs.readdirSync(s.folder.dir).length === 0);
+    assert.strictEqual(tracker.current.state, 'idle', 'in order: the last call was idle');
+  });
+
+  it('takes nothing from a folder others came to be able to write, until it is closed again', async () => {
+    const address = parseAddress(s.env[NOTIFY_VARIABLE])!;
+    s.folder.dispose(); // no change events: the takes below are the test's
+    fs.chmodSync(s.folder.dir, 0o770);
+    putCall(s, s.tree, address.key, 'waiting', 1);
+    s.inbox.take();
+    await sleep(100);
+    assert.strictEqual(s.tracker.current.state, 'working');
+    assert.ok(fs.existsSync(path.join(s.folder.dir, fs.readdirSync(s.folder.dir)[0])), 'left where it is');
+    assert.ok(
+      s.log.lines.some((l) => /^warn attention folder .*writable by other users/.test(l)),
+      s.log.lines.join('\n'),
+    );
+    fs.chmodSync(s.folder.dir, 0o700);
+    s.inbox.take();
+    await calls(s, 1);
     assert.strictEqual(s.tracker.current.state, 'waiting');
   });
 
