@@ -2,7 +2,7 @@
  * `npm run bench`: snapshot, sweep, kill, reach and extension benchmarks in one run, side by side with ps-list
  * and tree-kill. Writes bench/results/latest.json and latest.md and prints the tables and every ratio.
  *
- *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,view,extension,watchdog,reload,terminal,attention] [--quick] [--out=DIR]
+ *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,view,extension,watchdog,crowd,reload,terminal,attention] [--quick] [--out=DIR]
  *
  * --only and --quick (fewer repetitions) are for working on the benchmark itself: their results go to a temp
  * folder (or --out), never over latest.*.
@@ -26,10 +26,11 @@ import { runSweep } from './sweep';
 import { runAttentionScan } from './attention';
 import { runTerminal } from './terminal';
 import { runReloadLoop, runWatchdogDeath, runWatchdogIdle } from './watchdog';
+import { runWatchdogCrowd } from './watchdogCrowd';
 import { runView } from './view';
 import { measureViewInHost } from './viewHost';
 
-const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'view', 'extension', 'watchdog', 'reload', 'terminal', 'attention'] as const;
+const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'view', 'extension', 'watchdog', 'crowd', 'reload', 'terminal', 'attention'] as const;
 type Phase = (typeof PHASES)[number];
 
 function args() {
@@ -140,6 +141,11 @@ async function main(): Promise<number> {
       const windowS = quick ? 5 : 20;
       const rounds = quick ? 1 : 3;
       results.watchdog = { windowS, rounds, idle: await runWatchdogIdle(windowS, rounds), death: await runWatchdogDeath(quick ? 3 : 10) };
+    });
+    // 30 SIGTERM-ignoring trees of one SIGKILLed owner among 20,000 idle processes (issue 21).
+    await phase('crowd', async () => {
+      const tiers: ('cgroup' | 'group')[] = tier === 'cgroup' ? ['cgroup', 'group'] : ['group'];
+      results.crowd = await runWatchdogCrowd({ trees: 30, idle: quick ? 5000 : 20_000, reps: quick ? 1 : 3, tiers });
     });
     // The reload loop runs the phased integration suite in the real host (~10 min): full runs only, or --only=reload.
     await phase('reload', async () => {

@@ -1,5 +1,5 @@
 /**
- * Agent terminals (issue 11, item 8), side by side in one run:
+ * Agent terminals, side by side in one run:
  *   - throughput: MB/s for 50 MB written by the agent (bench/fixtures/ttywriter.py), from spawn until the consumer
  *     has it all;
  *   - keystroke latency: a key written by the consumer until the agent's read returns (the agent takes the time);

@@ -13,6 +13,7 @@ import {
   KillReport,
   Logger,
   OwnedTree,
+  processCount,
   PtyRoot,
   ptyProblem,
   silentLogger,
@@ -387,7 +388,7 @@ export class AgentRuns extends EventEmitter {
     this.emit('changed', run);
     const report = await this.ownerKill(run, graceSeconds);
     if (report.survivors)
-      this.log.warn(`${run.name} (tree ${id}): ${why}: ${report.survivors} processes survived (${report.survivorPids.join(', ')})`);
+      this.log.warn(`${run.name} (tree ${id}): ${why}: ${processCount(report.survivors)} survived (${report.survivorPids.join(', ')})`);
     return report;
   }
 

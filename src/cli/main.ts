@@ -26,6 +26,7 @@ import {
   PtyRoot,
   RecordStore,
   selfIdentity,
+  SIGHUP_IGNORED_VARIABLE,
   SpawnError,
   stderrLogger,
   sweepOrphans,
@@ -34,10 +35,11 @@ import {
 } from '../proc';
 import { NOTIFY_VARIABLE } from '../agents/attentionChannel';
 import { UsageError, parseArgs, ParsedArgs } from './args';
-import { defaultRecordsDir, recordsDirProblem } from './recordsDir';
+import { defaultRecordsDir, realRecordsDir, recordsDirProblem } from './recordsDir';
 import { notify } from './notify';
 import { processTerminal, relayWanted, TtyRelay } from './relay';
 import { RunAttention } from './runAttention';
+import { openTerminalOutput } from './terminalOutput';
 
 const USAGE = `Usage:
   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
@@ -60,6 +62,13 @@ and gives Claude Code and Codex (proven from their npm package, or named by --at
 // Run by an editor's launcher with Electron as Node (see the extension's terminal launcher): what CMD starts must
 // not inherit that, or any Electron app it runs would start as plain Node.
 if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
+
+/**
+ * Started with SIGHUP ignored (`nohup agent-trees run ...`), as the launcher says (Node resets an inherited ignore):
+ * then a hang-up, and the death of the parent that usually comes with it, leave the run and its tree running.
+ */
+const HUP_IGNORED = process.env[SIGHUP_IGNORED_VARIABLE] === 'ignore';
+delete process.env[SIGHUP_IGNORED_VARIABLE];
 
 const EXIT = { usage: 2, timeout: 124 } as const;
 
@@ -95,6 +104,51 @@ const FATAL_SIGNALS = [
 
 const SIGNAL_WHY: Partial<Record<NodeJS.Signals, string>> = { SIGINT: 'interrupted', SIGTERM: 'terminated', SIGHUP: 'hung up' };
 
+/** A fatal signal as `run` answers it: the code it exits with and the reason it logs. */
+interface FatalSignal {
+  code: number;
+  why: string;
+}
+
+/**
+ * Calls `onSignal` on each of FATAL_SIGNALS this platform lets Node listen to; returns the function that unhooks it.
+ * A hang-up ignored where this command started (nohup) is only logged: Node resets an inherited SIG_IGN, so the
+ * listener stands in for it.
+ */
+function onFatalSignals(onSignal: (signal: FatalSignal) => void, log: Logger): () => void {
+  const unhooks: (() => void)[] = [];
+  for (const signal of FATAL_SIGNALS) {
+    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
+    if (number === undefined) continue; // not on this platform
+    const listener =
+      signal === 'SIGHUP' && HUP_IGNORED
+        ? () => log.info('hung up: ignored, as SIGHUP was where this command started (nohup)')
+        : () => onSignal({ code: 128 + number, why: SIGNAL_WHY[signal] ?? `received ${signal}` });
+    try {
+      process.on(signal, listener);
+    } catch {
+      continue; // this platform cannot listen to it (Windows)
+    }
+    unhooks.push(() => process.off(signal, listener));
+  }
+  return () => unhooks.forEach((unhook) => unhook());
+}
+
+/**
+ * The first fatal signal that comes while `run` starts CMD, held until the run is supervised: unheld, its default
+ * action would end this process between the spawn and `superviseRun`, leaving the tree to the watchdog.
+ */
+interface HeldSignals {
+  first?: FatalSignal;
+  release(): void;
+}
+
+function holdFatalSignals(log: Logger): HeldSignals {
+  const held: HeldSignals = { release: () => {} };
+  held.release = onFatalSignals((signal) => (held.first ??= signal), log);
+  return held;
+}
+
 /** setTimeout's limit: a longer delay fires at once (TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -126,12 +180,13 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (args.command === 'notify') return notify(args);
-  const records = args.records ?? defaultRecordsDir();
-  const problem = recordsDirProblem(records, args.command === 'run');
+  const given = args.records ?? defaultRecordsDir();
+  const problem = recordsDirProblem(given, args.command === 'run');
   if (problem) {
     process.stderr.write(`agent-trees: ${problem}\n`);
     return EXIT.usage;
   }
+  const records = realRecordsDir(given);
   switch (args.command) {
     case 'run':
       return run(args, records);
@@ -149,7 +204,11 @@ type RunArgs = ParsedArgs & { command: 'run' };
 
 /** `run`: owns CMD's tree until something ends it (see `superviseRun`), then ends what is left and exits. */
 async function run(args: RunArgs, records: string): Promise<number> {
-  const log = stderrLogger(args.verbose);
+  // Never blocked by a terminal that stopped reading (see terminalOutput.ts): the timeout and signals must act.
+  const stderr = openTerminalOutput(2, process.stderr);
+  const say = (text: string) => (stderr ?? process.stderr).write(text);
+  const log = stderrLogger(args.verbose, say);
+  const held = holdFatalSignals(log);
   const owner = new TreeOwner({
     core: processCore(),
     recordsDir: records,
@@ -159,19 +218,31 @@ async function run(args: RunArgs, records: string): Promise<number> {
     watchdog: args.watchdog ? { cliPath: __filename, graceMs: Math.min(args.graceMs, WATCHDOG_GRACE_MS) } : undefined,
   });
   await owner.prepare();
+  if (held.first) {
+    held.release();
+    log.warn(`${held.first.why} before ${args.cmd[0]} started: not started`);
+    return held.first.code;
+  }
   let started: StartedRun;
   try {
     started = startRun(owner, args, log, records);
   } catch (e) {
+    held.release();
     if (e instanceof SpawnError) {
-      process.stderr.write(`agent-trees: ${e.message}\n`);
+      say(`agent-trees: ${e.message}\n`);
+      await stderr?.flush(FLUSH_MS);
       return EXIT.usage;
     }
     throw e;
   }
-  log.info(`tree ${started.tree.record.id}: tier ${started.tree.tier}`);
-  return superviseRun({ owner, args, log, ...started });
+  const code = await superviseRun({ owner, args, log, say, held, ...started });
+  // What is still queued for a terminal that reads again soon; one that stays stalled does not hold the exit.
+  await Promise.all([stderr?.flush(FLUSH_MS), started.relay?.flush(FLUSH_MS)]);
+  return code;
 }
+
+/** How long `run` waits at its end for a stalled terminal to take its last output (ms). */
+const FLUSH_MS = 1000;
 
 /** A run's tree, and how it is connected: a terminal relayed to ours, or (--mcp) a stdin passed on. */
 interface StartedRun {
@@ -208,7 +279,12 @@ function startRun(owner: TreeOwner, args: RunArgs, log: Logger, records: string)
 /** A run on a terminal of its own, relayed to ours; in a window's terminal, with its attention state. */
 function startRelayed(
   owner: TreeOwner,
-  { args, log, records, spawn }: { args: RunArgs; log: Logger; records: string; spawn: { command: string; args: string[]; label?: string; deadline?: number } },
+  {
+    args,
+    log,
+    records,
+    spawn,
+  }: { args: RunArgs; log: Logger; records: string; spawn: { command: string; args: string[]; label?: string; deadline?: number } },
 ): StartedRun {
   const attention = RunAttention.inWindowTerminal(records, log);
   const plan = attention?.plan(args.cmd, args.attention);
@@ -237,6 +313,9 @@ interface SupervisedRun extends StartedRun {
   owner: TreeOwner;
   args: RunArgs;
   log: Logger;
+  held: HeldSignals;
+  /** Writes to stderr (without blocking, when it is a terminal). */
+  say: (text: string) => unknown;
 }
 
 /**
@@ -256,6 +335,10 @@ function superviseRun(run: SupervisedRun): Promise<number> {
       resolve(code);
     };
     cancels.push(...watchRunEnds(run, finish));
+    run.held.release();
+    if (run.held.first) void finish(run.held.first.code, run.held.first.why);
+    // Said once every way the run ends is watched: whoever reads it may signal the run at once.
+    run.log.info(`tree ${run.tree.record.id}: tier ${run.tree.tier}`);
   });
 }
 
@@ -263,14 +346,14 @@ function superviseRun(run: SupervisedRun): Promise<number> {
 type Finish = (code: number, why: string, keep?: boolean, ended?: string) => Promise<void>;
 
 async function endRun(
-  { owner, args, log, tree, relay, attention }: SupervisedRun,
+  { owner, args, log, tree, relay, say, attention }: SupervisedRun,
   why: string,
   keep: boolean,
   ended: string | undefined,
 ): Promise<void> {
   const id = tree.record.id;
   // The agent's output may stop mid-line: ours starts on a line of its own.
-  const sayEnded = () => ended && process.stderr.write(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
+  const sayEnded = () => ended && say(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
   if (keep) {
     attention?.dispose();
     relay?.restore();
@@ -293,7 +376,7 @@ async function endRun(
 }
 
 /** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
-function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): (() => void)[] {
+function watchRunEnds({ args, tree, mcpStdin, say, log }: SupervisedRun, finish: Finish): (() => void)[] {
   const cancels: (() => void)[] = [];
   tree.child.on('exit', (code, signal) => {
     const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
@@ -302,35 +385,53 @@ function watchRunEnds({ args, tree, mcpStdin }: SupervisedRun, finish: Finish): 
     void finish(exitCode, '', args.keepDescendants, signal ? `${args.cmd[0]} was ended by ${signal}` : undefined);
   });
   tree.child.on('error', (e) => {
-    process.stderr.write(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
+    say(`agent-trees: ${args.cmd[0]}: ${e.message}\n`);
     void finish(EXIT.usage, '');
   });
-  if (args.mcp && mcpStdin) {
-    mcpStdin.on('error', () => {}); // CMD exited: its exit ends the run
-    process.stdin.pipe(mcpStdin);
-    process.stdin.on('end', () => void finish(0, 'stdin closed'));
-  }
+  if (args.mcp && mcpStdin) cancels.push(passStdin(mcpStdin, () => void finish(0, 'stdin closed')));
   if (args.timeoutMs > 0) {
     cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
   }
-  for (const signal of FATAL_SIGNALS) {
-    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
-    if (number === undefined) continue; // not on this platform
-    const onSignal = () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
-    try {
-      process.on(signal, onSignal);
-    } catch {
-      continue; // this platform cannot listen to it (Windows)
-    }
-    cancels.push(() => process.off(signal, onSignal));
-  }
-  // The parent died: nobody is left to wait for the tree, so it goes too.
+  cancels.push(onFatalSignals(({ code, why }) => void finish(code, why), log));
+  // The parent died: nobody is left to wait for the tree, so it goes too (unless a hang-up is to be ignored: the
+  // parent then is the shell that the hang-up ended).
+  if (HUP_IGNORED) return cancels;
   const parent = process.ppid;
   const poll = setInterval(() => {
     if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);
   }, 500);
   cancels.push(() => clearInterval(poll));
   return cancels;
+}
+
+/**
+ * --mcp: how much of stdin the server may leave unread before reading pauses (and the client is held back, as by
+ * a pipe). Up to it, stdin is read whatever the server does, so its end is seen even when the server has stopped
+ * reading.
+ */
+const MCP_UNREAD_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * Passes this process's stdin on to the server's, and calls `onEnd` when stdin ends. Unlike `pipe()`, it keeps
+ * reading while the server does not (up to MCP_UNREAD_LIMIT held for it): `pipe()` would pause stdin and never
+ * see its end. Returns the function that stops it.
+ */
+function passStdin(to: NodeJS.WritableStream & { writableLength?: number }, onEnd: () => void): () => void {
+  const input = process.stdin;
+  to.on('error', () => {}); // CMD exited: its exit ends the run
+  const onData = (chunk: Buffer) => {
+    to.write(chunk);
+    if ((to.writableLength ?? 0) > MCP_UNREAD_LIMIT) {
+      input.pause();
+      to.once('drain', () => input.resume());
+    }
+  };
+  const onInputEnd = () => {
+    to.end();
+    onEnd();
+  };
+  input.on('data', onData).on('end', onInputEnd);
+  return () => input.off('data', onData).off('end', onInputEnd);
 }
 
 async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): Promise<number> {

@@ -21,6 +21,8 @@ export function defaultRecordsDir(env: NodeJS.ProcessEnv = process.env, platform
  */
 export function recordsDirProblem(dir: string, forWriting: boolean): string | undefined {
   const problem = (what: string) => `records folder ${dir} ${what}`;
+  const link = foreignLink(dir);
+  if (link) return problem(`goes through ${link.path}, a symbolic link of uid ${link.uid}: only links of this user or root are followed`);
   let st: fs.Stats;
   try {
     st = fs.statSync(dir);
@@ -45,6 +47,49 @@ export function recordsDirProblem(dir: string, forWriting: boolean): string | un
     fs.rmSync(probe, { force: true });
   } catch (e) {
     return problem(`is not writable: ${(e as Error).message}`);
+  }
+  return undefined;
+}
+
+/**
+ * The records folder the CLI uses for `dir` (checked by `recordsDirProblem` first): its real path, every symbolic
+ * link on the way followed once, now. Nothing is looked up through the links again, so a link changed while
+ * `run` works changes nothing of where its record is. A path not there yet is taken as it is.
+ */
+export function realRecordsDir(dir: string): string {
+  try {
+    return fs.realpathSync(dir);
+  } catch {
+    return path.resolve(dir);
+  }
+}
+
+/**
+ * The first symbolic link on the way to `dir` (followed as the kernel would) that belongs to another user than
+ * this one and root: such a link could point the records, and what a sweep reads, anywhere its owner likes.
+ */
+function foreignLink(dir: string): { path: string; uid: number } | undefined {
+  const me = process.geteuid?.();
+  if (me === undefined) return undefined;
+  let todo = path.resolve(dir).split(path.sep).filter(Boolean);
+  let at = path.parse(path.resolve(dir)).root;
+  for (let links = 0; todo.length > 0 && links <= 40; ) {
+    const next = path.join(at, todo.shift()!);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(next);
+    } catch {
+      return undefined; // not there (yet): made as a folder of ours
+    }
+    if (!st.isSymbolicLink()) {
+      at = next;
+      continue;
+    }
+    if (st.uid !== me && st.uid !== 0) return { path: next, uid: st.uid };
+    links++;
+    const target = fs.readlinkSync(next);
+    if (path.isAbsolute(target)) at = path.parse(target).root;
+    todo = [...target.split(path.sep).filter(Boolean), ...todo];
   }
   return undefined;
 }

@@ -10,6 +10,7 @@
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import { clampSize, PtyRoot, RESTORE_TERMINAL_MODES } from '../proc';
+import { openTerminalOutput, TerminalOutput } from './terminalOutput';
 
 /** The caller's terminal: a tty input that can be put in raw mode, and where output goes. */
 export interface RelayTerminal {
@@ -35,11 +36,17 @@ function rawOutput(): void {
   }
 }
 
-/** stdin, stdout and the window size of whichever of stdout and stderr is a terminal. */
+/** This process's stdout as the relay writes it (opened once). */
+let stdoutTerminal: NodeJS.WritableStream | undefined;
+
+/**
+ * stdin, stdout (written without blocking where it is a terminal: see terminalOutput.ts) and the window size of
+ * whichever of stdout and stderr is a terminal.
+ */
 export function processTerminal(): RelayTerminal {
   return {
     input: process.stdin,
-    output: process.stdout,
+    output: (stdoutTerminal ??= openTerminalOutput(1, process.stdout) ?? process.stdout),
     rawOutput,
     size: () => {
       for (const s of [process.stdout, process.stderr]) {
@@ -153,7 +160,10 @@ export class TtyRelay {
     onWinch(); // a resize between spawn and now
   }
 
-  /** Waits (up to `ms`) for the agent's terminal to deliver its last output, then restores this terminal. */
+  /**
+   * Waits (up to `ms`) for the agent's terminal to deliver its last output and for this terminal to take it, then
+   * restores this terminal.
+   */
   async drainAndRestore(ms = 1000): Promise<void> {
     if (!this.root.hasExited) {
       await new Promise<void>((resolve) => {
@@ -164,15 +174,28 @@ export class TtyRelay {
         });
       });
     }
+    await this.flush(ms);
     this.restore();
   }
 
-  /** Puts the terminal back as it was; safe to call more than once, and synchronous (for the 'exit' event). */
+  /** Waits (up to `ms`) until this terminal has taken what was written to it; whether it has. */
+  async flush(ms: number): Promise<boolean> {
+    const output = this.terminal.output;
+    return output instanceof TerminalOutput ? output.flush(ms) : true;
+  }
+
+  /**
+   * Puts the terminal back as it was; safe to call more than once, and synchronous (for the 'exit' event). A
+   * terminal that has stopped reading keeps its mode until this process exits: leaving raw mode waits until the
+   * terminal has read all output (tcsetattr TCSADRAIN), and Node sets the mode it started with back at exit
+   * without waiting.
+   */
   restore(): void {
     if (this.restored) return;
     this.restored = true;
     for (const off of this.subscriptions.splice(0)) off();
     const { input, output } = this.terminal;
+    const stalled = output instanceof TerminalOutput && output.writableLength > 0;
     try {
       // What a killed full-screen agent left on (kitty's keyboard protocol makes the shell unusable in VS Code 1.139).
       output.write(RESTORE_TERMINAL_MODES);
@@ -180,7 +203,7 @@ export class TtyRelay {
       /* the terminal is gone (hangup) */
     }
     try {
-      input.setRawMode?.(this.wasRaw);
+      if (!stalled) input.setRawMode?.(this.wasRaw);
     } catch {
       /* the terminal is gone (hangup): nothing to restore */
     }

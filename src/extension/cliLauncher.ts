@@ -4,6 +4,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
+import { SIGHUP_IGNORED_VARIABLE } from '../proc';
 
 /** What the launcher runs, and for which platform. */
 export interface CliLauncherTarget {
@@ -34,7 +35,8 @@ export function writeCliLauncher(dir: string, target: CliLauncherTarget): string
         ]
       : [
           'agent-trees',
-          `#!/bin/sh\n# Written by the Agent Trees extension: its command line, run with the editor's own Node.\n${asNode}exec ${shellQuote(execPath)} ${shellQuote(cliScript)} "$@"\n`,
+          `#!/bin/sh\n# Written by the Agent Trees extension: its command line, run with the editor's own Node.\n` +
+            `${SIGHUP_CHECK}\n${asNode}exec ${shellQuote(execPath)} ${shellQuote(cliScript)} "$@"\n`,
           0o755,
         ];
   const file = path.join(dir, name);
@@ -51,6 +53,14 @@ export function writeCliLauncher(dir: string, target: CliLauncherTarget): string
   }
   return dir;
 }
+
+/**
+ * The launcher tells the command line when it was started with SIGHUP ignored (`nohup`, `trap '' HUP`): Node
+ * resets an inherited SIG_IGN at its start. Bit 0 of SigIgn in /proc/self/status is SIGHUP (Linux).
+ */
+const SIGHUP_CHECK =
+  `if [ -r /proc/$$/status ]; then while read -r k v; do [ "$k" = SigIgn: ] && case $v in *[13579bdfBDF]) ` +
+  `export ${SIGHUP_IGNORED_VARIABLE}=ignore;; esac; done < /proc/$$/status; fi`;
 
 function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;

@@ -5,7 +5,7 @@
  */
 export { localSweepParts, processCore } from './core';
 export { Logger, processCount, silentLogger, stderrLogger } from './platform/log';
-export { WINDOW_TAG_VARIABLE } from './platform/processTable';
+export { SIGHUP_IGNORED_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
 export { guardedPidOf } from './identity/guard';
 export { OwnerInfo, OwnerState, ownerIsChildOf, selfIdentity } from './identity/ownerIdentity';
 export { parseOwnerSpec, ProcessIdentity, processKey } from './identity/processIdentity';

@@ -12,7 +12,9 @@ import type { AgentTreesApi, ApiTree } from '../../src/extension/api';
 import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { claudeOrWhy, claudeSession, ClaudeSession, turns } from './claudeFixtures';
 import { api, shortKillGrace, testHooks } from './fixtures';
-import { log, processes, waitFor } from './harness';
+import { log } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 import { evaluate, hasPage, PageElement } from './workbenchPage';
 
 declare const document: PageElement;
@@ -226,7 +228,7 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
     assert.notStrictEqual(tree(id)?.attention.state, 'waiting');
     assert.ok(!hooks.attention().notifications.some((n) => n.text.includes('forged')));
     await trees.kill(id);
-    assert.ok(await waitFor(() => !processes.isAlive(pid), 10_000));
+    await waitFor('the condition', () => !processes.isAlive(pid), 10_000);
   });
 });
 

@@ -5,7 +5,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { REPO } from './harness';
+import { REPO } from '../support/repo';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- the fixtures are plain JavaScript shared with the scripts */
 const agentPackages = require(path.join(REPO, 'scripts', 'host', 'agentPackages.js')) as {

@@ -4,7 +4,8 @@
 import * as assert from 'assert';
 import { claudeOrWhy, claudeSession, helpersCommand, pidsIn, turns } from './claudeFixtures';
 import { api, readHandover, writeHandover } from './fixtures';
-import { inPhase, log, reloadWindowAfterResult, waitFor } from './harness';
+import { inPhase, log, reloadWindowAfterResult } from './harness';
+import { waitFor } from '../support/wait';
 
 const HANDOVER = 'claude-reload';
 
@@ -30,7 +31,7 @@ inPhase(2, 'the real claude over a reload: claude with helpers, then the window 
       timeoutSeconds: 0,
     });
     let pids: number[] | undefined;
-    assert.ok(await waitFor(() => (pids = pidsIn(helpers.files)) !== undefined, 60_000), 'the helpers started');
+    await waitFor('the helpers started', () => (pids = pidsIn(helpers.files)) !== undefined, 60_000);
     const root = trees.list().find((t) => t.id === id)!.rootPid;
     await writeHandover(HANDOVER, [root, ...pids!]);
     log(`[claude reload] host ${process.pid}: claude ${root}, helpers ${pids!.join(', ')}`);

@@ -11,7 +11,9 @@ import type { AgentTreesApi } from '../../src/extension/api';
 import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { claudeOrWhy, claudeSession, ClaudeSession, helpersCommand, pidsIn, screenOf, turns } from './claudeFixtures';
 import { api, shortKillGrace, testHooks } from './fixtures';
-import { log, processes, waitFor } from './harness';
+import { log } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 
 async function eventually<T>(what: string, probe: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -83,19 +85,31 @@ describe("Agent Trees: the real claude's trees end whole", function () {
     const { id, all } = await claudeWithHelpers('claude-kill');
     const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
     assert.strictEqual(result?.survivors, 0);
-    assert.ok(await waitFor(() => all.alive().length === 0, 10_000), `alive: ${all.alive()}`);
+    await waitFor(
+      () => `every process to end (alive: ${all.alive()})`,
+      () => all.alive().length === 0,
+      10_000,
+    );
   });
 
   it('its timeout: the whole tree ends', async () => {
     const { id, all } = await claudeWithHelpers('claude-timeout', { timeoutSeconds: 25 });
     await eventually('the timeout', () => state(id) === 'timed out', 60_000);
-    assert.ok(await waitFor(() => all.alive().length === 0, 15_000), `alive: ${all.alive()}`);
+    await waitFor(
+      () => `every process to end (alive: ${all.alive()})`,
+      () => all.alive().length === 0,
+      15_000,
+    );
   });
 
   it("claude's own exit (claude -p): what it left running ends with it", async () => {
     const { id, all, helperPids } = await claudeWithHelpers('claude-exit', { args: ['-p', 'start the helpers', '--allowedTools', 'Bash'] });
     await eventually('claude -p to exit', () => state(id) === 'exited');
-    assert.ok(await waitFor(() => all.alive().length === 0, 15_000), `alive: ${all.alive()}`);
+    await waitFor(
+      () => `every process to end (alive: ${all.alive()})`,
+      () => all.alive().length === 0,
+      15_000,
+    );
     const ended = trees.list().find((t) => t.id === id)!;
     assert.strictEqual(ended.attention.state, 'ended');
     assert.ok(helperPids.length === 2);
@@ -106,7 +120,11 @@ describe("Agent Trees: the real claude's trees end whole", function () {
     const terminal = await eventually('its terminal', () => vscode.window.terminals.find((t) => t.name === 'Agent: claude-close'));
     terminal.dispose();
     await eventually('the kill', () => state(id) === 'killed');
-    assert.ok(await waitFor(() => all.alive().length === 0, 15_000), `alive: ${all.alive()}`);
+    await waitFor(
+      () => `every process to end (alive: ${all.alive()})`,
+      () => all.alive().length === 0,
+      15_000,
+    );
   });
 
   it("agent-trees run -- claude -p in a script, in an ordinary terminal: claude's exit code, and nothing left", async () => {
@@ -139,6 +157,10 @@ describe("Agent Trees: the real claude's trees end whole", function () {
     const pids = pidsIn(helpers.files);
     assert.ok(pids, 'the helpers were started');
     // Left to themselves they would outlive claude (re-parented to PID 1): `run` ended them when claude exited.
-    assert.ok(await waitFor(() => pids.every((p) => !processes.isAlive(p)), 10_000), `alive: ${pids.filter((p) => processes.isAlive(p))}`);
+    await waitFor(
+      () => `every process to end (alive: ${pids.filter((p) => processes.isAlive(p))})`,
+      () => pids.every((p) => !processes.isAlive(p)),
+      10_000,
+    );
   });
 });

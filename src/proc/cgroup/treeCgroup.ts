@@ -16,22 +16,17 @@ export function treeCgroupPath(tier: CgroupLocation, treeId: string): string {
 }
 
 /**
- * The command line that starts `command` inside the tree's cgroup: the launcher moves itself into the cgroup,
- * then execs the command, so the root is inside before it can fork.
+ * How a root enters the tree's cgroup before it can fork: on the directory tier the root's launcher shell writes
+ * its own pid into the cgroup (`shellStep`, with the cgroup's directory as its `$0`) and then execs the command;
+ * on the systemd tier `systemd-run` (`prefix`) starts the command in a new scope. Makes the directory.
  */
-export function launchInCgroup(tier: CgroupLocation, treeId: string, command: string, args: string[]): { file: string; args: string[] } {
-  const cgroupDir = treeCgroupPath(tier, treeId);
+export function cgroupEntry(tier: CgroupLocation, treeId: string): { dir: string; shellStep?: string; prefix?: string[] } {
+  const dir = treeCgroupPath(tier, treeId);
   if (tier.kind === 'systemd-scope') {
-    return {
-      file: 'systemd-run',
-      args: ['--user', '--scope', '--quiet', '--collect', `--unit=agent-trees-${treeId}.scope`, '--', command, ...args],
-    };
+    return { dir, prefix: ['systemd-run', '--user', '--scope', '--quiet', '--collect', `--unit=agent-trees-${treeId}.scope`, '--'] };
   }
-  fs.mkdirSync(cgroupDir);
-  return {
-    file: '/bin/sh',
-    args: ['-c', 'echo $$ > "$0/cgroup.procs" || exit 126; exec "$@"', cgroupDir, command, ...args],
-  };
+  fs.mkdirSync(dir);
+  return { dir, shellStep: 'echo $$ > "$0/cgroup.procs" || exit 126' };
 }
 
 /**

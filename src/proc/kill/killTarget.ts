@@ -4,6 +4,7 @@
  */
 import type { SignalGuard } from '../identity/guard';
 import { Membership, TreeIdentity } from '../members/membership';
+import type { ResolveOptions } from '../members/treeMembers';
 import { Logger } from '../platform/log';
 import { Snapshot } from '../platform/processTable';
 
@@ -25,7 +26,7 @@ export function targetId(target: KillTarget): string {
   return target.id;
 }
 
-export interface KillOptions {
+export interface KillOptions extends Pick<ResolveOptions, 'extraSeeds' | 'rootAliveAt'> {
   /** How long members get after SIGTERM before SIGKILL. 0 kills at once. */
   graceMs: number;
   /** The caller spawned the tree and has owned it ever since (see `ResolveOptions`). */
@@ -42,9 +43,9 @@ export interface KillOptions {
 
 export interface KillReport {
   treeId: string;
-  /** Distinct processes that were sent SIGTERM or SIGKILL. */
+  /** Distinct processes that were sent SIGTERM or SIGKILL and are gone at the end: what "ended N" counts. */
   signalled: number;
-  /** Members still alive at the end (zombies count as dead). */
+  /** Members still alive at the end (zombies count as dead), those signalled included. */
   survivors: number;
   survivorPids: number[];
   /** Whether SIGKILL was needed. */

@@ -1,18 +1,24 @@
 /**
- * Killing a whole owned tree on Linux and macOS: SIGTERM to every member, a grace period, then SIGKILL to
+ * Killing whole owned trees on Linux and macOS: SIGTERM to every member, a grace period, then SIGKILL to
  * whatever is left.
  *
  * Members are frozen with SIGSTOP before each signal round, and membership is resolved again until no new
- * member appears, so a member cannot fork its way out of the kill. Every signal goes to a process whose
- * identity (pid + start time) was just re-read, or to the recorded process group while it provably is ours.
+ * member appears, so a member cannot fork its way out of the kill. A member frozen once stays a target for the
+ * whole kill while it is that same process (pid and start time), whatever happens to its parent, group or tag
+ * meanwhile: the kill's own group SIGKILL must not orphan it out of the tree. Every signal goes to a process
+ * whose identity was just re-read, or to the recorded process group while it provably is ours.
+ *
+ * One kill may end several targets at once (a sweep's, an owner's at its end): they go through the steps
+ * together, and each step resolves every target from one scan of the process table, so its cost follows the
+ * steps, not the targets times the machine.
  */
 import { CgroupControl } from '../cgroup/treeCgroup';
 import { SignalGuard } from '../identity/guard';
 import { startedNoLaterThanTrackingBy } from '../identity/startTimes';
-import { Membership, TreeIdentity } from '../members/membership';
+import { Membership, TreeIdentity, watchdogsIn } from '../members/membership';
 import { resolveSubtreeMembers } from '../members/subtreeMembers';
 import { resolveTreeMembers } from '../members/treeMembers';
-import { ProcessInfo, ProcessTable } from '../platform/processTable';
+import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from '../platform/processTable';
 import { Signaller } from '../platform/signaller';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
 
@@ -41,68 +47,72 @@ const REAP_WAIT_MS = 3000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** One kill of one target, from request to report. */
-export class PosixTreeKill {
-  /** Pids signalled (a pid is not reused within one kill: its holder is frozen or dead). */
-  private readonly signalled = new Set<number>();
-  private readonly refused = new Set<string>();
-  private groupDoubt: string | undefined;
-  private graceDeadline = Infinity;
-  /** Whether cgroup.kill reached the tree (then the cgroup listing tells when its members are gone). */
-  private cgroupKilled = false;
+/** One target of a kill, and what the kill learns of it. */
+class TargetKill {
+  readonly id: string;
   /** The tree, for a whole-tree kill (a subtree has no group, session or cgroup of its own). */
-  private readonly tree: TreeIdentity | undefined;
+  readonly tree: TreeIdentity | undefined;
+  /** Pids signalled (a pid is not reused within one kill: its holder is frozen or dead). */
+  readonly signalled = new Set<number>();
+  readonly refused = new Set<string>();
+  /** Every process stopped as a member during this kill, by pid: a target while it is that same process. */
+  private readonly frozen = new Map<number, ProcessInfo>();
+  /** The members the current (or last) freeze stopped, to be ended. */
+  stopped: ProcessInfo[] = [];
+  /** The members the current freeze has tried to stop, by pid and start key. */
+  private stoppedKeys = new Map<number, number>();
+  groupDoubt: string | undefined;
+  /** Whether cgroup.kill reached the tree (then the cgroup listing tells when its members are gone). */
+  cgroupKilled = false;
+  escalated = false;
 
   constructor(
-    private readonly target: KillTarget,
-    private readonly options: KillOptions,
+    readonly target: KillTarget,
+    readonly options: KillOptions,
     private readonly deps: KillDeps,
-    private readonly onPhase: (phase: KillPhase) => void,
   ) {
+    this.id = targetId(target);
     this.tree = target.kind === 'tree' ? target.tree : undefined;
   }
 
-  async run(): Promise<KillReport> {
-    if (this.options.graceMs > 0) {
-      const stopped = this.freeze();
-      // Nobody stopped is not nobody left: members we may not signal are counted by the final look.
-      if (stopped.length === 0) return this.finish(false);
-      this.onPhase('terminate');
-      this.signalAll(stopped, 'SIGTERM', COUNTED);
-      this.signalAll(stopped, 'SIGCONT', UNCOUNTED);
-      this.hurry(this.options.graceMs);
-      if (await this.waitForEmpty(stopped)) return this.finish(false);
-    }
-    return this.finish(await this.escalate());
-  }
-
-  private resolve(): Membership {
-    const snap = this.deps.table.snapshot();
+  /** The members in `snap`: by the target's rules, plus every process this kill froze that still is that process. */
+  resolve(snap: Snapshot): Membership {
     const t = this.target;
-    const m =
-      t.kind === 'tree'
-        ? resolveTreeMembers(t.tree, snap, this.options, this.deps)
-        : t.kind === 'subtree'
-          ? resolveSubtreeMembers(snap, [{ pid: t.pid, startKey: t.startKey }], this.deps)
-          : { ...t.resolve(snap, this.deps.guard), groupProven: false };
+    const frozen = [...this.frozen.values()];
+    let m: Membership;
+    if (t.kind === 'tree') {
+      m = resolveTreeMembers(t.tree, snap, { ...this.options, extraSeeds: [...(this.options.extraSeeds ?? []), ...frozen] }, this.deps);
+    } else if (t.kind === 'subtree') {
+      m = resolveSubtreeMembers(snap, [{ pid: t.pid, startKey: t.startKey }, ...frozen], this.deps);
+    } else {
+      m = { ...t.resolve(snap, this.deps.guard), groupProven: false };
+      const listed = new Set(m.members.map((p) => p.pid));
+      const still = frozen.filter((p) => !listed.has(p.pid) && snap.processes.get(p.pid)?.startKey === p.startKey);
+      if (still.length > 0) m = { ...m, members: [...m.members, ...still.map((p) => snap.processes.get(p.pid)!)] };
+    }
     if (m.groupDoubt) this.groupDoubt = m.groupDoubt;
     for (const why of m.excluded) this.refused.add(why);
     return m;
   }
 
-  /**
-   * SIGSTOPs every member, resolving again until a round finds no one new, so the set cannot grow behind our
-   * back. Returns the stopped members (the caller must SIGCONT or SIGKILL them).
-   */
-  private freeze(): ProcessInfo[] {
-    const stopped = new Map<number, ProcessInfo>();
-    for (let round = 0; round < STOP_ROUNDS; round++) {
-      const m = this.resolve();
-      const fresh = m.members.filter((p) => stopped.get(p.pid)?.startKey !== p.startKey);
-      if (fresh.length === 0) break;
-      for (const p of this.signalMembers({ ...m, members: fresh }, 'SIGSTOP', UNCOUNTED)) stopped.set(p.pid, p);
+  /** Starts a freeze: nobody stopped by it yet. */
+  beginFreeze(): void {
+    this.stopped = [];
+    this.stoppedKeys = new Map();
+  }
+
+  /** SIGSTOPs the members of `snap` not stopped yet in this freeze; returns whether there were any. */
+  stopFresh(snap: Snapshot): boolean {
+    const m = this.resolve(snap);
+    const fresh = m.members.filter((p) => this.stoppedKeys.get(p.pid) !== p.startKey);
+    if (fresh.length === 0) return false;
+    // Tried once per freeze: one we may not signal (another uid) is not a reason for another round.
+    for (const p of fresh) this.stoppedKeys.set(p.pid, p.startKey);
+    for (const p of this.signalMembers({ ...m, members: fresh }, 'SIGSTOP', UNCOUNTED)) {
+      this.stopped.push(p);
+      this.frozen.set(p.pid, p);
     }
-    return [...stopped.values()];
+    return true;
   }
 
   /** Signals members of one resolution: the proven group at once, the rest one by one. Returns who got it. */
@@ -123,7 +133,7 @@ export class PosixTreeKill {
   }
 
   /** Signals a list of processes one by one (each identity re-read first). */
-  private signalAll(list: ProcessInfo[], signal: NodeJS.Signals, opts: SignalOptions): void {
+  signalAll(list: ProcessInfo[], signal: NodeJS.Signals, opts: SignalOptions = COUNTED): void {
     for (const p of list) this.signalOne(p, signal, opts);
   }
 
@@ -164,113 +174,65 @@ export class PosixTreeKill {
     return this.deps.signaller.signalProcess(pid, signal);
   }
 
-  /** Polls until every listed member is dead and a fresh resolution finds no one; false at the grace deadline. */
-  private async waitForEmpty(members: ProcessInfo[]): Promise<boolean> {
-    let known = members;
-    let interval = 5;
-    while (Date.now() < this.graceDeadline) {
-      await sleep(Math.min(interval, Math.max(1, this.graceDeadline - Date.now())));
-      interval = Math.min(interval * 2, 100);
-      known = known.filter((p) => this.isAlive(p));
-      if (known.length > 0) continue;
-      const stopped = this.freeze();
-      if (stopped.length === 0) return true;
-      // Born during the grace period: they get their SIGTERM too.
-      this.signalAll(stopped, 'SIGTERM', COUNTED);
-      this.signalAll(stopped, 'SIGCONT', UNCOUNTED);
-      known = stopped;
-    }
-    return false;
-  }
-
   /** Whether the process still runs: the same start key, or, known by pid alone, any process at that pid. */
-  private isAlive(p: ProcessRef): boolean {
+  isAlive(p: ProcessRef): boolean {
     const now = this.deps.table.read(p.pid);
     return now !== undefined && (p.startKey === undefined || now.startKey === p.startKey);
   }
 
-  /** SIGKILL for everything left, round after round until a resolution finds no one. */
-  private async escalate(): Promise<boolean> {
-    const hit = this.killAtomically();
-    let escalated = hit.length > 0;
-    if (escalated) this.onPhase('escalate');
-    // Let the kernel finish the exits it has started before scanning: a scan of a dying tree competes with
-    // that work (on 2 cores it doubled the time to death) and would find only the dying. After cgroup.kill one
-    // listing of the cgroup per look tells (an exited member leaves it, zombie or not), not a read per member.
-    if (this.cgroupKilled) await this.waitCgroupEmpty(500);
-    else await this.waitDead(hit, 500);
-    for (let round = 0; round < KILL_ROUNDS; round++) {
-      const stopped = this.freeze();
-      if (stopped.length === 0) break;
-      if (!escalated) {
-        escalated = true;
-        this.onPhase('escalate');
-      }
-      this.signalAll(stopped, 'SIGKILL', COUNTED);
-      await this.waitDead(stopped, 500);
-    }
-    return escalated;
-  }
-
   /**
-   * The atomic SIGKILLs, before any full scan: the cgroup (`cgroup.kill`), else the process group while it
-   * provably is the recorded one. Nothing they reach can fork again. Returns whom they reached (counted).
+   * The atomic SIGKILLs: the cgroup (`cgroup.kill`), else the process group while it provably is the recorded
+   * one in `snap`. Nothing they reach can fork again. Returns whom they reached (counted).
    */
-  private killAtomically(): ProcessRef[] {
+  killAtomically(look: () => Snapshot): ProcessRef[] {
     const tree = this.tree;
     if (!tree) return [];
-    if (tree.cgroup && this.options.cgroupVerified) {
-      // cgroup.kill (or the cgroup freeze) would reach a killer inside the tree, and its ancestors: then the
-      // other members are ended one by one instead, each frozen (SIGSTOP) first.
-      const why = this.deps.guard.cgroupRefusal(this.deps.cgroups.procs(tree.cgroup));
-      if (why) {
-        this.refused.add(`cgroup ${tree.cgroup} not killed as a whole: ${why}`);
-      } else {
-        const pids = this.deps.cgroups.kill(tree.cgroup, (pid) => {
-          const p = this.deps.table.read(pid);
-          if (p) this.signalOne(p, 'SIGKILL', COUNTED);
-        });
-        for (const pid of pids) this.signalled.add(pid);
-        // Every member was born in the cgroup: the group is in it too.
-        this.cgroupKilled = pids.length > 0;
-        if (pids.length > 0) return pids.map((pid) => ({ pid }));
-      }
+    if (this.killsByCgroup) {
+      const hit = this.killCgroup(tree.cgroup!);
+      if (hit.length > 0) return hit.map((pid) => ({ pid }));
     }
-    if (!this.groupIsProvenCheaply(tree)) return [];
-    // One plain scan (no command lines, no environments) to count the group, then the group SIGKILL.
-    const inGroup = [...this.deps.table.snapshot().processes.values()].filter(
-      (p) => p.pgid === tree.pgid && !this.deps.guard.protectedReason(p),
-    );
+    const m = this.resolve(look());
+    if (!m.groupProven) return [];
+    const inGroup = m.members.filter((p) => p.pgid === tree.pgid);
     if (inGroup.length === 0 || !this.sendGroup(tree.pgid, 'SIGKILL')) return [];
     for (const p of inGroup) this.signalled.add(p.pid);
     return inGroup;
   }
 
   /**
-   * One synchronous SIGKILL round, no waiting, for a process that is exiting now: the atomic kills, then
-   * every other member, frozen first. Returns whether anything was signalled.
+   * `cgroup.kill`, unless the cgroup holds a process no kill of ours may take: a killer inside the tree (and its
+   * ancestors), or an owner's watchdog (one started by an owner inside the tree: a watchdog sits in a cgroup of
+   * its own only on the root tier). Then the other members are ended one by one instead, each frozen first.
    */
-  killNow(): boolean {
-    const hit = this.killAtomically();
-    const stopped = this.freeze();
-    this.signalAll(stopped, 'SIGKILL', COUNTED);
-    return hit.length > 0 || stopped.length > 0;
+  private killCgroup(cgroup: string): number[] {
+    const pids = this.deps.cgroups.procs(cgroup);
+    // Only the cgroup's processes (and their parents, the watchdogs' owners) need a look.
+    const table = this.deps.table;
+    const snap = table.snapshotOf ? table.snapshotOf([...pids, ...pids.flatMap((pid) => table.read(pid)?.ppid ?? [])]) : table.snapshot();
+    const since = snap.startPrecision.unit === 'ticks' ? (this.tree?.rootStartTicks ?? 0) : 0;
+    const watchdogs = watchdogsIn(snap, since);
+    const why = this.deps.guard.cgroupRefusal(pids) ?? watchdogs.get(pids.find((pid) => watchdogs.has(pid)) ?? -1);
+    if (why) {
+      this.refused.add(`cgroup ${cgroup} not killed as a whole: ${why}`);
+      return [];
+    }
+    const hit = this.deps.cgroups.kill(cgroup, (pid) => {
+      const p = this.deps.table.read(pid);
+      if (p) this.signalOne(p, 'SIGKILL', COUNTED);
+    });
+    for (const pid of hit) this.signalled.add(pid);
+    // Every member was born in the cgroup: the group is in it too.
+    this.cgroupKilled = hit.length > 0;
+    return hit;
   }
 
-  /** The group is ours without a full scan: its leader started before tracking, or we owned it throughout. */
-  private groupIsProvenCheaply(tree: TreeIdentity): boolean {
-    const leader = this.deps.table.read(tree.pgid);
-    if (leader) return leader.pgid === tree.pgid && startedNoLaterThanTrackingBy(this.deps.table.startPrecision, leader, tree);
-    return this.options.continuouslyOwned;
-  }
-
-  /** A later request with a shorter grace period wins: SIGKILL comes no later than it asks. */
-  hurry(graceMs: number): void {
-    this.graceDeadline = Math.min(this.graceDeadline, Date.now() + graceMs);
+  /** Whether the atomic kill is the tree's cgroup's (checked ours), which needs no scan of the machine. */
+  get killsByCgroup(): boolean {
+    return !!this.tree?.cgroup && this.options.cgroupVerified;
   }
 
   /** Waits (up to `ms`) until the tree's cgroup holds no process. */
-  private async waitCgroupEmpty(ms: number): Promise<void> {
+  async waitCgroupEmpty(ms: number): Promise<void> {
     const deadline = Date.now() + ms;
     while (this.deps.cgroups.procs(this.tree!.cgroup!).length > 0 && Date.now() < deadline) await sleep(5);
   }
@@ -279,7 +241,7 @@ export class PosixTreeKill {
    * Waits (up to `ms`) until every listed process is dead; returns those still alive. Checks one at a time and
    * moves on once it is gone, so waiting on 1000 dying processes reads about 1000 files, not 1000 per poll.
    */
-  private async waitDead<T extends ProcessRef>(list: T[], ms: number): Promise<T[]> {
+  async waitDead<T extends ProcessRef>(list: T[], ms: number): Promise<T[]> {
     const deadline = Date.now() + ms;
     let i = 0;
     while (i < list.length) {
@@ -293,39 +255,207 @@ export class PosixTreeKill {
     return list.slice(i).filter((p) => this.isAlive(p));
   }
 
-  private async finish(escalated: boolean): Promise<KillReport> {
-    let left = this.resolve().members;
-    // Give the signalled ones time to finish exiting; those we could not signal will not.
-    const dying = left.filter((p) => this.signalled.has(p.pid));
-    if (dying.length > 0 && (await this.waitDead(dying, REAP_WAIT_MS)).length < dying.length) left = this.resolve().members;
-    if (this.tree?.cgroup && this.options.cgroupVerified && left.length === 0) this.deps.cgroups.remove(this.tree.cgroup);
-    return this.report(escalated, left);
-  }
-
-  private report(escalated: boolean, survivors: ProcessInfo[]): KillReport {
+  /**
+   * The report: `left` are the members alive at the end. What was signalled and is gone is what it ended; a
+   * signalled process still alive is a survivor, not an ended one.
+   */
+  report(left: ProcessInfo[]): KillReport {
+    const leftPids = new Set(left.map((p) => p.pid));
     return {
-      treeId: targetId(this.target),
-      signalled: this.signalled.size,
-      survivors: survivors.length,
-      survivorPids: survivors.map((p) => p.pid),
-      escalated,
+      treeId: this.id,
+      signalled: [...this.signalled].filter((pid) => !leftPids.has(pid)).length,
+      survivors: left.length,
+      survivorPids: left.map((p) => p.pid),
+      escalated: this.escalated,
       refused: [...this.refused],
       groupDoubt: this.groupDoubt,
     };
   }
 }
 
+/** One target of a kill, with its own options (its cgroup proof, what its caller saw of it). */
+export interface KillSpec {
+  target: KillTarget;
+  options: KillOptions;
+}
+
+/** One kill of one or more targets, from request to reports. */
+export class PosixTreeKill {
+  private readonly kills: TargetKill[];
+  private graceDeadline = Infinity;
+  /** A snapshot to start from instead of a scan of our own (the caller's, taken just now). */
+  private firstLook: Snapshot | undefined;
+  /** The last freeze's snapshot when it found no member of any target: nothing was signalled since. */
+  private quietLook: Snapshot | undefined;
+
+  constructor(
+    specs: KillSpec[],
+    private readonly deps: KillDeps,
+    private readonly onPhase: (id: string, phase: KillPhase) => void,
+    firstLook?: Snapshot,
+  ) {
+    this.kills = specs.map((s) => new TargetKill(s.target, s.options, deps));
+    this.firstLook = firstLook;
+  }
+
+  /** Ends every target; resolves with a report per target, in the order of the specs. */
+  async run(): Promise<KillReport[]> {
+    const graceMs = Math.min(...this.kills.map((k) => k.options.graceMs));
+    let left = this.kills;
+    if (graceMs > 0) {
+      this.freeze(left);
+      // Nobody stopped is not nobody left: members we may not signal are counted by the final look.
+      left = left.filter((k) => k.stopped.length > 0);
+      for (const k of left) {
+        this.onPhase(k.id, 'terminate');
+        k.signalAll(k.stopped, 'SIGTERM');
+        k.signalAll(k.stopped, 'SIGCONT', UNCOUNTED);
+      }
+      this.hurry(graceMs);
+      if (left.length > 0) left = await this.waitForEmpty(left);
+    }
+    if (left.length > 0) await this.escalate(left);
+    return this.finish();
+  }
+
+  /**
+   * SIGSTOPs every member of each kill, resolving again until a round finds no one new, so the set cannot grow
+   * behind our back; each round resolves every kill from one snapshot. Leaves each kill's stopped members in
+   * `stopped` (to be SIGCONTed or SIGKILLed).
+   */
+  private freeze(kills: TargetKill[]): void {
+    for (const k of kills) k.beginFreeze();
+    let pending = kills;
+    let snap: Snapshot | undefined;
+    for (let round = 0; round < STOP_ROUNDS && pending.length > 0; round++) {
+      snap = this.firstLook ?? this.deps.table.snapshot();
+      this.firstLook = undefined;
+      pending = pending.filter((k) => k.stopFresh(snap!));
+    }
+    const quiet = kills.length === this.kills.length && kills.every((k) => k.stopped.length === 0);
+    this.quietLook = quiet ? snap : undefined;
+  }
+
+  /**
+   * Polls until every listed member of each kill is dead and a fresh resolution finds no one, or the grace
+   * deadline; returns the kills that still have members. Kills whose members all died since the last poll are
+   * resolved again together, from one snapshot.
+   */
+  private async waitForEmpty(kills: TargetKill[]): Promise<TargetKill[]> {
+    const known = new Map(kills.map((k) => [k, k.stopped]));
+    let interval = 5;
+    while (known.size > 0 && Date.now() < this.graceDeadline) {
+      await sleep(Math.min(interval, Math.max(1, this.graceDeadline - Date.now())));
+      interval = Math.min(interval * 2, 100);
+      const emptied: TargetKill[] = [];
+      for (const [k, list] of known) {
+        const alive = list.filter((p) => k.isAlive(p));
+        known.set(k, alive);
+        if (alive.length === 0) emptied.push(k);
+      }
+      if (emptied.length === 0) continue;
+      this.freeze(emptied);
+      for (const k of emptied) {
+        if (k.stopped.length === 0) {
+          known.delete(k);
+          continue;
+        }
+        // Born during the grace period: they get their SIGTERM too.
+        k.signalAll(k.stopped, 'SIGTERM');
+        k.signalAll(k.stopped, 'SIGCONT', UNCOUNTED);
+        known.set(k, k.stopped);
+      }
+    }
+    return [...known.keys()];
+  }
+
+  /** SIGKILL for everything left, the atomic kills first, then round after round until a resolution finds no one. */
+  private async escalate(kills: TargetKill[]): Promise<void> {
+    // One scan for every group proof (none where every tree goes by its cgroup).
+    let snap: Snapshot | undefined;
+    const look = () => (snap ??= this.deps.table.snapshot());
+    const hits = kills.map((k) => ({ k, hit: k.killAtomically(look) }));
+    for (const { k, hit } of hits) if (hit.length > 0) this.escalated(k);
+    // Let the kernel finish the exits it has started before scanning: a scan of a dying tree competes with
+    // that work (on 2 cores it doubled the time to death) and would find only the dying. After cgroup.kill one
+    // listing of the cgroup per look tells (an exited member leaves it, zombie or not), not a read per member.
+    await Promise.all(hits.map(({ k, hit }) => (k.cgroupKilled ? k.waitCgroupEmpty(500) : k.waitDead(hit, 500))));
+    let pending = kills;
+    for (let round = 0; round < KILL_ROUNDS && pending.length > 0; round++) {
+      this.freeze(pending);
+      pending = pending.filter((k) => k.stopped.length > 0);
+      for (const k of pending) {
+        this.escalated(k);
+        k.signalAll(k.stopped, 'SIGKILL');
+      }
+      await Promise.all(pending.map((k) => k.waitDead(k.stopped, 500)));
+    }
+  }
+
+  private escalated(k: TargetKill): void {
+    if (k.escalated) return;
+    k.escalated = true;
+    this.onPhase(k.id, 'escalate');
+  }
+
+  /**
+   * One synchronous SIGKILL round, no waiting, for a process that is exiting now: the atomic kills, then
+   * every other member, frozen first. Returns whether anything was signalled.
+   */
+  killNow(): boolean {
+    let snap: Snapshot | undefined;
+    const look = () => (snap ??= this.deps.table.snapshot());
+    const hit = this.kills.map((k) => k.killAtomically(look).length > 0);
+    this.freeze(this.kills);
+    for (const k of this.kills) k.signalAll(k.stopped, 'SIGKILL');
+    return hit.some(Boolean) || this.kills.some((k) => k.stopped.length > 0);
+  }
+
+  /** A later request with a shorter grace period wins: SIGKILL comes no later than it asks. */
+  hurry(graceMs: number): void {
+    this.graceDeadline = Math.min(this.graceDeadline, Date.now() + graceMs);
+  }
+
+  /** The last look: who is left of each target (giving the signalled time to finish exiting), and the reports. */
+  private async finish(): Promise<KillReport[]> {
+    // A freeze that just found no member of any target has looked already: nothing was signalled since.
+    const first = this.quietLook ?? this.deps.table.snapshot();
+    const left = new Map(this.kills.map((k) => [k, k.resolve(first).members]));
+    // Give the signalled ones time to finish exiting; those we could not signal will not.
+    const waited = await Promise.all(
+      this.kills.map(async (k) => {
+        const dying = left.get(k)!.filter((p) => k.signalled.has(p.pid));
+        return dying.length > 0 && (await k.waitDead(dying, REAP_WAIT_MS)).length < dying.length;
+      }),
+    );
+    if (waited.some(Boolean)) {
+      const again = this.deps.table.snapshot();
+      this.kills.forEach((k, i) => waited[i] && left.set(k, k.resolve(again).members));
+    }
+    return this.kills.map((k) => {
+      const tree = k.tree;
+      if (tree?.cgroup && k.options.cgroupVerified && left.get(k)!.length === 0) this.deps.cgroups.remove(tree.cgroup);
+      return k.report(left.get(k)!);
+    });
+  }
+}
+
 /**
  * SIGINT to a tree's process group, as Ctrl-C in a terminal sends it: only for a group that provably is the
- * tree's (its leader started no later than tracking, or the caller owned it throughout).
+ * tree's (its leader started no later than tracking; a leaderless one by what the caller saw of it, as a kill
+ * proves it).
  */
 export function interruptGroup(
   tree: TreeIdentity,
-  continuouslyOwned: boolean,
-  deps: Pick<KillDeps, 'table' | 'signaller' | 'guard'>,
+  options: Pick<KillOptions, 'continuouslyOwned' | 'cgroupVerified' | 'extraSeeds' | 'rootAliveAt'>,
+  deps: KillDeps,
 ): boolean {
   const leader = deps.table.read(tree.pgid);
-  if (leader ? !startedNoLaterThanTrackingBy(deps.table.startPrecision, leader, tree) : !continuouslyOwned) return false;
-  if (tree.pgid <= 1 || deps.guard.groupRefusal(tree.pgid, leader ? [leader] : [])) return false;
+  const precision = deps.table.startPrecision;
+  let proven: boolean;
+  if (leader) proven = startedNoLaterThanTrackingBy(precision, leader, tree);
+  else if (!provesIdentity(precision)) proven = options.continuouslyOwned;
+  else proven = resolveTreeMembers(tree, deps.table.snapshot(), options, deps).groupProven;
+  if (!proven || tree.pgid <= 1 || deps.guard.groupRefusal(tree.pgid, leader ? [leader] : [])) return false;
   return deps.signaller.signalGroup(tree.pgid, 'SIGINT') === 'sent';
 }

@@ -14,7 +14,7 @@ import { ProcessTable, Snapshot } from '../platform/processTable';
 import { Signaller } from '../platform/signaller';
 import { TreeRecord } from '../records/schema';
 import { KillOptions, KillPhase, KillReport, KillTarget, targetId } from './killTarget';
-import { interruptGroup, PosixTreeKill } from './posixKill';
+import { interruptGroup, KillSpec, PosixTreeKill } from './posixKill';
 import { killWindows } from './windowsKill';
 
 /** Everything a killer reads and signals through. */
@@ -46,6 +46,15 @@ export class TreeKiller extends EventEmitter {
   }
 
   /**
+   * Kills several whole trees at once (a sweep's, an owner's at its end): one kill that resolves them all from
+   * one scan of the process table per step (the first may be the caller's `firstLook`, a snapshot taken just
+   * now). A tree whose kill is running joins that kill instead. Reports come in the order of `trees`.
+   */
+  killTrees(trees: { tree: TreeIdentity; options: KillOptions }[], firstLook?: Snapshot): Promise<KillReport[]> {
+    return Promise.all(this.start(trees.map(({ tree, options }) => ({ target: { kind: 'tree', tree }, options })), firstLook));
+  }
+
+  /**
    * Kills one process and its descendants (SIGTERM, grace, SIGKILL), if it still is the process that started
    * at `startKey`. For "Kill Process and Its Children" on a member of an owned tree.
    */
@@ -68,39 +77,52 @@ export class TreeKiller extends EventEmitter {
   }
 
   killTarget(target: KillTarget, options: KillOptions): Promise<KillReport> {
-    const id = targetId(target);
-    const existing = this.running.get(id);
-    if (existing) {
-      existing.kill?.hurry(options.graceMs);
-      return existing.promise;
-    }
-    const log = options.log ?? silentLogger;
-    const started = Date.now();
-    const onPhase = (phase: KillPhase) => {
-      log.debug(`${describe(target)}: ${phase === 'terminate' ? `SIGTERM, grace ${options.graceMs} ms` : 'SIGKILL'}`);
-      this.emit(phase, id);
-    };
+    return this.start([{ target, options }])[0];
+  }
+
+  /** Starts one kill of every spec whose target has none running; the others join theirs (a shorter grace wins). */
+  private start(specs: KillSpec[], firstLook?: Snapshot): Promise<KillReport>[] {
+    const fresh = specs.filter((s) => !this.running.has(targetId(s.target)));
+    const started = new Map<string, Promise<KillReport>>();
     let kill: PosixTreeKill | undefined;
-    let run: Promise<KillReport>;
-    if (this.deps.platform === 'win32') {
-      run = killWindows(
-        target,
-        options,
-        { table: this.deps.table, exec: this.deps.exec, killProcess: (pid) => this.deps.signaller.signalProcess(pid, 'SIGKILL') },
-        onPhase,
-      );
+    if (fresh.length > 0 && this.deps.platform !== 'win32') {
+      const onPhase = (id: string, phase: KillPhase) => this.phase(fresh.find((s) => targetId(s.target) === id)!, phase);
+      kill = new PosixTreeKill(fresh, this.killDeps(), onPhase, firstLook);
+      const all = kill.run();
+      fresh.forEach((s, i) => started.set(targetId(s.target), all.then((reports) => reports[i])));
     } else {
-      kill = new PosixTreeKill(target, options, this.killDeps(), onPhase);
-      run = kill.run();
+      for (const s of fresh) started.set(targetId(s.target), this.killOnWindows(s));
     }
-    const promise = run
-      .then((report) => {
-        logReport(log, describe(target), report, Date.now() - started);
-        return report;
-      })
-      .finally(() => this.running.delete(id));
-    this.running.set(id, { promise, kill });
-    return promise;
+    for (const s of fresh) {
+      const id = targetId(s.target);
+      const begun = Date.now();
+      const log = s.options.log ?? silentLogger;
+      const promise = started
+        .get(id)!
+        .then((report) => {
+          logReport(log, describe(s.target), report, Date.now() - begun);
+          return report;
+        })
+        .finally(() => this.running.delete(id));
+      this.running.set(id, { promise, kill });
+    }
+    return specs.map((s) => {
+      const existing = this.running.get(targetId(s.target))!;
+      if (!fresh.includes(s)) existing.kill?.hurry(s.options.graceMs);
+      return existing.promise;
+    });
+  }
+
+  private phase(spec: KillSpec, phase: KillPhase): void {
+    const { target, options } = spec;
+    (options.log ?? silentLogger).debug(`${describe(target)}: ${phase === 'terminate' ? `SIGTERM, grace ${options.graceMs} ms` : 'SIGKILL'}`);
+    this.emit(phase, targetId(target));
+  }
+
+  private killOnWindows(spec: KillSpec): Promise<KillReport> {
+    const { table, exec, signaller } = this.deps;
+    const deps = { table, exec, killProcess: (pid: number) => signaller.signalProcess(pid, 'SIGKILL') };
+    return killWindows(spec.target, spec.options, deps, (phase) => this.phase(spec, phase));
   }
 
   /**
@@ -110,13 +132,13 @@ export class TreeKiller extends EventEmitter {
    */
   killNowSync(tree: TreeIdentity, options: Omit<KillOptions, 'graceMs'>): boolean {
     if (this.deps.platform === 'win32') return false;
-    return new PosixTreeKill({ kind: 'tree', tree }, { ...options, graceMs: 0 }, this.killDeps(), () => {}).killNow();
+    return new PosixTreeKill([{ target: { kind: 'tree', tree }, options: { ...options, graceMs: 0 } }], this.killDeps(), () => {}).killNow();
   }
 
   /** Ctrl-C for a tree: SIGINT to its process group, while that provably is the tree's (POSIX only). */
-  interrupt(tree: TreeIdentity, continuouslyOwned: boolean): boolean {
+  interrupt(tree: TreeIdentity, options: Pick<KillOptions, 'continuouslyOwned' | 'cgroupVerified' | 'extraSeeds' | 'rootAliveAt'>): boolean {
     if (this.deps.platform === 'win32') return false;
-    return interruptGroup(tree, continuouslyOwned, this.killDeps());
+    return interruptGroup(tree, options, this.killDeps());
   }
 
   private killDeps() {

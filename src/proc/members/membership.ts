@@ -4,7 +4,7 @@
  */
 import { CgroupControl } from '../cgroup/treeCgroup';
 import { SignalGuard } from '../identity/guard';
-import { ProcessInfo, Snapshot } from '../platform/processTable';
+import { ProcessInfo, Snapshot, WATCHDOG_VARIABLE } from '../platform/processTable';
 import { TreeRecord } from '../records/schema';
 
 export type TreeIdentity = Pick<
@@ -29,6 +29,33 @@ export interface MemberDeps {
   /** Ourselves, our ancestors, our own group and PID 1: never members, and never walked; and our uid. */
   guard: Pick<SignalGuard, 'protectedReason'> & Partial<Pick<SignalGuard, 'otherUid'>>;
   cgroups: Pick<CgroupControl, 'procs'>;
+}
+
+/**
+ * The owners' watchdogs in `snap`, by pid, each with why it is never a member: a watchdog is started by its owner
+ * (`owner/watchdog.ts`), which may itself run inside a tree (an `agent-trees run` an agent started), so it descends
+ * from that tree's members; ending it would leave its owner's own trees without the one process that ends them when
+ * the owner dies. A process counts as one only while it is what a watchdog is: it carries
+ * `AGENT_TREES_WATCHDOG=<pid>:<start key>`, leads a session of its own, and its parent is that very owner, alive.
+ * Anyone can set a variable, so this spares a process no longer than its parent lives: a tree member posing as a
+ * watchdog of another member is a member again once that member is killed. `since`: only processes that started
+ * at or after this start key are looked at (a tree's watchdogs started after its root).
+ */
+export function watchdogsIn(snap: Snapshot, since = 0): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const [value, list] of snap.tagged(WATCHDOG_VARIABLE, since)) {
+    const m = /^(\d+):(\d+)$/.exec(value);
+    if (!m) continue;
+    const [ownerPid, ownerKey] = [Number(m[1]), Number(m[2])];
+    const owner = snap.processes.get(ownerPid);
+    if (owner && owner.startKey !== ownerKey) continue;
+    for (const p of list) {
+      if (p.ppid === ownerPid && p.sid === p.pid && p.pgid === p.pid) {
+        out.set(p.pid, `pid ${p.pid} is the watchdog of process ${ownerPid}: a watchdog is never a tree's member`);
+      }
+    }
+  }
+  return out;
 }
 
 /** The seeds and every descendant of theirs, whatever the pid order (pids wrap around). */

@@ -6,11 +6,12 @@
 import { SignalGuard } from '../identity/guard';
 import { ProcessIdentity } from '../identity/processIdentity';
 import { ProcessInfo, Snapshot } from '../platform/processTable';
-import { Membership, withDescendants } from './membership';
+import { Membership, watchdogsIn, withDescendants } from './membership';
 
 /**
  * These processes (each only while it still is the one that started at its start key) and all their
- * descendants, never a `spared` pid (nor anything reached only through it) and never a protected process.
+ * descendants, never a `spared` pid (nor anything reached only through it), never a protected process and never
+ * an owner's watchdog (see `watchdogsIn`).
  * Never a group: each member is proven by its own identity or its parent link.
  */
 export function resolveSubtreeMembers(
@@ -20,10 +21,11 @@ export function resolveSubtreeMembers(
   spared: number[] = [],
 ): Membership {
   const sparedPids = new Set(spared);
+  const watchdogs = watchdogsIn(snap, snap.startPrecision.unit === 'ticks' ? Math.min(...roots.map((r) => r.startKey)) : 0);
   const excluded: string[] = [];
   const isProtected = (p: ProcessInfo) => {
     if (sparedPids.has(p.pid)) return true;
-    const why = p.pid <= 1 ? `pid ${p.pid}` : deps.guard.protectedReason(p);
+    const why = p.pid <= 1 ? `pid ${p.pid}` : (watchdogs.get(p.pid) ?? deps.guard.protectedReason(p));
     if (why) excluded.push(why);
     return why !== undefined;
   };

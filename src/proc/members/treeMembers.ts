@@ -4,13 +4,16 @@
  * carrying its exact tag, and every descendant of any member.
  */
 import { isRecordedRoot, startedNoLaterThanTrackingBy } from '../identity/startTimes';
-import { ProcessInfo, provesIdentity, Snapshot } from '../platform/processTable';
-import { MemberDeps, Membership, TreeIdentity, withDescendants } from './membership';
+import { ProcessInfo, provesIdentity, Snapshot, TREE_ID_VARIABLE } from '../platform/processTable';
+import { MemberDeps, Membership, TreeIdentity, watchdogsIn, withDescendants } from './membership';
 
 export interface ResolveOptions {
   /**
-   * The caller has owned the tree continuously since it spawned it (a live owner): its group id cannot have been
-   * reissued, since a group id is not reused while the group has members and the owner drops the tree once empty.
+   * The caller has owned the tree continuously since it spawned it (a live owner). Where the platform gives no
+   * start times (Windows), only such an owner can tell its group from another: a process at the leader's pid, or
+   * a leaderless group, is its on its word. Elsewhere it proves nothing by itself: a group that emptied may be
+   * another's now (its id is free once nothing holds it), so a leaderless group is proven by what the caller saw
+   * (`extraSeeds`, `rootAliveAt`), a tagged member or the cgroup.
    */
   continuouslyOwned: boolean;
   /** Whether the tree's cgroup directory was checked to be ours. Only then are its pids members. */
@@ -31,6 +34,14 @@ export interface ResolveOptions {
    * led by the root's pid is then proven by the key alone: equal keys, the same process; any other, another.
    */
   rootStartKey?: number;
+  /**
+   * A start key before which the root was provably alive: the clock, read (in start-key units, boot ticks) just
+   * before a read of the root found it running. For a root that led its session and group (every tree spawned
+   * here), a process of that session that started before this key was born while the root lived, so the session's
+   * id has been held ever since: the session and the group are the tree's, leader or not. A group or session
+   * made with that id after the tree's emptied holds only processes born after the root died.
+   */
+  rootAliveAt?: number;
 }
 
 /**
@@ -38,22 +49,26 @@ export interface ResolveOptions {
  *
  * A running group leader (pid == pgid) proves the group only if it provably started no later than the tree was
  * tracked (`startedNoLaterThanTracking`: in boot ticks, the recorded root exactly). A leaderless group is proven
- * for a continuous owner, or when one of its members carries the tree's tag or sits in its cgroup: otherwise
- * its members are not taken on a guess.
+ * only while it provably never emptied: one of its members carries the tree's tag, sits in its cgroup, or was
+ * seen as a member by the caller (`extraSeeds`), or (`rootAliveAt`) was born while the root lived. Otherwise its
+ * members are not taken on a guess: its id may be another group's by now.
  *
  * Another user's process is a member only by lineage (the cgroup, the proven group or session, descent from a
  * member): anyone can set an environment variable, so a tag alone never makes it one. A member that changed
- * uid (a set-uid program) is still a member.
+ * uid (a set-uid program) is still a member. An owner's watchdog is never one (see `watchdogsIn`).
  */
 export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions, deps: MemberDeps): Membership {
   const procs = snap.processes;
   /** Members by lineage: the cgroup, the proven group and session, the root. */
   const seeds = new Map<number, ProcessInfo>();
   const excluded = new Set<string>();
+  // Nothing older than the root carries its tag (or is a watchdog started inside it): their environments go unread.
+  const since = snap.startPrecision.unit === 'ticks' ? (tree.rootStartTicks ?? 0) : 0;
+  const watchdogs = watchdogsIn(snap, since);
   const guard = options.protectedReason ?? ((p: ProcessInfo) => deps.guard.protectedReason(p));
   const isProtected = (p: ProcessInfo): boolean => {
     if (p.pid <= 1) return true;
-    const why = guard(p);
+    const why = watchdogs.get(p.pid) ?? guard(p);
     if (why) excluded.add(why);
     return why !== undefined;
   };
@@ -64,7 +79,7 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
   const cgroupPids = tree.cgroup && options.cgroupVerified ? deps.cgroups.procs(tree.cgroup) : [];
   for (const pid of cgroupPids) add(procs.get(pid));
   for (const p of options.extraSeeds ?? []) if (procs.get(p.pid)?.startKey === p.startKey) add(procs.get(p.pid));
-  const tagged = (snap.tagged().get(tree.id) ?? []).filter((p) => !isProtected(p));
+  const tagged = (snap.tagged(TREE_ID_VARIABLE, since).get(tree.id) ?? []).filter((p) => p.startKey >= since && !isProtected(p));
   const taggedPids = new Set(tagged.map((p) => p.pid));
 
   // Group and session: sid == pgid == rootPid for trees we spawned; each is checked on its own anyway.
@@ -74,7 +89,7 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
     if (p.pgid === tree.pgid) groupMembers.push(p);
     if (p.sid === tree.sid) sessionMembers.push(p);
   }
-  const evidence: GroupEvidence = { tree, snap, options, deps, seeds, taggedPids };
+  const evidence: GroupEvidence = { tree, snap, options, deps, seeds, taggedPids, sessionMembers };
   let groupDoubt: string | undefined;
   const group = groupProof(evidence, tree.pgid, groupMembers, 'process group');
   const groupProven = group === true;
@@ -84,8 +99,14 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
   if (session === true) for (const p of sessionMembers) add(p);
   else if (session) groupDoubt = session;
 
-  // The root itself, if it is not its own group leader (it always is for trees spawned here).
-  const root = procs.get(tree.rootPid);
+  addRoot(tree, snap, add);
+  const members = withTagged(tagged, seeds, { snap, deps, isProtected, excluded });
+  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+}
+
+/** The root itself, if it is not its own group leader (it always is for trees spawned here). */
+function addRoot(tree: TreeIdentity, snap: Snapshot, add: (p: ProcessInfo) => void): void {
+  const root = snap.processes.get(tree.rootPid);
   const precision = snap.startPrecision;
   if (
     root &&
@@ -94,21 +115,30 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
     isRecordedRoot(root, tree, precision.unit === 'ticks', precision.errorMs)
   )
     add(root);
+}
 
-  // Tagged processes of our own uid; another user's only if lineage makes it a member anyway.
+/**
+ * The members: the seeds, the tagged processes of our own uid (another user's only if lineage makes it a member
+ * anyway), and every descendant of them all.
+ */
+function withTagged(
+  tagged: ProcessInfo[],
+  seeds: Map<number, ProcessInfo>,
+  walk: { snap: Snapshot; deps: MemberDeps; isProtected: (p: ProcessInfo) => boolean; excluded: Set<string> },
+): Map<number, ProcessInfo> {
   const foreign = new Map<number, number>();
   for (const p of tagged) {
     if (seeds.has(p.pid)) continue;
-    const uid = deps.guard.otherUid?.(p);
+    const uid = walk.deps.guard.otherUid?.(p);
     if (uid === undefined) seeds.set(p.pid, p);
     else foreign.set(p.pid, uid);
   }
-  const members = withDescendants(seeds, snap, isProtected);
+  const members = withDescendants(seeds, walk.snap, walk.isProtected);
   for (const [pid, uid] of foreign) {
     if (!members.has(pid))
-      excluded.add(`pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`);
+      walk.excluded.add(`pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`);
   }
-  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+  return members;
 }
 
 /** What a group or session is proven by: the tree, the snapshot, the resolution's options, and the members so far. */
@@ -121,12 +151,14 @@ interface GroupEvidence {
   seeds: Map<number, ProcessInfo>;
   /** Processes carrying the tree's tag. */
   taggedPids: Set<number>;
+  /** Every process of the tree's session. */
+  sessionMembers: ProcessInfo[];
 }
 
 /**
  * Whether the process group (or session) led by `leaderPid`, of `members`, provably is the tree's: true, or why
  * not; undefined when it has no member. A running leader proves it only if it provably started no later than the
- * tree was tracked; a leaderless one only for a continuous owner, or through a member of the tree's lineage or tag.
+ * tree was tracked; a leaderless one only while it provably never emptied (see `resolveTreeMembers`).
  */
 function groupProof(e: GroupEvidence, leaderPid: number, members: ProcessInfo[], what: string): true | string | undefined {
   const { tree, options } = e;
@@ -146,8 +178,23 @@ function groupProof(e: GroupEvidence, leaderPid: number, members: ProcessInfo[],
       ? `${what} ${leaderPid} has a leader whose start cannot be compared with the record (no boot-clock times in it)`
       : `${what} ${leaderPid} is led by a process that started after the tree was tracked`;
   }
-  if (options.continuouslyOwned) return true;
+  if (options.continuouslyOwned && !provesIdentity(precision)) return true;
+  return neverEmptied(e, members)
+    ? true
+    : `${what} ${leaderPid} has no leader and no member carrying the tree's tag${options.continuouslyOwned ? ' or seen as a member' : ''}: it may have emptied, and its id be another's now`;
+}
+
+/**
+ * Whether a leaderless group (or session) provably never emptied since it was the tree's: one of its members
+ * carries the tree's tag (of our uid), sits in its cgroup or was seen as a member. Where the root led both its
+ * session and its group (every tree spawned here), both ids are held as long as any process of the session lives,
+ * so any process of the session proves both by the same evidence, or by having been born while the root lived.
+ */
+function neverEmptied(e: GroupEvidence, members: ProcessInfo[]): boolean {
+  const { tree, options } = e;
   const vouched = (m: ProcessInfo) => e.seeds.has(m.pid) || (e.taggedPids.has(m.pid) && e.deps.guard.otherUid?.(m) === undefined);
-  if (members.some(vouched)) return true;
-  return `${what} ${leaderPid} has no leader and no member carrying the tree's tag`;
+  const rootLedBoth = tree.rootPid === tree.pgid && tree.pgid === tree.sid;
+  if (!rootLedBoth) return members.some(vouched);
+  const aliveAt = options.rootAliveAt;
+  return e.sessionMembers.some((m) => vouched(m) || (aliveAt !== undefined && m.startKey < aliveAt));
 }

@@ -8,9 +8,9 @@ import { CgroupMode, CgroupProber, CgroupProbeResult } from '../cgroup/probe';
 import { CgroupControl } from '../cgroup/treeCgroup';
 import { SignalGuard } from '../identity/guard';
 import { OwnerInfo, selfIdentity } from '../identity/ownerIdentity';
-import { emptyReport, KillReport } from '../kill/killTarget';
+import { emptyReport, KillOptions, KillReport } from '../kill/killTarget';
 import { killRecordedTree, TreeKiller } from '../kill/treeKiller';
-import { resolveTreeMembers } from '../members/treeMembers';
+import { ResolveOptions, resolveTreeMembers } from '../members/treeMembers';
 import { hostClock } from '../platform/bootClock';
 import { freshProcessTable } from '../platform/createProcessTable';
 import { Logger, silentLogger } from '../platform/log';
@@ -28,6 +28,15 @@ import { canTrack, MemberTracker, refreshMembers } from '../tracking/memberTrack
 import { Watchdog, WatchdogOptions } from './watchdog';
 
 export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
+
+/** The first look of the watch after a spawn (ms); see `TreeOwner.scheduleWatch`. */
+const FIRST_LOOK_MS = 2;
+/**
+ * How long after a spawn the watch looks whether the root still runs (ms). Not longer: a running tree is not read
+ * while nothing asks for it (the view hidden reads nothing), and a root that ran this long has been seen running
+ * after whatever it started at once.
+ */
+const ROOT_LOOKS_MS = 1000;
 
 /** An owned tree; its root is a ChildProcess (pipes, inherited stdio) or a PtyRoot (a pseudo-terminal). */
 export interface OwnedTree<R extends TreeRoot = TreeRoot> {
@@ -94,8 +103,14 @@ export class TreeOwner extends EventEmitter {
   readonly self: OwnerInfo;
   readonly core: OwnerParts;
   private readonly trees = new Map<string, OwnedTree>();
+  /** What this owner saw of each tree, by tree id: what proves its group when the group has no leader. */
+  private readonly witnesses = new Map<string, TreeWitness>();
+  /** Trees whose kill is running: that kill ends them, not the watch (which would end a tree mid-kill). */
+  private readonly beingKilled = new Map<string, number>();
   private readonly log: Logger;
   private watchTimer: NodeJS.Timeout | undefined;
+  /** The wait before the next look (see `scheduleWatch`). */
+  private watchDelay = FIRST_LOOK_MS;
   private readonly watchTracker: MemberTracker;
   private disposed = false;
   private watchdog: Watchdog | undefined;
@@ -129,7 +144,7 @@ export class TreeOwner extends EventEmitter {
   killAllNowSync(): void {
     for (const tree of this.trees.values()) {
       try {
-        this.core.killer.killNowSync(tree.record, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null });
+        this.core.killer.killNowSync(tree.record, this.resolveOptions(tree.record.id));
       } catch {
         /* exiting: nothing more can be done here; the next sweep has the record */
       }
@@ -148,14 +163,14 @@ export class TreeOwner extends EventEmitter {
   spawn(options: OwnerSpawnOptions): OwnedTree<ChildProcess> {
     this.checkCanSpawn();
     const { deadline, ...spawnOptions } = options;
-    return this.spawnWatched(() => spawnTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core), deadline);
+    return this.spawnWatched(() => spawnTree({ cgroups: this.options.cgroups, ...spawnOptions, held: true }, this.core), deadline);
   }
 
   /** Spawns an owned tree on a pseudo-terminal of its own (pty/spawnPtyTree.ts), recorded like any other. */
   spawnTerminal(options: PtySpawnOptions & Pick<OwnerSpawnOptions, 'deadline'>): OwnedTree<PtyRoot> {
     this.checkCanSpawn();
     const { deadline, ...spawnOptions } = options;
-    return this.spawnWatched(() => spawnPtyTree({ cgroups: this.options.cgroups, ...spawnOptions }, this.core), deadline);
+    return this.spawnWatched(() => spawnPtyTree({ cgroups: this.options.cgroups, ...spawnOptions, held: true }, this.core), deadline);
   }
 
   private checkCanSpawn(): void {
@@ -196,10 +211,25 @@ export class TreeOwner extends EventEmitter {
     return this.adopt(spawned);
   }
 
+  /**
+   * Owns a tree whose root is held before its command (see `SpawnTreeOptions.held`): records it, then lets the root
+   * go. A tree that cannot be recorded is not started: its root is killed before it ran anything.
+   */
   private adopt<R extends TreeRoot>(spawned: SpawnedTree<R>): OwnedTree<R> {
     const tree: OwnedTree<R> = { record: spawned.record, child: spawned.child, tier: spawned.tier, state: 'running' };
     this.trees.set(tree.record.id, tree);
-    this.writeRecord();
+    this.witnesses.set(tree.record.id, { seen: [], spawnedAt: performance.now() });
+    const problem = this.writeRecord();
+    if (problem) {
+      this.core.killer.killNowSync(spawned.record, this.resolveOptions(tree.record.id));
+      this.trees.delete(tree.record.id);
+      this.witnesses.delete(tree.record.id);
+      spawned.child.on('error', () => {});
+      if (spawned.record.cgroup) this.core.cgroups.remove(spawned.record.cgroup);
+      if (this.trees.size === 0) this.stopWatchdog();
+      throw new SpawnError(`${problem}: nothing was started, since a tree no record names could outlive this process`, 'EACCES');
+    }
+    spawned.release?.();
     const r = tree.record;
     this.log.info(
       `tree ${r.id} (${r.label}): spawned pid ${r.rootPid}, group ${r.pgid}, tier ${tree.tier}` +
@@ -215,6 +245,8 @@ export class TreeOwner extends EventEmitter {
       this.scheduleWatch();
     });
     this.emit('spawned', tree);
+    // Watched from the start: while the root runs, the watch notes that it does (see `TreeWitness`).
+    this.scheduleWatch(true);
     return tree;
   }
 
@@ -226,18 +258,35 @@ export class TreeOwner extends EventEmitter {
     return [...this.trees.values()];
   }
 
-  /** How to resolve one of our trees' members (for `membersOfTrees`): we own it throughout, and made its cgroup. */
+  /**
+   * How to resolve one of our trees' members (for `membersOfTrees`): we own it throughout, made its cgroup, and
+   * know what we saw of it.
+   */
   queryOf(id: string): TreeQuery | undefined {
     const tree = this.trees.get(id);
-    return tree && { ...tree.record, continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null };
+    return tree && { ...tree.record, ...this.resolveOptions(id) };
+  }
+
+  /** The options every resolution of our tree `id` takes: our ownership, its cgroup, and what we saw of it. */
+  private resolveOptions(id: string): Pick<ResolveOptions, 'continuouslyOwned' | 'cgroupVerified' | 'extraSeeds' | 'rootAliveAt'> {
+    const tree = this.trees.get(id);
+    const w = this.witnesses.get(id);
+    return { continuouslyOwned: true, cgroupVerified: tree?.record.cgroup != null, extraSeeds: w?.seen, rootAliveAt: w?.rootAliveAt };
   }
 
   /** Live members of a tree in `snap` (a fresh snapshot when omitted). */
   members(id: string, snap: Snapshot = this.core.table.snapshot()): ProcessInfo[] {
     const tree = this.trees.get(id);
     if (!tree) return [];
-    return resolveTreeMembers(tree.record, snap, { continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null }, this.core)
-      .members;
+    const members = resolveTreeMembers(tree.record, snap, this.resolveOptions(id), this.core).members;
+    this.saw(id, members);
+    return members;
+  }
+
+  /** Notes the members a resolution of tree `id` found: they prove its group for as long as they live. */
+  private saw(id: string, members: ProcessInfo[]): void {
+    const w = this.witnesses.get(id);
+    if (w) w.seen = members.map((p) => ({ ...p }));
   }
 
   /** Kills a whole tree; a second call while one runs joins it. The tree is dropped once empty. */
@@ -245,23 +294,29 @@ export class TreeOwner extends EventEmitter {
     const tree = this.trees.get(id);
     if (!tree) return emptyReport(id);
     if (tree.state !== 'ended') tree.state = 'killing';
-    const report = await this.core.killer.kill(tree.record, {
-      graceMs,
-      continuouslyOwned: true,
-      cgroupVerified: tree.record.cgroup !== null,
-      rootAlive: () => rootRuns(tree),
-      log: this.log,
-    });
+    this.beingKilled.set(id, (this.beingKilled.get(id) ?? 0) + 1);
+    let report: KillReport;
+    try {
+      report = await this.core.killer.kill(tree.record, this.killOptions(tree, graceMs));
+    } finally {
+      const left = this.beingKilled.get(id)! - 1;
+      if (left > 0) this.beingKilled.set(id, left);
+      else this.beingKilled.delete(id);
+    }
     tree.lastKill = report;
     this.checkEnded(tree);
     if (tree.state !== 'ended') this.scheduleWatch();
     return report;
   }
 
+  private killOptions(tree: OwnedTree, graceMs: number): KillOptions {
+    return { ...this.resolveOptions(tree.record.id), graceMs, rootAlive: () => rootRuns(tree), log: this.log };
+  }
+
   /** Ctrl-C for a tree: SIGINT to its process group. */
   interrupt(id: string): boolean {
     const tree = this.trees.get(id);
-    return tree ? this.core.killer.interrupt(tree.record, true) : false;
+    return tree ? this.core.killer.interrupt(tree.record, this.resolveOptions(id)) : false;
   }
 
   /**
@@ -308,14 +363,27 @@ export class TreeOwner extends EventEmitter {
    */
   async dispose(graceMs: number): Promise<KillReport[]> {
     this.disposed = true;
-    if (this.watchTimer) clearInterval(this.watchTimer);
+    if (this.watchTimer) clearTimeout(this.watchTimer);
     this.watchTimer = undefined;
-    const reports = await Promise.all([...this.trees.keys()].map((id) => this.kill(id, graceMs)));
+    const reports = await this.killAll(graceMs);
     for (const report of reports) {
       if (report.survivors === 0) this.trees.delete(report.treeId);
     }
     this.writeRecord();
     if (this.onExit && this.trees.size === 0) process.off('exit', this.onExit);
+    return reports;
+  }
+
+  /** Kills every tree at once (one kill for all: each step resolves them all from one scan). */
+  private async killAll(graceMs: number): Promise<KillReport[]> {
+    const trees = [...this.trees.values()];
+    for (const tree of trees) if (tree.state !== 'ended') tree.state = 'killing';
+    const reports = await this.core.killer.killTrees(trees.map((tree) => ({ tree: tree.record, options: this.killOptions(tree, graceMs) })));
+    const snap = this.core.platform === 'win32' ? undefined : this.core.table.snapshot();
+    trees.forEach((tree, i) => {
+      tree.lastKill = reports[i];
+      this.checkEnded(tree, snap);
+    });
     return reports;
   }
 
@@ -325,7 +393,7 @@ export class TreeOwner extends EventEmitter {
    * drained), so a tree never ends before its root's exit is known.
    */
   checkAll(snap: Snapshot = this.core.table.snapshot()): void {
-    for (const tree of this.trees.values()) if (tree.state !== 'running') this.checkEnded(tree, snap);
+    for (const tree of this.trees.values()) if (tree.state !== 'running' && !this.beingKilled.has(tree.record.id)) this.checkEnded(tree, snap);
   }
 
   private checkEnded(tree: OwnedTree, snap?: Snapshot): void {
@@ -334,6 +402,7 @@ export class TreeOwner extends EventEmitter {
     if (tree.record.cgroup) this.core.cgroups.remove(tree.record.cgroup);
     tree.state = 'ended';
     this.trees.delete(tree.record.id);
+    this.witnesses.delete(tree.record.id);
     this.writeRecord();
     this.log.info(`tree ${tree.record.id}: no process left; no longer recorded`);
     this.emit('ended', tree);
@@ -345,46 +414,92 @@ export class TreeOwner extends EventEmitter {
    */
   private watchOnce(): void {
     const table = this.core.table;
+    for (const tree of this.trees.values()) if (tree.state === 'running' && this.inRootLooks(tree)) this.noteRootAlive(tree);
     // A running tree waits for its root's exit to be reported, as in checkAll: a pseudo-terminal root reports it
-    // up to 200 ms after it died, and the tree must not end before.
-    const trees = [...this.trees.values()].filter((t) => t.state !== 'running');
+    // up to 200 ms after it died, and the tree must not end before. A tree being killed is its kill's to end.
+    const trees = [...this.trees.values()].filter((t) => t.state !== 'running' && !this.beingKilled.has(t.record.id));
+    if (trees.length === 0) return;
     const queries = trees.flatMap((t) => this.queryOf(t.record.id) ?? []);
     if (this.core.platform === 'win32' || !canTrack(table, queries, {}, this.core)) return this.checkAll();
     const seen = refreshMembers(table, this.watchTracker.next(queries, {}, true), this.core);
     this.watchTracker.learn(seen);
     let snap: Snapshot | undefined;
     for (const tree of trees) {
-      if ((seen.trees.find((t) => t.id === tree.record.id)?.members.length ?? 0) > 0) continue;
+      const members = seen.trees.find((t) => t.id === tree.record.id)?.members ?? [];
+      if (members.length > 0) {
+        this.saw(tree.record.id, members);
+        continue;
+      }
       this.checkEnded(tree, (snap ??= table.snapshot()));
     }
   }
 
-  private scheduleWatch(): void {
-    if (this.watchTimer || this.disposed) return;
-    this.watchTimer = setInterval(() => {
+  /**
+   * Notes that a running tree's root is alive now: the boot clock first, then the root itself, so the root was
+   * alive at that tick (see `TreeWitness.rootAliveAt`). Where there is no boot clock, nothing is noted.
+   */
+  /** Whether a running tree's root is still looked at: in the first ROOT_LOOKS_MS after its spawn. */
+  private inRootLooks(tree: OwnedTree): boolean {
+    const w = this.witnesses.get(tree.record.id);
+    return w !== undefined && performance.now() - w.spawnedAt <= ROOT_LOOKS_MS;
+  }
+
+  private noteRootAlive(tree: OwnedTree): void {
+    const clock = hostClock();
+    const w = this.witnesses.get(tree.record.id);
+    if (!w || !clock?.procIsOurs || tree.record.rootStartTicks === undefined) return;
+    let at: number;
+    try {
+      at = clock.nowTicks();
+    } catch {
+      return;
+    }
+    if (this.core.table.read(tree.record.rootPid)?.startKey === tree.record.rootStartTicks) w.rootAliveAt = at;
+  }
+
+  /**
+   * Schedules the next look of the watch (see `watchOnce`). After a spawn (`fresh`) the first look comes after
+   * FIRST_LOOK_MS, then each twice as far apart as the last, up to the watch interval, and the root is looked at
+   * for ROOT_LOOKS_MS: a process a root started at once is seen to have been born while the root ran if the root
+   * lives about twice as long as it took to start it (see `TreeWitness`), at a handful of looks per spawn.
+   */
+  private scheduleWatch(fresh = false): void {
+    if (this.disposed) return;
+    const interval = this.options.watchIntervalMs ?? 1000;
+    if (fresh) {
+      this.watchDelay = Math.min(FIRST_LOOK_MS, interval);
+      if (this.watchTimer) clearTimeout(this.watchTimer);
+      this.watchTimer = undefined;
+    }
+    if (this.watchTimer) return;
+    this.watchTimer = setTimeout(() => {
+      this.watchTimer = undefined;
       try {
         this.watchOnce();
       } catch (e) {
         this.log.warn(`checking owned trees failed: ${(e as Error).message}`);
       }
-      if (![...this.trees.values()].some((t) => t.rootExit)) {
-        clearInterval(this.watchTimer);
-        this.watchTimer = undefined;
-      }
-    }, this.options.watchIntervalMs ?? 1000);
+      this.watchDelay = Math.min(this.watchDelay * 2, interval);
+      // Watched while a root has exited (its tree ends once empty) or is still looked at after its spawn.
+      if ([...this.trees.values()].some((t) => t.rootExit || this.inRootLooks(t))) this.scheduleWatch();
+    }, this.watchDelay);
     this.watchTimer.unref();
   }
 
-  private writeRecord(): void {
+  /** Writes (or removes) this owner's record; returns what went wrong, if it could not. */
+  private writeRecord(): string | undefined {
+    let problem: string | undefined;
     try {
       this.store.write(
         this.self,
         [...this.trees.values()].map((t) => t.record),
       );
     } catch (e) {
-      this.log.error(`cannot write the owned-trees record in ${this.store.dir}: ${(e as Error).message}`);
+      problem = `cannot write the owned-trees record in ${this.store.dir}: ${(e as Error).message}`;
+      this.log.error(problem);
     }
     if (this.trees.size === 0) this.stopWatchdog();
+    return problem;
   }
 
   /** The watchdog's pid while one runs (for tests and tooling). */
@@ -406,6 +521,22 @@ export class TreeOwner extends EventEmitter {
     this.watchdog?.stop();
     this.watchdog = undefined;
   }
+}
+
+/**
+ * What an owner saw of one of its trees. A group that has lost its leader is the tree's only while it provably
+ * never emptied (its id is free for anyone once nothing holds it): these prove that it did not.
+ */
+interface TreeWitness {
+  /** The members the owner's last look found, by pid and start key: while one lives on, the group never emptied. */
+  seen: ProcessInfo[];
+  /** When the tree was spawned (performance.now()): its root is looked at for ROOT_LOOKS_MS after. */
+  spawnedAt: number;
+  /**
+   * The latest tick (boot clock, start-key units) read just before the owner found the root running: members of
+   * the root's session born before it were born while the root lived (see `ResolveOptions.rootAliveAt`).
+   */
+  rootAliveAt?: number;
 }
 
 function rootRuns(tree: OwnedTree): boolean {

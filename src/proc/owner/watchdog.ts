@@ -5,10 +5,12 @@
  *
  * It is `/bin/sh` blocked in `read` on stdin: the read end of a pipe whose only write end the owner holds (Node
  * opens it close-on-exec, so no other child of the owner keeps a copy). When the owner dies the kernel closes
- * that end, `read` returns, and the shell execs `<node> <cli.js> sweep --owner PID:START`, which confirms the
- * owner is really gone (pid + boot-relative start key) and sweeps that one record with the sweep's own proofs and
- * claims. Idle it costs no CPU (no timer, no poll) and about 1.6 MB RSS, most of it shared with every other sh.
- * A clean stop writes `quit` into the pipe and the shell exits without running anything.
+ * that end, `read` returns, and the shell runs `<node> - sweep --owner PID:START` on the CLI bundle it opened when
+ * it started (so an update that removed the bundle meanwhile does not stop it), which confirms the owner is really
+ * gone (pid + boot-relative start key) and sweeps that one record with the sweep's own proofs and claims; what
+ * fails is left in the records folder for the next sweep to report. Idle it costs no CPU (no timer, no poll) and
+ * about 1.6 MB RSS, most of it shared with every other sh. A clean stop writes `quit` into the pipe and the shell
+ * exits without running anything.
  *
  * It runs in a session of its own (a Ctrl-C, a hang-up or a group kill aimed at the owner does not reach it),
  * without the tree tag, and, on the root cgroup tier, in a cgroup of its own beside the trees' (so it is in no
@@ -24,10 +26,10 @@ import { ProcessIdentity, processKey } from '../identity/processIdentity';
 import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from '../platform/bootClock';
 import { Logger, silentLogger } from '../platform/log';
 import { pidPresence } from '../platform/pidPresence';
-import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
+import { ProcessTable, TREE_ID_VARIABLE, WATCHDOG_VARIABLE } from '../platform/processTable';
+import { watchdogLogPath } from '../records/fileNames';
 
-/** Every watchdog carries `AGENT_TREES_WATCHDOG=<owner pid>:<owner start key>`: leak checks find it by this. */
-export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';
+export { WATCHDOG_VARIABLE };
 
 /** Grace the dead owner's trees get between SIGTERM and SIGKILL: short, so everything ends within 2 s even on a loaded machine (a Node start there can take 0.5-1 s). */
 export const WATCHDOG_GRACE_MS = 500;
@@ -38,8 +40,22 @@ export const OWNER_EXIT_WAIT_MS = 5000;
 /** The process name the watchdog shows in `ps` (`$0` of its shell). */
 const WATCHDOG_NAME = 'agent-trees-watchdog';
 
-/** Waits for one line; `quit` ends it, anything else (the owner's end closed) starts the sweep. */
-const WATCHDOG_SCRIPT = 'read -r line; [ "$line" = quit ] && exit 0; exec "$@"';
+/**
+ * The watchdog: `sh -c WATCHDOG_SCRIPT agent-trees-watchdog CLI LOG NODE sweep ARGS...`. It opens the CLI bundle at
+ * once and keeps it open, so an update or uninstall that removes the bundle meanwhile takes nothing it needs: Node
+ * reads the script from that descriptor (`node -`). Then it waits for one line: `quit` ends it, anything else (the
+ * owner's end closed) starts the sweep. What the sweep says on stderr goes to LOG in the records folder, which is
+ * removed when the sweep succeeds and otherwise left for the next sweep to report (see records/store.ts).
+ */
+const WATCHDOG_SCRIPT = [
+  'umask 077; cli=$1; log=$2; node=$3; shift 3',
+  'exec 9<"$cli" || exit 1',
+  'read -r line; [ "$line" = quit ] && exit 0',
+  ': 2>>"$log" || log=/dev/null',
+  '"$node" - "$@" <&9 9<&- 2>>"$log"; status=$?',
+  'if [ "$status" = 0 ]; then rm -f "$log"; fi',
+  'exit "$status"',
+].join('\n');
 
 /** What a watchdog is started through: the table (this process's start key) and the cgroup tier (see core.ts). */
 export interface WatchdogParts {
@@ -120,11 +136,14 @@ export class Watchdog {
     const grace = String((options.graceMs ?? WATCHDOG_GRACE_MS) / 1000);
     let child: ChildProcess;
     try {
-      child = spawn(
-        '/bin/sh',
-        ['-c', WATCHDOG_SCRIPT, WATCHDOG_NAME, node, options.cliPath, 'sweep', '--owner', spec, '--records', recordsDir, '--grace', grace],
-        { stdio: ['pipe', 'ignore', 'ignore'], detached: true, env, cwd: '/' },
-      );
+      const log = watchdogLogPath(recordsDir, owner);
+      const sweep = ['sweep', '--owner', spec, '--records', recordsDir, '--grace', grace];
+      child = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, WATCHDOG_NAME, options.cliPath, log, node, ...sweep], {
+        stdio: ['pipe', 'ignore', 'ignore'],
+        detached: true,
+        env,
+        cwd: '/',
+      });
     } catch (e) {
       log.warn(`watchdog: cannot start /bin/sh: ${(e as Error).message}`);
       return undefined;

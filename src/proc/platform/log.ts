@@ -22,8 +22,8 @@ export function localTime(ms: number): string {
 export const silentLogger: Logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 /** A logger that writes `[level] message` lines to stderr, for the command line. */
-export function stderrLogger(verbose: boolean): Logger {
-  const write = (level: string) => (message: string) => process.stderr.write(`agent-trees: ${level}${message}\n`);
+export function stderrLogger(verbose: boolean, sink: (text: string) => unknown = (text) => process.stderr.write(text)): Logger {
+  const write = (level: string) => (message: string) => sink(`agent-trees: ${level}${message}\n`);
   const off = () => {};
   return {
     trace: off,

@@ -55,10 +55,11 @@ export interface Snapshot {
   commandLine(pid: number): string;
   /**
    * Processes by the value of a tag variable in their initial environment (exact values only), built on first
-   * use: `AGENT_TREES_TREE_ID` by default, or `AGENT_TREES_WINDOW`. Processes whose environment cannot be read
-   * (other users, platforms without it) are not in it.
+   * use: `AGENT_TREES_TREE_ID` by default, `AGENT_TREES_WINDOW` or `AGENT_TREES_WATCHDOG`. Processes whose environment cannot be read
+   * (other users, platforms without it) are not in it. With `since` (a start key), processes that started before
+   * it may be left out, their environments unread: a tree's tag is on nothing older than its root.
    */
-  tagged(variable?: TagVariable): Map<string, ProcessInfo[]>;
+  tagged(variable?: TagVariable, since?: number): Map<string, ProcessInfo[]>;
   /** Children by parent pid, built on first use. */
   children(): Map<number, ProcessInfo[]>;
   /** Processes on the machine, where the snapshot listed every one (a full snapshot, a census). */
@@ -103,8 +104,18 @@ export const TREE_ID_VARIABLE = 'AGENT_TREES_TREE_ID';
  * the window's terminal environment), so what such a process leaves behind is found after its parent died.
  */
 export const WINDOW_TAG_VARIABLE = 'AGENT_TREES_WINDOW';
-/** The variables a snapshot indexes processes by (both read from one pass over the environment). */
-export type TagVariable = typeof TREE_ID_VARIABLE | typeof WINDOW_TAG_VARIABLE;
+/**
+ * Set to `ignore` by the `agent-trees` launcher (a shell) when it was started with SIGHUP ignored (`nohup`): Node
+ * resets an inherited SIG_IGN at its start, so the command line would not know otherwise.
+ */
+export const SIGHUP_IGNORED_VARIABLE = 'AGENT_TREES_SIGHUP';
+/**
+ * The environment variable of an owner's watchdog: `<owner pid>:<owner start key>`. A watchdog is never a tree's
+ * member (see members/membership.ts), and the test suites' leak checks look for it.
+ */
+export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';
+/** The variables a snapshot indexes processes by (all read from one pass over the environment). */
+export type TagVariable = typeof TREE_ID_VARIABLE | typeof WINDOW_TAG_VARIABLE | typeof WATCHDOG_VARIABLE;
 
 export function childrenOf(processes: Map<number, ProcessInfo>): Map<number, ProcessInfo[]> {
   const map = new Map<number, ProcessInfo[]>();

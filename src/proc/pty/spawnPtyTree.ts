@@ -77,6 +77,7 @@ export function spawnPtyTree(options: PtySpawnOptions, core: SpawnParts): Spawne
   const { module, problem } = loadPty();
   if (!module) throw new SpawnError(problem!, 'EINVAL');
   const size = clampSize(options.cols, options.rows);
+  const held = options.held === true;
   return spawnTreeWith<PtyRoot>(
     options,
     (launch) => {
@@ -93,9 +94,11 @@ export function spawnPtyTree(options: PtySpawnOptions, core: SpawnParts): Spawne
         encoding: null, // bytes: PtyRoot decodes, so what it drains at the end decodes the same way
       });
       awaitOwnSession(pty.pid, core.table);
-      return { root: new PtyRoot(pty, options.encoding === null ? undefined : new StringDecoder('utf8')), sessionLeader: true };
+      const root = new PtyRoot(pty, options.encoding === null ? undefined : new StringDecoder('utf8'));
+      // The end-of-input character lets a held root go (see `RootGate`); it is the first input the terminal gets.
+      return { root, sessionLeader: true, release: held ? () => root.write('\x04') : undefined };
     },
-    core,
+    { core, gate: held ? 'tty' : undefined },
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * The names of the files in a records folder, and the process tags in them: a record `<pid>.json`; its owner's
  * link to it, `.<pid>.json.<owner tag>.current`; a temp file `.<pid>.json.<writer tag>.<random>.tmp`; a claim
- * `<pid>.json.claimed-<claimant tag>-<random>`. A tag names a process (pid and start, on one machine and boot),
+ * `<pid>.json.claimed-<claimant tag>-<random>`; what a watchdog could not do, `watchdog-<pid>-<start key>.log`. A tag names a process (pid and start, on one machine and boot),
  * so whether its process still runs can be told from the name alone.
  */
 import { createHash, randomBytes } from 'crypto';
@@ -18,6 +18,8 @@ export const OLD_CLAIM_NAME = /^(\d+)\.json\.claimed-(\d+)-(\d+)$/;
 export const TEMP_NAME = new RegExp(String.raw`^\.(\d+)\.json\.${PROCESS_TAG}\.[0-9a-f]{12}\.tmp$`);
 /** Temp files of older versions: `.<pid>.json.<writer pid>.<base-36 random>.tmp`. */
 export const OLD_TEMP_NAME = /^\.(\d+)\.json\.(\d+)\.[0-9a-z]+\.tmp$/;
+/** What an owner's watchdog could not do (see owner/watchdog.ts): `watchdog-<owner pid>-<owner start key>.log`. */
+export const WATCHDOG_LOG_NAME = /^watchdog-(\d+)-(\d+)\.log$/;
 /** An owner's link to its current record (see claims.ts): `.<pid>.json.<owner tag>.current`. */
 export const CURRENT_NAME = new RegExp(String.raw`^\.(\d+)\.json\.${PROCESS_TAG}\.current$`);
 
@@ -68,6 +70,11 @@ export function currentPath(dir: string, owner: OwnerInfo): string {
 /** A fresh temp file for a record of `ownerPid`, named after its writer. */
 export function tempPath(dir: string, ownerPid: number, writer: OwnerInfo): string {
   return path.join(dir, `.${ownerPid}.json.${processTag(writer)}.${randomSuffix()}.tmp`);
+}
+
+/** Where the watchdog of the owner `pid` (started at `startKey`) leaves what it could not do. */
+export function watchdogLogPath(dir: string, owner: { pid: number; startKey: number }): string {
+  return path.join(dir, `watchdog-${owner.pid}-${owner.startKey}.log`);
 }
 
 /** A fresh claim of the record of `ownerPid`, named after its claimant. */

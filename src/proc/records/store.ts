@@ -17,6 +17,7 @@ import {
   recordPath,
   TEMP_NAME,
   tempPath,
+  WATCHDOG_LOG_NAME,
 } from './fileNames';
 import { OwnerRecord, parseRecord, RECORD_VERSION, RecordError, RecordFile, RecordProblem, RecordVersionError, TreeRecord } from './schema';
 import { euid, makeFolders, readTrusted, rmQuiet, UntrustedFileError } from './trustedFiles';
@@ -198,6 +199,35 @@ export class RecordFolder {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * What watchdogs that could not end their owner's trees left (`watchdog-<pid>-<start key>.log`, see
+   * owner/watchdog.ts), each read once (up to 4 KiB) and removed: files of ours only, through the trust checks.
+   */
+  takeWatchdogLogs(): { file: string; ownerPid: number; text: string }[] {
+    const out: { file: string; ownerPid: number; text: string }[] = [];
+    if (this.folderProblem()) return out;
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.dir);
+    } catch {
+      return out;
+    }
+    for (const name of names) {
+      const m = WATCHDOG_LOG_NAME.exec(name);
+      if (!m) continue;
+      const file = path.join(this.dir, name);
+      try {
+        const text = readTrusted(file, this.uid);
+        if (text === undefined) continue;
+        rmQuiet(file);
+        out.push({ file, ownerPid: Number(m[1]), text: text.slice(0, 4096).trim() });
+      } catch {
+        /* not ours to read: left where it is */
+      }
+    }
+    return out;
   }
 
   /**

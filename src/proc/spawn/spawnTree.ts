@@ -8,7 +8,7 @@ import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupMode, CgroupProbeResult } from '../cgroup/probe';
-import { launchInCgroup, removeCgroup, treeCgroupPath } from '../cgroup/treeCgroup';
+import { cgroupEntry, removeCgroup, treeCgroupPath } from '../cgroup/treeCgroup';
 import { latestStart } from '../identity/startTimes';
 import { hostClock } from '../platform/bootClock';
 import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
@@ -28,6 +28,11 @@ export interface SpawnTreeOptions {
   /** 'pipe' (default) or 'inherit', or a full stdio array. */
   stdio?: 'pipe' | 'inherit' | StdioOptions;
   cgroups?: CgroupMode;
+  /**
+   * Hold the root before it runs the command, until the spawned tree's `release()`: the owner releases it once its
+   * record of the tree is in place, so no tree runs that no record names, whenever the owner dies (POSIX only).
+   */
+  held?: boolean;
 }
 
 /**
@@ -50,6 +55,27 @@ export interface SpawnedTree<R extends TreeRoot = ChildProcess> {
   tier: 'cgroup' | 'group';
   /** Why the tree did not get a cgroup, when it did not. */
   tierNote?: string;
+  /** Lets a held root (`SpawnTreeOptions.held`) run its command; undefined when it was not held. */
+  release?: () => void;
+}
+
+/**
+ * How a held root waits before it runs its command: for a line `go` on an inherited descriptor whose other end
+ * only its starter holds (pipes), or for the end of input on its terminal while its starter is still its parent
+ * (a pseudo-terminal: nothing else can be passed to it). The starter's death ends the wait either way, and the
+ * root exits without running anything.
+ */
+export type RootGate = { fd: number } | 'tty';
+
+/** The launcher's wait at the gate: a shell step that exits 125 unless the root was let go. */
+function gateStep(gate: RootGate): string {
+  if (gate !== 'tty') return `read -r go <&${gate.fd}; exec ${gate.fd}<&-; [ "$go" = go ] || exit 125`;
+  // The terminal's end-of-input character is not echoed. A starter that died hung the terminal up (reads end),
+  // and the root has another parent by then.
+  return (
+    'read -r _; if [ -r /proc/$$/stat ]; then read -r _ _ _ pp _ < /proc/$$/stat; ' +
+    'else pp=$PPID; kill -0 "$pp" 2>/dev/null || pp=; fi; [ "$pp" = "$PPID" ] || exit 125'
+  );
 }
 
 /** How to start a root: the command line (through the cgroup launcher when there is one), folder and environment. */
@@ -65,7 +91,7 @@ export interface RootLaunch {
  * group from its first instruction on (forkpty), so the record takes pid as pgid and sid rather than reading
  * them from /proc, where the fork may not have reached its setsid() yet.
  */
-export type RootStarter<R extends TreeRoot> = (launch: RootLaunch) => { root: R; sessionLeader?: boolean };
+export type RootStarter<R extends TreeRoot> = (launch: RootLaunch) => { root: R; sessionLeader?: boolean; release?: () => void };
 
 /** What a spawn reads: the table (the root's identity) and the cgroup tier (see core.ts). */
 export interface SpawnParts {
@@ -81,23 +107,36 @@ const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** Spawns `command` as the root of a new owned tree and returns its record. Throws SpawnError before spawning. */
 export function spawnTree(options: SpawnTreeOptions, core: SpawnParts): SpawnedTree<ChildProcess> {
+  const stdio = stdioArray(options.stdio ?? 'pipe');
+  const gate = options.held && process.platform !== 'win32' ? { fd: stdio.length } : undefined;
   return spawnTreeWith(
     options,
     (launch) => {
       const cmd = cmdLine(launch.file, launch.args);
-      return {
-        root: spawn(launch.file, cmd?.args ?? launch.args, {
-          cwd: launch.cwd,
-          env: launch.env,
-          stdio: options.stdio ?? 'pipe',
-          detached: true, // POSIX: setsid(); Windows: a new process group
-          windowsHide: true,
-          windowsVerbatimArguments: cmd !== undefined,
-        }),
-      };
+      const root: ChildProcess = spawn(launch.file, cmd?.args ?? launch.args, {
+        cwd: launch.cwd,
+        env: launch.env,
+        stdio: gate ? [...stdio, 'pipe'] : stdio,
+        detached: true, // POSIX: setsid(); Windows: a new process group
+        windowsHide: true,
+        windowsVerbatimArguments: cmd !== undefined,
+      });
+      const gateEnd = gate && (root.stdio[gate.fd] as NodeJS.WritableStream | null);
+      gateEnd?.on('error', () => {}); // the root is gone: its exit says so
+      return { root, release: gateEnd ? () => gateEnd.end('go\n') : undefined };
     },
-    core,
+    { core, gate },
   );
+}
+
+type StdioEntry = Exclude<StdioOptions, string>[number];
+
+/** A stdio option as an array of at least three entries (undefined keeps an entry's default, a pipe). */
+function stdioArray(stdio: 'pipe' | 'inherit' | StdioOptions): StdioEntry[] {
+  if (typeof stdio === 'string') return [stdio, stdio, stdio] as StdioEntry[];
+  const list = [...stdio];
+  while (list.length < 3) list.push(undefined);
+  return list;
 }
 
 /**
@@ -139,31 +178,20 @@ function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env
  * The one path every owned tree starts through, whatever its stdio: tag, cgroup launcher, root identity, record.
  * `start` starts the root (pipes: spawnTree; a pseudo-terminal: pty/spawnPtyTree.ts) or throws.
  */
-export function spawnTreeWith<R extends TreeRoot>(options: SpawnTreeOptions, start: RootStarter<R>, core: SpawnParts): SpawnedTree<R> {
+export function spawnTreeWith<R extends TreeRoot>(
+  options: SpawnTreeOptions,
+  start: RootStarter<R>,
+  how: { core: SpawnParts; gate?: RootGate },
+): SpawnedTree<R> {
+  const { core } = how;
   const { id, cwd, env, executable } = prepare(options);
   const args = options.args ?? [];
-
-  let file = executable;
-  let argv = args;
-  let cgroup: string | null = null;
-  let tierNote: string | undefined;
-  if (process.platform === 'linux') {
-    const probe = core.cgroupTier(options.cgroups ?? 'auto');
-    if (probe.tier) {
-      const dir = treeCgroupPath(probe.tier, id);
-      try {
-        ({ file, args: argv } = launchInCgroup(probe.tier, id, executable, args));
-        cgroup = dir;
-      } catch (e) {
-        tierNote = `cannot create cgroup ${dir}: ${(e as Error).message}`;
-      }
-    } else {
-      tierNote = probe.unavailable;
-    }
-  }
+  const { entry, tierNote } = treeCgroup(options, id, core);
+  const { file, args: argv } = rootCommandLine(executable, args, { entry, gate: how.gate });
+  const cgroup = entry?.dir ?? null;
 
   const spawnedAt = Date.now();
-  let started: { root: R; sessionLeader?: boolean };
+  let started: ReturnType<RootStarter<R>>;
   try {
     started = start({ file, args: argv, cwd, env });
   } catch (e) {
@@ -200,7 +228,40 @@ export function spawnTreeWith<R extends TreeRoot>(options: SpawnTreeOptions, sta
     cgroup,
     ...ticks,
   };
-  return { child, record, tier: cgroup ? 'cgroup' : 'group', tierNote };
+  return { child, record, tier: cgroup ? 'cgroup' : 'group', tierNote, release: started.release };
+}
+
+/** The tree's own cgroup, where the Linux cgroup tier is there (its directory made), or why it has none. */
+function treeCgroup(
+  options: SpawnTreeOptions,
+  id: string,
+  core: SpawnParts,
+): { entry?: ReturnType<typeof cgroupEntry>; tierNote?: string } {
+  if (process.platform !== 'linux') return {};
+  const probe = core.cgroupTier(options.cgroups ?? 'auto');
+  if (!probe.tier) return { tierNote: probe.unavailable };
+  try {
+    return { entry: cgroupEntry(probe.tier, id) };
+  } catch (e) {
+    return { tierNote: `cannot create cgroup ${treeCgroupPath(probe.tier, id)}: ${(e as Error).message}` };
+  }
+}
+
+/**
+ * The root's command line: the command itself, or a launcher shell that enters the tree's cgroup and waits at
+ * its gate before it execs the command (same pid, same start time: the record's root is the command's), or
+ * `systemd-run` in front of it.
+ */
+function rootCommandLine(
+  executable: string,
+  args: string[],
+  how: { entry?: ReturnType<typeof cgroupEntry>; gate?: RootGate },
+): { file: string; args: string[] } {
+  const { entry, gate } = how;
+  const steps = [entry?.shellStep, gate && gateStep(gate)].filter((step): step is string => step !== undefined);
+  const command = [...(entry?.prefix ?? []), executable, ...args];
+  if (steps.length === 0) return { file: command[0], args: command.slice(1) };
+  return { file: '/bin/sh', args: ['-c', `${steps.join('; ')}; exec "$@"`, entry?.dir ?? 'agent-trees', ...command] };
 }
 
 /**

@@ -62,9 +62,12 @@ export interface SweepResult {
   cgroupsRemoved: string[];
 }
 
-/** What the sweep kills with: a `TreeKiller` in production, a recording fake in unit tests. */
+/**
+ * What the sweep kills with: a `TreeKiller` in production, a recording fake in unit tests. All the trees a sweep
+ * ends go to one call, so one kill resolves them all from one scan of the process table per step.
+ */
 export interface SweepKiller {
-  kill(tree: TreeIdentity, options: KillOptions): Promise<KillReport>;
+  killTrees(trees: { tree: TreeIdentity; options: KillOptions }[], firstLook?: Snapshot): Promise<KillReport[]>;
 }
 
 /** Who may never be a member (ourselves, our ancestors, our group, PID 1): a `SignalGuard`. */
@@ -112,6 +115,13 @@ interface Claimed {
   file: string;
   record: OwnerRecord;
   cleanUpOnly: boolean;
+}
+
+/** A tree of a claimed record that has live members: what its kill is asked. */
+interface TreeKill {
+  record: OwnerRecord;
+  groupDoubt?: string;
+  kill: { tree: TreeRecord; options: KillOptions };
 }
 
 /** What was read and judged before a claim, with its verdict (see `Sweep.take`). */
@@ -276,30 +286,37 @@ class Sweep {
     }
   }
 
-  /** Phase 5: each claimed record's trees swept (all at once), and the claim finished with what survived. */
+  /**
+   * Phase 5: every claimed record's trees swept, all in one kill (see `SweepKiller`), and each claim finished with
+   * what survived.
+   */
   private async killClaimed(snap: Snapshot | undefined): Promise<void> {
-    await Promise.all(
-      this.claimed.map(async ({ file, record, cleanUpOnly }) => {
-        try {
-          const swept = cleanUpOnly
-            ? record.trees.map((tree) => recordOnly(record, tree))
-            : await Promise.all(record.trees.map((tree) => this.sweepTree(record, tree, snap!)));
-          const remaining = record.trees.filter((_, i) => swept[i].outcome === 'survivors' || swept[i].outcome === 'refused');
-          for (const s of swept) {
-            this.result.trees.push(s);
-            this.result.killed += s.killed;
-          }
-          this.keep(remaining);
-          this.store.finishClaim(file, record, remaining, this.options.self);
-        } finally {
-          activeClaims.delete(file);
-        }
-      }),
+    const plans = this.claimed.map(({ record, cleanUpOnly }) =>
+      record.trees.map((tree) => (cleanUpOnly ? recordOnly(record, tree) : this.planTree(record, tree, snap!))),
     );
+    const kills = plans.flat().filter((p): p is TreeKill => 'kill' in p);
+    try {
+      // The kill starts from the snapshot the trees were just judged on.
+      const reports = kills.length > 0 ? await this.options.killer.killTrees(kills.map((k) => k.kill), snap) : [];
+      const reportOf = new Map(kills.map((k, i) => [k, reports[i]]));
+      this.claimed.forEach(({ file, record }, i) => {
+        const swept = plans[i].map((p) => ('kill' in p ? this.killed(record, p, reportOf.get(p)!) : p));
+        const remaining = record.trees.filter((_, j) => swept[j].outcome === 'survivors' || swept[j].outcome === 'refused');
+        for (const t of swept) {
+          this.result.trees.push(t);
+          this.result.killed += t.killed;
+        }
+        this.keep(remaining);
+        this.store.finishClaim(file, record, remaining, this.options.self);
+      });
+    } finally {
+      // A kill that failed leaves its claims as they are, for a later sweep to take over.
+      for (const { file } of this.claimed) activeClaims.delete(file);
+    }
   }
 
-  /** One tree of a claimed record: refused, found gone, or killed, each member proven in `snap` first. */
-  private async sweepTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot): Promise<SweptTree> {
+  /** One tree of a claimed record: refused, found gone, or to be killed (each member proven in `snap` first). */
+  private planTree(record: OwnerRecord, tree: TreeRecord, snap: Snapshot): SweptTree | TreeKill {
     const { options, log } = this;
     if (!provesIdentity(snap.startPrecision)) {
       const note = `not swept: this platform's process table has no start times, so no process of another owner's tree can be proven`;
@@ -329,13 +346,13 @@ class Sweep {
       log.info(`${treeOfStopped(record, tree)}: nothing of it runs any more`);
       return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
     }
-    const report = await options.killer.kill(tree, {
-      graceMs: options.graceMs,
-      continuouslyOwned: false,
-      cgroupVerified: verified,
-      log,
-    });
-    log.info(
+    return { record, groupDoubt: membership.groupDoubt, kill: { tree, options: { graceMs: options.graceMs, continuouslyOwned: false, cgroupVerified: verified, log } } };
+  }
+
+  /** What the kill of one tree did, as the sweep reports it. */
+  private killed(record: OwnerRecord, planned: TreeKill, report: KillReport): SweptTree {
+    const tree = planned.kill.tree;
+    this.log.info(
       `${treeOfStopped(record, tree)}: ended ${processCount(report.signalled)} it left running` +
         (report.survivors ? `; ${report.survivors} could not be ended` : ''),
     );
@@ -344,13 +361,16 @@ class Sweep {
       outcome: report.survivors > 0 ? 'survivors' : 'killed',
       killed: report.signalled,
       survivors: report.survivors,
-      note: report.groupDoubt ?? membership.groupDoubt,
+      note: report.groupDoubt ?? planned.groupDoubt,
     };
   }
 
   // ------------------------------------------------------------------------------------------ tidy
 
-  /** Phase 6: empty cgroups of ours that no record names, and temp files and links whose writer is gone. */
+  /**
+   * Phase 6: empty cgroups of ours that no record names, temp files and links whose writer is gone, and what
+   * watchdogs that failed left (reported as problems).
+   */
   private tidy(): void {
     const { options, log, clock, result } = this;
     const location = options.cgroups === 'off' ? undefined : options.cgroupParts.cgroupProber.location();
@@ -360,6 +380,10 @@ class Sweep {
     const gone = (writer: OwnerInfo) => GONE.includes(ownerState(options.table, writer, clock));
     for (const file of this.store.removeStaleTempFiles(gone, clock))
       log.info(`removed ${file}: a record left half-written by a process that is gone`);
+    for (const w of this.store.takeWatchdogLogs()) {
+      const what = w.text ? w.text.split('\n').join('; ') : 'it left no message';
+      this.problem({ file: w.file, problem: `the watchdog of process ${w.ownerPid} could not end its trees: ${what} (reported once, removed)` });
+    }
   }
 
   private keep(trees: TreeRecord[]): void {
