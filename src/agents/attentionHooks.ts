@@ -249,8 +249,9 @@ function claudeSignal(e: HookEvent): AttentionSignal | undefined {
     case 'Stop':
       return { state: 'idle', source: 'hook' };
     case 'Notification':
-      if (e.type === 'permission_prompt' || e.type === 'elicitation_dialog')
-        return { state: 'waiting', source: 'hook', message: e.message, detail };
+      // Claude's words for the prompt its PermissionRequest began (6 s on): the key that answered it may be first.
+      if (e.type === 'permission_prompt') return { state: 'waiting', source: 'hook', message: e.message, detail, wordsOnly: true };
+      if (e.type === 'elicitation_dialog') return { state: 'waiting', source: 'hook', message: e.message, detail };
       if (e.type === 'idle_prompt') return { state: 'idle', source: 'hook', message: e.message };
       return undefined;
     default:

@@ -161,7 +161,11 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
     assert.strictEqual(told, 1, 'no notification while its terminal has the focus');
     assert.ok(again.attention.since > waiting.attention.since);
     vscode.window.activeTerminal!.sendText('1', false);
-    await eventually('claude idle at the end of its turn', () => tree(id)?.attention.state === 'idle');
+    await eventually('claude idle at the end of its turn', () => tree(id)?.attention.state === 'idle').catch((e: Error) => {
+      // Say which side lost it: the state and the hook calls taken (a key lost by claude leaves no Stop among them).
+      const calls = hooks.attention().hookCalls.map((c) => c.event ?? '?');
+      throw new Error(`${e.message}; attention ${JSON.stringify(tree(id)?.attention)}; hook calls ${calls.join(', ')}`);
+    });
     assert.ok(!fs.existsSync(second));
     await trees.kill(id);
     await eventually('the run ended', () => tree(id)?.attention.state === 'ended');

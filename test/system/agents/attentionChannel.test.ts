@@ -21,9 +21,9 @@ const table = processCore().table;
 
 const CLAUDE_PERMISSION = JSON.stringify({
   session_id: 's',
-  hook_event_name: 'Notification',
-  message: 'Claude needs your permission',
-  notification_type: 'permission_prompt',
+  hook_event_name: 'PermissionRequest',
+  tool_name: 'Bash',
+  tool_input: { command: 'rm -rf x' },
 });
 
 class CapturingLog implements Logger {
@@ -71,7 +71,7 @@ function teardown(s: Setup): void {
 /** A call for `tree` with `key` put in the folder as notify puts it (this user's file, renamed into place). */
 function putCall(s: Setup, tree: string, key: string, name: string, n: number): void {
   const message = { version: 1, tree, key, agent: 'notify', event: { name, message: `call ${n}` }, sentAt: 0 };
-  const file = `to-${process.pid}-${table.read(process.pid)!.startKey}-${n.toString(16).padStart(16, '0')}.msg`;
+  const file = `to-${process.pid}-${table.read(process.pid)!.startKey}-${String(n).padStart(13, '0')}-${n.toString(16).padStart(16, '0')}.msg`;
   fs.writeFileSync(path.join(s.folder.dir, `.tmp-${process.pid}-${n.toString(16).padStart(16, '0')}`), JSON.stringify(message));
   fs.renameSync(path.join(s.folder.dir, `.tmp-${process.pid}-${n.toString(16).padStart(16, '0')}`), path.join(s.folder.dir, file));
 }
@@ -140,7 +140,7 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     assert.strictEqual(r.code, 1);
     assert.match(r.stderr, /attention folder .*(EACCES|cannot be looked at)/);
     const address = parseAddress(s.env[NOTIFY_VARIABLE])!;
-    const planted = path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${'0'.repeat(16)}.msg`);
+    const planted = path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${'0'.repeat(13)}-${'0'.repeat(16)}.msg`);
     const message = { version: 1, tree: s.tree, key: address.key, agent: 'claude', event: { name: 'PermissionRequest' }, sentAt: 0 };
     fs.writeFileSync(planted + '.x', JSON.stringify(message));
     fs.chownSync(planted + '.x', OTHER_UID, OTHER_UID);
@@ -153,7 +153,7 @@ describe('attention channel: hook calls into the owner of a tree', function () {
 
   it('a FIFO or a symlink where a message is expected is refused without blocking, and removed; the target is untouched', async () => {
     const address = parseAddress(s.env[NOTIFY_VARIABLE])!;
-    const name = (n: number) => path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${String(n).repeat(16)}.msg`);
+    const name = (n: number) => path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${String(n).repeat(13)}-${String(n).repeat(16)}.msg`);
     execFileSync('mkfifo', [name(1)]);
     const target = path.join(s.records, 'target');
     fs.writeFileSync(
@@ -235,6 +235,20 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     assert.strictEqual(tracker.current.state, 'idle', 'in order: the last call was idle');
   });
 
+  it("an agent's calls are taken in the order they were sent, however many wait together", async () => {
+    s.folder.dispose(); // no change events: both calls wait together until the take below
+    for (let round = 1; round <= 8; round++) {
+      for (const input of [CLAUDE_PERMISSION, JSON.stringify({ hook_event_name: 'Stop' })]) {
+        const r = await claudeHook(s.env, input);
+        assert.strictEqual(r.code, 0, r.stderr);
+      }
+      s.inbox.take();
+      await calls(s, 2 * round);
+      assert.strictEqual(s.tracker.current.state, 'idle', `round ${round}: the Stop sent last is the state`);
+      assert.strictEqual(s.tracker.current.waits, round);
+    }
+  });
+
   it('takes nothing from a folder others came to be able to write, until it is closed again', async () => {
     const address = parseAddress(s.env[NOTIFY_VARIABLE])!;
     s.folder.dispose(); // no change events: the takes below are the test's
@@ -258,9 +272,9 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     const dir = s.folder.dir;
     const me = `${process.pid}-${table.read(process.pid)!.startKey}`;
     for (const n of [
-      `to-${me}-${'a'.repeat(16)}.msg`,
+      `to-${me}-${'1'.repeat(13)}-${'a'.repeat(16)}.msg`,
       `state-${me}-tree1.json`,
-      `to-999999-5-${'b'.repeat(16)}.msg`,
+      `to-999999-5-${'1'.repeat(13)}-${'b'.repeat(16)}.msg`,
       `state-999999-5-tree2.json`,
       `.tmp-999999-${'c'.repeat(16)}`,
     ])
@@ -272,8 +286,8 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     assert.deepStrictEqual(removed.map((f) => path.basename(f)).sort(), [
       `.tmp-999999-${'c'.repeat(16)}`,
       `state-999999-5-tree2.json`,
-      `to-999999-5-${'b'.repeat(16)}.msg`,
+      `to-999999-5-${'1'.repeat(13)}-${'b'.repeat(16)}.msg`,
     ]);
-    assert.deepStrictEqual(fs.readdirSync(dir).sort(), [`state-${me}-tree1.json`, `to-${me}-${'a'.repeat(16)}.msg`]);
+    assert.deepStrictEqual(fs.readdirSync(dir).sort(), [`state-${me}-tree1.json`, `to-${me}-${'1'.repeat(13)}-${'a'.repeat(16)}.msg`]);
   });
 });
