@@ -37,7 +37,7 @@ const ATTENTION_FOLDER = 'attention';
 export const HOOKS_SETTING_VARIABLE = 'AGENT_TREES_ATTENTION_HOOKS';
 
 const MAX_FILE_BYTES = 16 * 1024;
-const MSG_NAME = /^to-(\d{1,10})-(\d{1,20})-\d{13}-[0-9a-f]{16}\.msg$/;
+const MSG_NAME = /^to-(\d{1,10})-(\d{1,20})-\d{20}-[0-9a-f]{16}\.msg$/;
 const STATE_NAME = /^state-(\d{1,10})-(\d{1,20})-([A-Za-z0-9._-]{1,128})\.json$/;
 const TMP_NAME = /^\.tmp-(\d{1,10})-[0-9a-f]{16}$/;
 
@@ -131,8 +131,9 @@ export function postMessage(address: NotifyAddress, message: HookMessage, ownerA
   if (problem) throw new ChannelError(`attention folder ${address.folder}: ${problem === 'missing' ? 'does not exist' : problem}`);
   if (!ownerAlive(address.owner)) throw new ChannelError(`the tree's owner (pid ${address.owner.pid}) is gone`);
   try {
-    // The time sent leads the unique part: the owner takes an agent's calls in name order, so in the order sent.
-    const sent = String(Math.max(0, Math.floor(message.sentAt))).padStart(13, '0').slice(-13);
+    // The owner takes an agent's calls in name order, so the name leads with when it was sent: on the machine's
+    // monotonic clock (the same for every process, in ns), which a step of the wall clock does not reorder.
+    const sent = process.hrtime.bigint().toString().padStart(20, '0');
     writeAtomically(address.folder, `to-${ownerTag(address.owner)}-${sent}-${randomBytes(8).toString('hex')}.msg`, message);
   } catch (e) {
     throw new ChannelError(

@@ -13,7 +13,7 @@ import { Logger } from '../../../src/proc';
 import { processCore } from '../../../src/proc';
 import { runCli, startCli } from '../../support/cli';
 import { OTHER_UID } from '../../support/otherUser';
-import { requireRoot } from '../../support/environment';
+import { requireEnvironment, requireRoot } from '../../support/environment';
 import { tmpDir } from '../../support/repo';
 import { sleep, waitFor } from '../../support/wait';
 
@@ -71,7 +71,7 @@ function teardown(s: Setup): void {
 /** A call for `tree` with `key` put in the folder as notify puts it (this user's file, renamed into place). */
 function putCall(s: Setup, tree: string, key: string, name: string, n: number): void {
   const message = { version: 1, tree, key, agent: 'notify', event: { name, message: `call ${n}` }, sentAt: 0 };
-  const file = `to-${process.pid}-${table.read(process.pid)!.startKey}-${String(n).padStart(13, '0')}-${n.toString(16).padStart(16, '0')}.msg`;
+  const file = `to-${process.pid}-${table.read(process.pid)!.startKey}-${String(n).padStart(20, '0')}-${n.toString(16).padStart(16, '0')}.msg`;
   fs.writeFileSync(path.join(s.folder.dir, `.tmp-${process.pid}-${n.toString(16).padStart(16, '0')}`), JSON.stringify(message));
   fs.renameSync(path.join(s.folder.dir, `.tmp-${process.pid}-${n.toString(16).padStart(16, '0')}`), path.join(s.folder.dir, file));
 }
@@ -140,7 +140,7 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     assert.strictEqual(r.code, 1);
     assert.match(r.stderr, /attention folder .*(EACCES|cannot be looked at)/);
     const address = parseAddress(s.env[NOTIFY_VARIABLE])!;
-    const planted = path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${'0'.repeat(13)}-${'0'.repeat(16)}.msg`);
+    const planted = path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${'0'.repeat(20)}-${'0'.repeat(16)}.msg`);
     const message = { version: 1, tree: s.tree, key: address.key, agent: 'claude', event: { name: 'PermissionRequest' }, sentAt: 0 };
     fs.writeFileSync(planted + '.x', JSON.stringify(message));
     fs.chownSync(planted + '.x', OTHER_UID, OTHER_UID);
@@ -153,7 +153,7 @@ describe('attention channel: hook calls into the owner of a tree', function () {
 
   it('a FIFO or a symlink where a message is expected is refused without blocking, and removed; the target is untouched', async () => {
     const address = parseAddress(s.env[NOTIFY_VARIABLE])!;
-    const name = (n: number) => path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${String(n).repeat(13)}-${String(n).repeat(16)}.msg`);
+    const name = (n: number) => path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${String(n).repeat(20)}-${String(n).repeat(16)}.msg`);
     execFileSync('mkfifo', [name(1)]);
     const target = path.join(s.records, 'target');
     fs.writeFileSync(
@@ -235,11 +235,21 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     assert.strictEqual(tracker.current.state, 'idle', 'in order: the last call was idle');
   });
 
-  it("an agent's calls are taken in the order they were sent, however many wait together", async () => {
+  it("an agent's calls are taken in the order they were sent, however many wait together, the wall clock stepped back", async function () {
+    const libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
+    requireEnvironment(this, fs.existsSync(libfaketime), `libfaketime (${libfaketime})`, { part: true });
+    // The first call of each round sent an hour ahead of the wall clock, as before a step back (the monotonic clock,
+    // as on a real machine, does not move).
+    const ahead = fs.existsSync(libfaketime)
+      ? { ...s.env, LD_PRELOAD: libfaketime, FAKETIME: '+1h', FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+      : s.env;
     s.folder.dispose(); // no change events: both calls wait together until the take below
     for (let round = 1; round <= 8; round++) {
-      for (const input of [CLAUDE_PERMISSION, JSON.stringify({ hook_event_name: 'Stop' })]) {
-        const r = await claudeHook(s.env, input);
+      for (const [env, input] of [
+        [ahead, CLAUDE_PERMISSION],
+        [s.env, JSON.stringify({ hook_event_name: 'Stop' })],
+      ] as const) {
+        const r = await claudeHook(env, input);
         assert.strictEqual(r.code, 0, r.stderr);
       }
       s.inbox.take();
@@ -272,9 +282,9 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     const dir = s.folder.dir;
     const me = `${process.pid}-${table.read(process.pid)!.startKey}`;
     for (const n of [
-      `to-${me}-${'1'.repeat(13)}-${'a'.repeat(16)}.msg`,
+      `to-${me}-${'1'.repeat(20)}-${'a'.repeat(16)}.msg`,
       `state-${me}-tree1.json`,
-      `to-999999-5-${'1'.repeat(13)}-${'b'.repeat(16)}.msg`,
+      `to-999999-5-${'1'.repeat(20)}-${'b'.repeat(16)}.msg`,
       `state-999999-5-tree2.json`,
       `.tmp-999999-${'c'.repeat(16)}`,
     ])
@@ -286,8 +296,8 @@ describe('attention channel: hook calls into the owner of a tree', function () {
     assert.deepStrictEqual(removed.map((f) => path.basename(f)).sort(), [
       `.tmp-999999-${'c'.repeat(16)}`,
       `state-999999-5-tree2.json`,
-      `to-999999-5-${'1'.repeat(13)}-${'b'.repeat(16)}.msg`,
+      `to-999999-5-${'1'.repeat(20)}-${'b'.repeat(16)}.msg`,
     ]);
-    assert.deepStrictEqual(fs.readdirSync(dir).sort(), [`state-${me}-tree1.json`, `to-${me}-${'1'.repeat(13)}-${'a'.repeat(16)}.msg`]);
+    assert.deepStrictEqual(fs.readdirSync(dir).sort(), [`state-${me}-tree1.json`, `to-${me}-${'1'.repeat(20)}-${'a'.repeat(16)}.msg`]);
   });
 });
