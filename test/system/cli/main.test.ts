@@ -155,7 +155,7 @@ describe('agent-trees run', () => {
     register(cliPid);
     const pids = await fixturePids(pidfile);
     sh.kill('SIGKILL');
-    assert.deepStrictEqual(await waitAllDead([...pids.all, cliPid], 8000), []);
+    assert.deepStrictEqual(await waitAllDead([...pids.all, cliPid], 20_000), []);
   });
 
   it('with --mcp passes stdin on to CMD, and when stdin closes ends the whole tree at once, setsid grandchild too', async () => {
