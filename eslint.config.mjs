@@ -54,6 +54,20 @@ export default tseslint.config(
       'max-params': ['error', 4],
     },
   },
+  // A skip in the unit and system runs says why, and in CI a missing environment fails the test instead: through
+  // test/support/environment.ts (requireEnvironment, skipBecause), never a bare this.skip().
+  {
+    files: ['test/unit/**/*.ts', 'test/system/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.object.type='ThisExpression'][callee.property.name='skip']",
+          message: 'Skip through test/support/environment.ts (requireEnvironment or skipBecause): it says why, and CI fails a test whose environment is missing.',
+        },
+      ],
+    },
+  },
   {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },

@@ -18,7 +18,8 @@ export const MARKER = 'AGENT_TREES_BENCH_RUN';
 export const RUN_ID = `${process.pid}-${Date.now()}`;
 process.env[MARKER] = RUN_ID;
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { sleep } from '../test/support/wait';
+import { sleep } from '../test/support/wait';
 export const nowNs = (): bigint => process.hrtime.bigint();
 export const msSince = (t0: bigint, t1: bigint = nowNs()): number => Number(t1 - t0) / 1e6;
 

@@ -1,8 +1,7 @@
 /**
- * Reach benchmark: the nine escape scenarios of test/unit/escapeMatrix.test.ts (built by test/fixtures/tree.sh),
+ * Reach benchmark: the nine escape scenarios of test/system/kill/escapeMatrix.test.ts (built by test/fixtures/tree.sh),
  * each killed by ours (cgroup tier, group tier), by tree-kill(root) and by a bare kill(-pgid); survivors counted.
  */
-import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
 import { processCore, TreeOwner } from '../src/proc';
@@ -12,6 +11,7 @@ import {
 } from './lib';
 import { TreeKillProcess } from './watcher';
 import { SCENARIOS } from '../test/fixtures/scenarios';
+import { fixturePids } from '../test/support/fixtures';
 
 
 export type ReachMethod = 'ours-cgroup' | 'ours-group' | 'tree-kill' | 'group-kill';
@@ -46,28 +46,20 @@ interface Fixture {
   keys: Map<number, number>;
 }
 
-async function fixturePids(pidfile: string, timeoutMs = 15_000): Promise<Fixture | 'unsupported'> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const text = fs.existsSync(pidfile) ? fs.readFileSync(pidfile, 'utf8') : '';
-    if (/^unsupported /m.test(text)) return 'unsupported';
-    if (/^ready /m.test(text)) {
-      const roles = new Map<number, string>();
-      const keys = new Map<number, number>();
-      for (const line of text.split('\n')) {
-        const [role, pidText] = line.split(' ');
-        const pid = Number(pidText);
-        if (!role || !(pid > 0) || role === 'ready') continue;
-        roles.set(pid, role);
-        const s = readStat(pid);
-        if (s) keys.set(pid, s.startKey);
-        register(pid);
-      }
-      return { roles, keys };
+/** A fixture's processes by pid (test/support's fixturePids, registered with this run), or 'unsupported'. */
+async function fixtureOf(pidfile: string): Promise<Fixture | 'unsupported'> {
+  const fixture = await fixturePids(pidfile, { timeoutMs: 15_000, register });
+  if (fixture.roles.has('unsupported')) return 'unsupported';
+  const roles = new Map<number, string>();
+  const keys = new Map<number, number>();
+  for (const [role, pids] of fixture.roles) {
+    for (const pid of pids) {
+      roles.set(pid, role);
+      const s = readStat(pid);
+      if (s) keys.set(pid, s.startKey);
     }
-    if (Date.now() > deadline) throw new Error(`fixture ${pidfile} not ready`);
-    await sleep(20);
   }
+  return { roles, keys };
 }
 
 /** Live processes of one scenario run: fixture pids (same start key) and everything with its tag. */
@@ -145,7 +137,7 @@ async function runCell(mode: string, method: ReachMethod, owners: { cgroup: Tree
       };
     }
   }
-  const fx: Fixture | 'unsupported' = await fixturePids(pidfile);
+  const fx: Fixture | 'unsupported' = await fixtureOf(pidfile);
   if (fx === 'unsupported') {
     await cleanup({ roles: new Map([[rootPid, 'root']]), keys: new Map([[rootPid, readStat(rootPid)?.startKey ?? -1]]) }, tag, rootPid);
     return { members: 0, survivors: 0, survivorRoles: [], na: 'not supported here' };

@@ -5,6 +5,7 @@ import { fmt, fmtSummary, summarize, Summary } from './lib';
 import { REACH_TITLES, ReachResults } from './reach';
 import { LevelResult, SnapshotMethod, SnapshotResults } from './snapshot';
 import { SweepResults } from './sweep';
+import { AttentionResults, attentionMarkdown, attentionRatioLines, attentionTargets } from './attention';
 import { TerminalResults, ThroughputFigure } from './terminal';
 import { ViewCase, ViewResults } from './view';
 import { ViewHostResults } from './viewHost';
@@ -36,9 +37,10 @@ export interface AllResults {
   terminal?: TerminalResults;
   view?: ViewResults;
   viewHost?: ViewHostResults;
+  attention?: AttentionResults;
 }
 
-/** Targets of issue 14. */
+/** Targets of the view's refresh: of one core, at 1 Hz, in isolation and in the real host (visible over hidden). */
 export const VIEW_TARGET_PCT = 0.2;
 export const HOST_TARGET_PCT = 0.5;
 export const BIG_TREE_TARGET_PCT = 2;
@@ -116,6 +118,7 @@ export function ratioLines(r: AllResults): string[] {
       if (x !== bare) lines.push(`terminal throughput: ${x.contender} / bare pty = ${fmt(x.mbps.median / bare.mbps.median, 2)}x (${fmt(x.mbps.median)} vs ${fmt(bare.mbps.median)} MB/s)`);
     }
   }
+  if (r.attention) lines.push(...attentionRatioLines(r.attention));
   return lines;
 }
 
@@ -242,6 +245,7 @@ export function targets(r: AllResults): Target[] {
   if (r.watchdog) out.push(...watchdogTargets(r.watchdog));
   if (r.crowd) out.push(crowdTarget(r.crowd));
   if (r.terminal) out.push(...terminalTargets(r.terminal));
+  if (r.attention) out.push(...attentionTargets(r.attention));
   return out;
 }
 
@@ -575,6 +579,7 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
   }
 
   if (r.terminal) md.push(...terminalMarkdown(r.terminal));
+  if (r.attention) md.push(...attentionMarkdown(r.attention));
 
   md.push('## Cleanup', '', `Processes of this run left at the end: ${meta.leftovers}.`, '');
   return md.join('\n');
@@ -616,7 +621,7 @@ function terminalMarkdown(t: TerminalResults): string[] {
 
 function viewMarkdown(r: AllResults): string[] {
   const md: string[] = [];
-  md.push('## 6. The view\'s refresh (issue 14)', '');
+  md.push('## 6. The view\'s refresh', '');
   const v = r.view;
   if (v) {
     md.push(`In isolation: each refresh called once a second for windows of ${v.windowSeconds} s (1000-member trees: shorter), contenders alternated window by window; ` +

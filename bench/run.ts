@@ -2,7 +2,7 @@
  * `npm run bench`: snapshot, sweep, kill, reach and extension benchmarks in one run, side by side with ps-list
  * and tree-kill. Writes bench/results/latest.json and latest.md and prints the tables and every ratio.
  *
- *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,view,extension,watchdog,crowd,reload,terminal] [--quick] [--out=DIR]
+ *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,view,extension,watchdog,crowd,reload,terminal,attention] [--quick] [--out=DIR]
  *
  * --only and --quick (fewer repetitions) are for working on the benchmark itself: their results go to a temp
  * folder (or --out), never over latest.*.
@@ -23,13 +23,14 @@ import { runReach } from './reach';
 import { AllResults, markdown, ratioLines, targets } from './report';
 import { runSnapshot } from './snapshot';
 import { runSweep } from './sweep';
+import { runAttentionScan } from './attention';
 import { runTerminal } from './terminal';
 import { runReloadLoop, runWatchdogDeath, runWatchdogIdle } from './watchdog';
 import { runWatchdogCrowd } from './watchdogCrowd';
 import { runView } from './view';
 import { measureViewInHost } from './viewHost';
 
-const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'view', 'extension', 'watchdog', 'crowd', 'reload', 'terminal'] as const;
+const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'view', 'extension', 'watchdog', 'crowd', 'reload', 'terminal', 'attention'] as const;
 type Phase = (typeof PHASES)[number];
 
 function args() {
@@ -154,6 +155,9 @@ async function main(): Promise<number> {
     });
     await phase('terminal', async () => {
       results.terminal = await runTerminal({ owner: owners.cgroup, quick });
+    });
+    await phase('attention', async () => {
+      results.attention = await runAttentionScan({ owner: owners.cgroup, quick });
     });
   } finally {
     if (filler) await owners.cgroup.kill(filler.id, 0).catch(() => undefined);

@@ -1,5 +1,5 @@
 /**
- * Agent terminals (issue 11, item 8), side by side in one run:
+ * Agent terminals, side by side in one run:
  *   - throughput: MB/s for 50 MB written by the agent (bench/fixtures/ttywriter.py), from spawn until the consumer
  *     has it all;
  *   - keystroke latency: a key written by the consumer until the agent's read returns (the agent takes the time);
@@ -118,24 +118,7 @@ async function throughputOnce(c: NodeContender, owner: TreeOwner): Promise<{ ms:
     p.onData((d) => (bytes += d.length));
     await new Promise<void>((r) => p.onExit(() => r()));
   } else if (c === 'ours-pty') {
-    const tree = owner.spawnTerminal({ command: PYTHON, args, cols: 120, rows: 30 });
-    register(tree.child.pid);
-    const output = new OutputBuffer();
-    // A terminal that parses at once: every status query is answered as soon as it is written.
-    const flow: TerminalFlow = new TerminalFlow({
-      write: (text) => {
-        if (text === STATUS_QUERY) queueMicrotask(() => flow.input(STATUS_OK));
-      },
-      pause: () => tree.child.pause(),
-      resume: () => tree.child.resume(),
-    });
-    output.on('data', (t: string) => flow.write(t));
-    tree.child.on('data', (d: string) => {
-      bytes += Buffer.byteLength(d);
-      output.push(d);
-    });
-    await new Promise<void>((r) => tree.child.once('exit', () => r()));
-    flow.dispose();
+    bytes = await agentTerminalOnce(owner, args);
   } else {
     const tree = owner.spawn({ command: PYTHON, args, stdio: 'pipe' });
     register(tree.child.pid);
@@ -150,6 +133,35 @@ async function throughputOnce(c: NodeContender, owner: TreeOwner): Promise<{ ms:
     void shown;
   }
   return { ms: msSince(t0), bytes };
+}
+
+/**
+ * The agent terminal's path in plain Node, once: an owned tree on a pseudo-terminal running the writer with
+ * `args`, the run's output buffer and the flow control, against a terminal that parses at once (every status query
+ * answered as soon as it is written). `tap` sees every chunk as it comes, as AgentRuns' notification scanner does.
+ * Resolves with the bytes read, once the writer exited.
+ */
+export async function agentTerminalOnce(owner: TreeOwner, args: string[], tap?: (d: string) => void): Promise<number> {
+  let bytes = 0;
+  const tree = owner.spawnTerminal({ command: PYTHON, args, cols: 120, rows: 30 });
+  register(tree.child.pid);
+  const output = new OutputBuffer();
+  const flow: TerminalFlow = new TerminalFlow({
+    write: (text) => {
+      if (text === STATUS_QUERY) queueMicrotask(() => flow.input(STATUS_OK));
+    },
+    pause: () => tree.child.pause(),
+    resume: () => tree.child.resume(),
+  });
+  output.on('data', (t: string) => flow.write(t));
+  tree.child.on('data', (d: string) => {
+    bytes += Buffer.byteLength(d);
+    output.push(d);
+    tap?.(d);
+  });
+  await new Promise<void>((r) => tree.child.once('exit', () => r()));
+  flow.dispose();
+  return bytes;
 }
 
 async function latencyOnce(c: NodeContender, owner: TreeOwner, samples: number): Promise<number[]> {

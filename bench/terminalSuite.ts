@@ -14,6 +14,7 @@ import * as vm from 'vm';
 import * as vscode from 'vscode';
 import type { AgentTreesTestExports } from '../src/extension/testHooks';
 import type { CyclesFigure, HostResults, LatencyFigure, ThroughputFigure } from './terminal';
+import { sleep, waitFor } from '../test/support/wait';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const WRITER = path.join(REPO, 'bench', 'fixtures', 'ttywriter.py');
@@ -21,7 +22,6 @@ const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3
 const BYTES = 50_000_000;
 const quick = process.env.AGENT_TREES_TERMINAL_BENCH_QUICK === '1';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const wallMs = () => performance.timeOrigin + performance.now();
 const mb = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
@@ -31,13 +31,8 @@ function summarize(values: number[]) {
   return { median, min: s[0], max: s[s.length - 1], n: s.length };
 }
 
-async function until(what: string, fn: () => boolean, timeoutMs = 120_000, everyMs = 5): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
+/** Waits for `fn`, looking every 5 ms unless told. */
+const until = (what: string, fn: () => boolean, timeoutMs = 120_000, everyMs = 5) => waitFor(what, fn, { timeoutMs, everyMs });
 
 let gc: (() => void) | undefined;
 try {

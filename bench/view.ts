@@ -1,5 +1,5 @@
 /**
- * The view's refresh in isolation (issue 14): the refresh before member tracking (`fullScanRefresh`, a full scan
+ * The view's refresh in isolation: the full-scan refresh (`fullScanRefresh`, a full scan
  * unless every tree has its own cgroup) side by side with the tracked refresh (`MemberTracker` + `refreshMembers`, what the view
  * runs now), each called once a second on a machine of ≥ 1000 processes running one 20-process agent and three
  * "terminals" of 5 processes each; then a 1000-member tree; then how long a `setsid -f` daemon that left the
@@ -12,6 +12,7 @@ import { OwnedTree, processCore, TreeOwner } from '../src/proc';
 import { LinuxProcessTable } from '../src/proc/platform/linuxProcessTable';
 import { MemberListing, TreeQuery } from '../src/proc/tracking/listing';
 import { canTrack, MemberTracker, refreshMembers } from '../src/proc/tracking/memberTracker';
+import { queryOf } from '../test/support/ownedTrees';
 import { fullScanRefresh } from './fullScanRefresh';
 import {
   log,
@@ -95,8 +96,6 @@ function contender(kind: ViewContender, queries: TreeQuery[]): Refresh {
     return r;
   };
 }
-
-const queryOf = (tree: OwnedTree): TreeQuery => ({ ...tree.record, continuouslyOwned: true, cgroupVerified: tree.record.cgroup !== null });
 
 /**
  * Calls `refresh` once a second for `seconds`; CPU of this process over the whole window. The garbage of the

@@ -1,6 +1,6 @@
 /**
  * A suite module for the real-host runner (scripts/host/runTests.js) that measures what the view costs the
- * extension host (issue 14): one 20-process agent and three integrated terminals of 5 processes each, the view
+ * extension host: one 20-process agent and three integrated terminals of 5 processes each, the view
  * refreshing at 1 Hz; the host's own CPU (utime + stime of /proc/self/stat: every thread of this extension host,
  * the snapshot worker included) over windows with the view hidden and visible, alternated round by round. (The
  * refresh before member tracking is measured in isolation only, bench/view.ts: the product no longer has it.) Then
@@ -13,6 +13,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesTestExports } from '../src/extension/testHooks';
+import { sleep, waitFor } from '../test/support/wait';
 
 export type HostCondition = 'hidden' | 'visible-tracked';
 
@@ -48,7 +49,6 @@ export interface HostViewResult {
   errors: string[];
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function stat(pid: number | 'self'): string[] | undefined {
   try {
@@ -88,13 +88,7 @@ const alive = (pid: number, startKey?: string) => {
   return !!f && f[0] !== 'Z' && f[0] !== 'X' && (startKey === undefined || f[19] === startKey);
 };
 
-async function until(what: string, probe: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+const until = (what: string, probe: () => boolean, timeoutMs: number) => waitFor(what, probe, { timeoutMs, everyMs: 50 });
 
 async function show(api: AgentTreesTestExports, visible: boolean): Promise<void> {
   await vscode.commands.executeCommand(visible ? 'agentTrees.processTrees.focus' : 'workbench.view.explorer');

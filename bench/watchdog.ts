@@ -1,5 +1,5 @@
 /**
- * Watchdog benchmark (issue 15), side by side with no watchdog:
+ * Watchdog benchmark, side by side with no watchdog:
  *   1. idle cost per owner (window): the owner with 3 sleeping trees, without a watchdog and with each way of
  *      noticing its death: ours (/bin/sh blocked in read on a pipe whose write end the owner holds), a resident
  *      Node process on the same pipe, a resident Node process polling /proc every 500 ms, one sh per tree
@@ -11,6 +11,7 @@
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { fixturePids } from '../test/support/fixtures';
 import { hostMissing, isAlive, log, readStat, register, REPO, runInHost, sleep, summarize, Summary, tmpDir, nowNs, msSince } from './lib';
 
 export type WatchdogMode = 'none' | 'sh-pipe' | 'node-pipe' | 'node-poll' | 'shepherds';
@@ -137,19 +138,7 @@ export async function runWatchdogIdle(windowS: number, rounds: number): Promise<
   });
 }
 
-/** Members of a fixture tree, from its pid file, once it is ready. */
-async function fixturePids(pidfile: string): Promise<number[]> {
-  for (let i = 0; i < 1000; i++) {
-    const text = fs.existsSync(pidfile) ? fs.readFileSync(pidfile, 'utf8') : '';
-    if (/^ready /m.test(text))
-      return text
-        .split('\n')
-        .filter((l) => l && !l.startsWith('ready'))
-        .map((l) => Number(l.split(' ')[1]));
-    await sleep(10);
-  }
-  throw new Error(`fixture ${pidfile} never got ready`);
-}
+
 
 export async function runWatchdogDeath(runs: number): Promise<DeathRow[]> {
   const rows: DeathRow[] = [];
@@ -165,7 +154,7 @@ export async function runWatchdogDeath(runs: number): Promise<DeathRow[]> {
       const pidfile = path.join(tmpDir(), 'pids');
       const run = spawn(process.execPath, [CLI, 'run', '--records', records, '--', FIXTURE, mode, pidfile], { stdio: 'ignore' });
       register(run.pid);
-      const members = await fixturePids(pidfile);
+      const members = (await fixturePids(pidfile, { register })).all;
       for (const pid of members) register(pid);
       const keys = members.map((pid) => readStat(pid)?.startKey ?? -1);
       const recordFile = path.join(records, `${run.pid}.json`);

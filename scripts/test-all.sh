@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `npm test`: one build (the bundles and the compiled tests), the unit suite (plain mocha), then the
+# `npm test`: one build (the bundles and the compiled tests), lint, the unit suite (test/unit, pure) and the system
+# suite (test/system, real processes) in plain mocha, then the
 # integration suite in every real VS Code host of scripts/host/hosts.json (code-server + headless Chromium,
 # installed on first use by scripts/host/install.sh: VS Code 1.100.3 on Node 20, the oldest supported, and
 # 1.139.1 on Node 24, the newest), then the totals over everything as `N passed, N failed` on the last line.
@@ -21,7 +22,7 @@ mocha_count() { grep -E "^\s*[0-9]+ $2( |\$)" "$1" | tail -1 | grep -oE '[0-9]+'
 
 # ---------------------------------------------------------------- build (once for the whole run)
 # The bundles: unit tests run dist/cli.js, and the integration suite loads dist/extension.js. The tests:
-# out/test/unit for mocha, out/test/integration for the extension host. Compiling the tests type-checks every
+# out/test/unit and out/test/system for mocha, out/test/integration for the extension host. Compiling the tests type-checks every
 # file `npm run typecheck` checks (tsconfig.test.json is tsconfig.json with output), so it is the typecheck too.
 echo "==> build and typecheck (node esbuild.js; tsc -p tsconfig.test.json)"
 if ! node esbuild.js; then
@@ -43,26 +44,61 @@ if ! npm run --silent lint; then
   notes+=("lint: npm run lint failed (see above)")
 fi
 
-# ---------------------------------------------------------------- unit
+# ---------------------------------------------------------------- unit and system
+# Mocha, one run per part: unit (test/unit: pure, no process), then system (test/system: real processes, Linux,
+# with the leak check). Each run lists its skips and their reasons in $logdir/skips (see test/support/environment.ts).
+export AGENT_TREES_SKIP_LOG="$logdir/skips"
+: >"$AGENT_TREES_SKIP_LOG"
+declare -A part_passed part_failed part_pending
+mocha_part() { # part config
+  local part=$1 config=$2
+  echo "==> $part tests (mocha --config $config)"
+  npx mocha --config "$config" 2>&1 | tee "$logdir/$part.log"
+  local rc=${PIPESTATUS[0]}
+  local p f k
+  p="$(mocha_count "$logdir/$part.log" passing)"
+  f="$(mocha_count "$logdir/$part.log" failing)"
+  k="$(mocha_count "$logdir/$part.log" pending)"
+  [[ -z $p ]] && notes+=("$part: no mocha report found")
+  p=${p:-0}
+  f=${f:-0}
+  if [[ $rc != 0 && $f == 0 ]]; then
+    f=1 # a crash or a failing leak check: counts as one failure
+    notes+=("$part: exited with code $rc without a failing test (see above)")
+  fi
+  part_passed[$part]=$p
+  part_failed[$part]=$f
+  part_pending[$part]=${k:-0}
+  passed=$((passed + p))
+  failed=$((failed + f))
+}
+mocha_part unit .mocharc.unit.json
 echo "==> test tools (scripts/test-tools.sh)"
 if ! bash scripts/test-tools.sh; then
   failed=$((failed + 1))
   notes+=("test tools: scripts/test-tools.sh failed (see above)")
 fi
-echo "==> unit tests (mocha --config .mocharc.json)"
-npx mocha --config .mocharc.json 2>&1 | tee "$logdir/unit.log"
-unit_rc=${PIPESTATUS[0]}
-up="$(mocha_count "$logdir/unit.log" passing)"
-uf="$(mocha_count "$logdir/unit.log" failing)"
-up=${up:-0}
-uf=${uf:-0}
-if [[ $unit_rc != 0 && $uf == 0 ]]; then
-  uf=1 # a crash or a failing leak check: counts as one failure
-  notes+=("unit: exited with code $unit_rc without a failing test (see above)")
+mocha_part system .mocharc.system.json
+
+# ---------------------------------------------------------------- the tests that run as another user, from a 0700 clone
+# Root's home is a private folder (mode 0700): what a test runs as another uid must not come from the checkout. CI
+# (AGENT_TREES_TESTS_REQUIRE_ALL) checks it on a clone under a 0700 folder; elsewhere AGENT_TREES_TESTS_PRIVATE_CLONE=1.
+if [[ $(id -u) == 0 && (${AGENT_TREES_TESTS_REQUIRE_ALL:-} == 1 || ${AGENT_TREES_TESTS_PRIVATE_CLONE:-} == 1) ]]; then
+  echo "==> the tests that run as another user, in a clone under a 0700 folder (scripts/test-private-clone.sh)"
+  bash scripts/test-private-clone.sh 2>&1 | tee "$logdir/private.log"
+  private_rc=${PIPESTATUS[0]}
+  line="$(grep -E '^private clone: [0-9]+ passed, [0-9]+ failed' "$logdir/private.log" | tail -1)"
+  pp="$(echo "$line" | awk '{print $3}')"
+  pf="$(echo "$line" | awk '{print $5}')"
+  pp=${pp:-0}
+  pf=${pf:-0}
+  if [[ $private_rc != 0 && $pf == 0 ]]; then
+    pf=1
+    notes+=("private clone: exited with code $private_rc without a failing test (see above)")
+  fi
+  passed=$((passed + pp))
+  failed=$((failed + pf))
 fi
-[[ -z "$(mocha_count "$logdir/unit.log" passing)" ]] && notes+=("unit: no mocha report found")
-passed=$((passed + up))
-failed=$((failed + uf))
 
 # ---------------------------------------------------------------- integration, every host
 echo "==> integration tests in real VS Code extension hosts (every host of scripts/host/hosts.json)"
@@ -105,7 +141,10 @@ failed=$((failed + rf))
 
 # ---------------------------------------------------------------- totals
 echo
-echo "unit: $up passed, $uf failed"
+for part in unit system; do
+  echo "$part: ${part_passed[$part]} passed, ${part_failed[$part]} failed, ${part_pending[$part]} skipped"
+done
+[[ -n ${pp:-} || -n ${pf:-} ]] && echo "private clone (as another user, from a 0700 folder): $pp passed, $pf failed"
 # One line per host, as runTests.js printed them: "VS Code 1.139.1 (code-server 4.139.1, Node 24): N passed, ..."
 hosts_ran="$(grep -E '^\[host\] VS Code [0-9.]+ \(.*\): [0-9]+ passed, [0-9]+ failed' "$logdir/integration.log" | sed 's/^\[host\] //')"
 if [[ -n "$hosts_ran" ]]; then
@@ -121,6 +160,11 @@ else
 fi
 echo "VS Code versions run: $(echo "$hosts_ran" | grep -oE '^VS Code [0-9.]+' | sed 's/VS Code //' | paste -sd, - | sed 's/,/, /g')"
 echo "time: $(($(date +%s) - started)) s"
+# Why each skipped test was skipped (kind<TAB>tests<TAB>reason<TAB>test lines), by reason.
+if [[ -s $AGENT_TREES_SKIP_LOG ]]; then
+  echo "skipped, and why:"
+  awk -F'\t' '{ n[$1 ": " $3] += $2 } END { for (r in n) printf "  %d × %s\n", n[r], r }' "$AGENT_TREES_SKIP_LOG" | sort -k3
+fi
 for n in "${notes[@]}"; do echo "note: $n"; done
 if [[ $passed == 0 && $failed == 0 ]]; then
   echo "no test ran"

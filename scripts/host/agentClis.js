@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Tries the real agent CLIs as a new user would (issue 11, item 7): Codex (@openai/codex), Gemini CLI
+// Tries the real agent CLIs as a new user would: Codex (@openai/codex), Gemini CLI
 // (@google/gemini-cli) and Claude Code (@anthropic-ai/claude-code), installed from npm into a temporary folder
 // (never project dependencies), each defined in agentTrees.agents with its absolute path and launched from the
 // command palette ("Agent Trees: Launch Agent...") of a real workbench running the packaged extension. For each:

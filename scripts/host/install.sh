@@ -62,17 +62,19 @@ else
     else die "need root (or password-less sudo) to install: ${missing[*]}. Run: sudo apt-get install -y ${missing[*]}"; fi
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # Another apt may hold dpkg's lock (a fresh machine's unattended upgrades, another checkout's install): wait for it.
+  APT=("${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=600)
   apt_update() {
     log "apt-get update"
     # A third-party source that cannot be reached makes update exit non-zero; the Debian lists may still be fine.
-    "${SUDO[@]}" apt-get update -q || log "apt-get update reported errors (continuing; the install below decides)"
+    "${APT[@]}" update -q || log "apt-get update reported errors (continuing; the install below decides)"
   }
   if ! compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then apt_update; fi
   log "apt-get install ${missing[*]}"
-  if ! "${SUDO[@]}" apt-get install -y -q "${missing[@]}"; then
+  if ! "${APT[@]}" install -y -q "${missing[@]}"; then
     # Stale lists: a package not found, or a version the mirror no longer has.
     apt_update
-    "${SUDO[@]}" apt-get install -y -q "${missing[@]}" \
+    "${APT[@]}" install -y -q "${missing[@]}" \
       || die "could not install ${missing[*]} with apt-get (are Debian's repositories reachable?)"
   fi
   for p in "${APT_PACKAGES[@]}"; do is_installed "$p" || die "$p is still not installed"; done

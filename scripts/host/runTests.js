@@ -31,7 +31,7 @@
 //   --user-data-dir DIR              default: a temp folder (kept only if given; one host only)
 //   --phases N                       run N phases (AGENT_TREES_PHASE=1..N) on one user data folder
 //   --env NAME=VALUE                 extra environment for code-server and the extension host (repeatable)
-//   --timeout SECONDS                per phase (default 240)
+//   --timeout SECONDS                per phase (default 600: a hang guard, not a budget)
 //   --untrusted-workspace            workspace trust on and the folder not trusted (Restricted Mode); the suite
 //                                    runs only its *.untrusted.test.js files (AGENT_TREES_WORKSPACE_TRUST=untrusted)
 //   --keep                           keep the temp folder (it is also kept when the run fails)
@@ -71,7 +71,7 @@ function say(msg) {
  * @param {string} [options.workspacePath]           folder to open in the workbench
  * @param {string} [options.userDataDir]             user data folder shared by all phases
  * @param {Record<string,string>} [options.extensionTestsEnv]  extra environment (every phase)
- * @param {number} [options.timeout]                 ms per phase (default 240000)
+ * @param {number} [options.timeout]                 ms per phase (default 600000)
  * @param {boolean} [options.untrustedWorkspace]   every phase in Restricted Mode (a phase may set it for itself)
  * @param {Array<{extensionTestsPath?: string, env?: Record<string,string>, timeout?: number, untrustedWorkspace?: boolean}>} [options.phases]
  * @param {boolean} [options.keep]                   keep the temp folder
@@ -121,7 +121,7 @@ async function runTests(options) {
           ...(phase.env || {}),
         },
         untrustedWorkspace: untrusted,
-        timeout: phase.timeout || options.timeout || 240000,
+        timeout: phase.timeout || options.timeout || 600000,
         verbose: !!options.verbose,
         active,
         say,

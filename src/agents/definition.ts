@@ -20,7 +20,15 @@ export interface AgentDefinition {
   terminal?: TerminalMode;
   /** Whether a terminal opens at launch (default: agents yes, MCP servers no); Show Agent Terminal opens one later. */
   showTerminal?: boolean;
+  /**
+   * Which agent CLI this is, for its notification hooks (attentionHooks.ts): "claude" or "codex" where it cannot be
+   * proven from the executable (a wrapper, the native installer's claude), "none" for no hooks. Default: proven or none.
+   */
+  attention?: AttentionChoice;
 }
+
+/** A definition's `attention`: the CLI whose hooks it gets, or none. */
+export type AttentionChoice = 'claude' | 'codex' | 'none';
 
 /** The agent's stdio: the definition's choice, else a terminal for agents and pipes for MCP servers. */
 export function terminalModeOf(def: Pick<AgentDefinition, 'kind' | 'terminal'>): TerminalMode {
@@ -47,7 +55,7 @@ export class DefinitionError extends Error {
   }
 }
 
-const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind', 'terminal', 'showTerminal']);
+const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind', 'terminal', 'showTerminal', 'attention']);
 
 /**
  * Checks one entry. `where` names it in messages (e.g. `agentTrees.agents[2] ("codex")`).
@@ -102,6 +110,11 @@ export function validateDefinition(value: unknown, where: string): AgentDefiniti
   if (v.showTerminal !== undefined) {
     if (typeof v.showTerminal !== 'boolean') throw new DefinitionError(entry, 'showTerminal', 'must be true or false');
     def.showTerminal = v.showTerminal;
+  }
+  if (v.attention !== undefined) {
+    if (v.attention !== 'claude' && v.attention !== 'codex' && v.attention !== 'none')
+      throw new DefinitionError(entry, 'attention', 'must be "claude", "codex" (the CLI whose notification hooks it gets) or "none"');
+    def.attention = v.attention;
   }
   return def;
 }

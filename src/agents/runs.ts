@@ -6,7 +6,24 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
-import { checkSpawn, DEFAULT_TERM, KillReport, Logger, OwnedTree, PtyRoot, ptyProblem, silentLogger, TreeOwner } from '../proc';
+import {
+  checkSpawn,
+  DEFAULT_TERM,
+  EscapeScanner,
+  KillReport,
+  Logger,
+  OwnedTree,
+  processCount,
+  PtyRoot,
+  ptyProblem,
+  silentLogger,
+  TreeOwner,
+} from '../proc';
+import { AttentionTracker, terminalSignal } from './attention';
+import type { NotifyInvocation } from './attentionHooks';
+import type { AttentionInbox } from './attentionInbox';
+import { NOTIFY_VARIABLE } from './attentionChannel';
+import { HookedLaunch, hookedLaunch } from './attentionLaunch';
 import { AgentDefinition, AgentKind, TerminalMode, terminalModeOf, timeoutSecondsOf } from './definition';
 
 export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'failed';
@@ -38,6 +55,14 @@ export interface RunSettings {
   defaultTimeoutSeconds: number;
   killGraceSeconds: number;
   killDescendantsOnExit: boolean;
+  /** Whether agents proven to be Claude Code or Codex get their notification hooks at launch (default true). */
+  attentionHooks?: boolean;
+}
+
+/** Where the hooks of the agents this owner launches call to (see attentionLaunch.ts). */
+export interface RunHooks {
+  notify: NotifyInvocation;
+  inbox: AttentionInbox;
 }
 
 /** Recent output of a run (bounded), plus a live feed. */
@@ -82,15 +107,18 @@ export class AgentRun {
   readonly io: TerminalMode;
   /** Why it is on pipes although it asked for a terminal. */
   readonly ioNote?: string;
+  /** Whether it waits for someone (see attention.ts). */
+  readonly attention: AttentionTracker;
 
   constructor(
     readonly definition: AgentDefinition,
     readonly tree: OwnedTree,
     readonly timeoutSeconds: number,
-    stdio: { io: TerminalMode; note?: string } = { io: 'pipe' },
+    how: { io: TerminalMode; note?: string; attention?: AttentionTracker } = { io: 'pipe' },
   ) {
-    this.io = stdio.io;
-    this.ioNote = stdio.note;
+    this.io = how.io;
+    this.ioNote = how.note;
+    this.attention = how.attention ?? new AttentionTracker();
   }
 
   get id(): string {
@@ -117,8 +145,9 @@ export class AgentRun {
     return this.tree.child instanceof PtyRoot ? undefined : (this.tree.child as unknown as ChildProcess);
   }
 
-  /** Input for the agent: raw into its terminal, or onto its stdin pipe. */
+  /** Input for the agent: raw into its terminal, or onto its stdin pipe. A key typed ends a wait. */
   write(data: string): void {
+    this.attention.input(data);
     if (this.pty) this.pty.write(data);
     else if (this.pipes?.stdin?.writable) this.pipes.stdin.write(data);
   }
@@ -177,14 +206,15 @@ export interface LaunchOptions {
 }
 
 /**
- * Events: `changed` (run) whenever a run's state, deadline or liveness changes; `ended` (run) once its tree is
- * empty; `finished` (run) once, when it is over and its kills have reported (its ending line is final);
+ * Events: `changed` (run) whenever a run's state, deadline or liveness changes; `attention` (run) whenever its
+ * attention state changes (attention.ts); `ended` (run) once its tree is empty; `finished` (run) once, when it is over and its kills have reported (its ending line is final);
  * `pruned` (run) when an ended run is forgotten; `output` is on each run's OutputBuffer.
  */
 export class AgentRuns extends EventEmitter {
   private readonly runs = new Map<string, AgentRun>();
   private readonly log: Logger;
   private ptyWarned = false;
+  private hooks: RunHooks | undefined;
 
   constructor(
     readonly owner: TreeOwner,
@@ -201,11 +231,17 @@ export class AgentRuns extends EventEmitter {
       if (!run) return;
       run.live = false;
       run.endedAt ??= this.clock.now();
+      this.hooks?.inbox.close(run.id);
       this.dropDeadline(run);
       this.emit('changed', run);
       this.emit('ended', run);
       this.settle(run);
     });
+  }
+
+  /** From now on, agents proven to be Claude Code or Codex get their hooks, calling into `hooks.inbox`. */
+  useHooks(hooks: RunHooks): void {
+    this.hooks = hooks;
   }
 
   /** The stdio a definition gets here: a terminal where asked for and available, else pipes (and why). */
@@ -228,37 +264,16 @@ export class AgentRuns extends EventEmitter {
       this.ptyWarned = true;
       this.log.warn(`agents run on pipes, without a terminal of their own: ${note}`);
     }
-    const common = {
-      command: definition.command,
-      args: definition.args ?? [],
-      label: definition.name,
-      cwd: definition.cwd ?? options.defaultCwd,
-    };
-    const tree: OwnedTree =
-      io === 'pty'
-        ? // TERM and COLORTERM as VS Code's own terminals set them; the definition's env may say otherwise.
-          this.owner.spawnTerminal({
-            ...common,
-            env: { TERM: DEFAULT_TERM, COLORTERM: 'truecolor', ...definition.env },
-            cols: options.size?.cols,
-            rows: options.size?.rows,
-          })
-        : this.owner.spawn({ ...common, env: definition.env, stdio: 'pipe' });
+    // The run exists only after the spawn, which the tracker must precede (the hooks' channel holds it).
+    const created: { run?: AgentRun } = {};
+    const attention = new AttentionTracker(() => created.run && this.emit('attention', created.run));
+    const plan = io === 'pty' ? this.planHooks(definition, options, attention) : undefined;
+    const tree = this.spawnTree(definition, { io, options, plan });
     const timeout = timeoutSecondsOf(definition, s.defaultTimeoutSeconds);
-    const run = new AgentRun(definition, tree, timeout, { io, note });
+    const run = new AgentRun(definition, tree, timeout, { io, note, attention });
+    created.run = run;
     this.runs.set(run.id, run);
-    const pty = run.pty;
-    if (pty) {
-      pty.on('data', (d: string) => run.output.push(d));
-    } else {
-      const child = tree.child as unknown as ChildProcess;
-      child.stdout?.setEncoding('utf8').on('data', (d: string) => run.output.push(d));
-      child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-        run.output.push(d);
-        if (run.kind === 'mcp') for (const line of d.split('\n')) if (line.trim()) this.log.info(`[${run.name}] ${line}`);
-      });
-      child.stdin?.on('error', () => {}); // writing to an agent that exited is not an error of ours
-    }
+    this.wireOutput(run);
     tree.child.on('exit', (code, signal) => {
       run.exitCode = code;
       run.exitSignal = signal;
@@ -269,13 +284,75 @@ export class AgentRuns extends EventEmitter {
       else this.settle(run);
     });
     if (timeout > 0) this.setDeadline(run, this.clock.now() + timeout * 1000);
+    const pty = run.pty;
     const size = pty ? `, terminal ${pty.cols}x${pty.rows}` : `, pipes${note ? ` (${note})` : ''}`;
     this.log.info(
       `launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}${size}` +
-        (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout'),
+        (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout') +
+        (plan ? `; ${plan.note}` : ''),
     );
     this.emit('changed', run);
     return run;
+  }
+
+  /** The agent's own hooks for a terminal run, where this owner has a channel for them (see attentionLaunch.ts). */
+  private planHooks(definition: AgentDefinition, options: LaunchOptions, tracker: AttentionTracker): HookedLaunch | undefined {
+    if (!this.hooks) return undefined;
+    const env: NodeJS.ProcessEnv = { ...process.env, ...definition.env };
+    return hookedLaunch({
+      command: definition.command,
+      args: definition.args ?? [],
+      env,
+      cwd: definition.cwd ?? options.defaultCwd ?? process.cwd(),
+      attention: definition.attention,
+      hooks: this.settings().attentionHooks !== false,
+      notify: this.hooks.notify,
+      inbox: this.hooks.inbox,
+      tracker,
+    });
+  }
+
+  private spawnTree(
+    definition: AgentDefinition,
+    { io, options, plan }: { io: TerminalMode; options: LaunchOptions; plan?: HookedLaunch },
+  ): OwnedTree {
+    const common = {
+      id: plan?.id,
+      command: definition.command,
+      args: plan?.args ?? definition.args ?? [],
+      label: definition.name,
+      cwd: definition.cwd ?? options.defaultCwd,
+    };
+    // A tree started from inside a hooked tree is not that tree: it never posts with the other's key.
+    const env = { ...definition.env, ...(plan?.env ?? { [NOTIFY_VARIABLE]: undefined }) };
+    if (io !== 'pty') return this.owner.spawn({ ...common, env, stdio: 'pipe' });
+    // TERM and COLORTERM as VS Code's own terminals set them; the definition's env may say otherwise.
+    return this.owner.spawnTerminal({
+      ...common,
+      env: { TERM: DEFAULT_TERM, COLORTERM: 'truecolor', ...env },
+      cols: options.size?.cols,
+      rows: options.size?.rows,
+    });
+  }
+
+  /** The run's output into its buffer; a terminal's also through the scanner of notification sequences. */
+  private wireOutput(run: AgentRun): void {
+    const pty = run.pty;
+    if (pty) {
+      const scanner = new EscapeScanner((signal) => run.attention.signal(terminalSignal(signal)));
+      pty.on('data', (d: string) => {
+        run.output.push(d);
+        scanner.feed(d);
+      });
+      return;
+    }
+    const child = run.tree.child as unknown as ChildProcess;
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => run.output.push(d));
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+      run.output.push(d);
+      if (run.kind === 'mcp') for (const line of d.split('\n')) if (line.trim()) this.log.info(`[${run.name}] ${line}`);
+    });
+    child.stdin?.on('error', () => {}); // writing to an agent that exited is not an error of ours
   }
 
   /** Ctrl-C: through the terminal's tty for a terminal run, else SIGINT to the run's process group. */
@@ -311,7 +388,7 @@ export class AgentRuns extends EventEmitter {
     this.emit('changed', run);
     const report = await this.ownerKill(run, graceSeconds);
     if (report.survivors)
-      this.log.warn(`${run.name} (tree ${id}): ${why}: ${report.survivors} processes survived (${report.survivorPids.join(', ')})`);
+      this.log.warn(`${run.name} (tree ${id}): ${why}: ${processCount(report.survivors)} survived (${report.survivorPids.join(', ')})`);
     return report;
   }
 

@@ -28,7 +28,10 @@ export type ParsedArgs =
       cgroups: boolean;
       mcp: boolean;
       watchdog: boolean;
+      /** `--attention claude|codex|none`: the CLI whose hooks it gets, where the executable cannot prove it. */
+      attention?: 'claude' | 'codex' | 'none';
     } & Common)
+  | ({ command: 'notify'; agent?: string; message?: string; idle: boolean; payload?: string } & Common)
   | ({ command: 'sweep'; cgroups: boolean; owner?: ProcessIdentity } & Common)
   | ({ command: 'ps'; cgroups: boolean } & Common)
   | ({ command: 'kill'; treeId: string } & Common);
@@ -45,6 +48,10 @@ const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
   '--json': { value: false, commands: ['sweep', 'ps'] },
   '--owner': { value: true, commands: ['sweep'] },
   '--verbose': { value: false, commands: ['run', 'sweep', 'kill'] },
+  '--attention': { value: true, commands: ['run'] },
+  '--agent': { value: true, commands: ['notify'] },
+  '--message': { value: true, commands: ['notify'] },
+  '--idle': { value: false, commands: ['notify'] },
 };
 
 /** The longest timeout or grace period, in ms: what a ms count can hold exactly (some 285,000 years). */
@@ -62,12 +69,18 @@ function seconds(option: string, text: string, allowZero: boolean): number {
   return ms;
 }
 
+function attentionOf(value: string | true | undefined): 'claude' | 'codex' | 'none' | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'claude' || value === 'codex' || value === 'none') return value;
+  throw new UsageError(`--attention takes claude, codex or none, not "${String(value)}"`);
+}
+
 export function parseArgs(argv: string[]): ParsedArgs {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     return { command: 'help', graceMs: 5000, json: false, verbose: false };
   }
-  if (!['run', 'sweep', 'ps', 'kill'].includes(command)) throw new UsageError(`unknown command "${command}"`, true);
+  if (!['run', 'sweep', 'ps', 'kill', 'notify'].includes(command)) throw new UsageError(`unknown command "${command}"`, true);
   return commandArgs(command, splitArgs(command, rest));
 }
 
@@ -127,6 +140,18 @@ function commandArgs(command: string, { values, positional, cmd }: SplitArgs): P
         cgroups: values['--no-cgroup'] !== true,
         mcp: values['--mcp'] === true,
         watchdog: values['--no-watchdog'] !== true,
+        attention: attentionOf(values['--attention']),
+        ...common,
+      };
+    case 'notify':
+      // Codex passes its event as one JSON argument; a person or a script passes --message.
+      if (positional.length > 1) throw new UsageError("'notify' takes at most one argument (the agent's JSON)");
+      return {
+        command,
+        agent: values['--agent'] as string | undefined,
+        message: values['--message'] as string | undefined,
+        idle: values['--idle'] === true,
+        payload: positional[0],
         ...common,
       };
     case 'sweep': {

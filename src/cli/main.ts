@@ -2,10 +2,11 @@
  * `agent-trees`: the command-line front end to the process-tree core. It uses the tree owner (`run`), the sweep
  * and the queries on recorded trees (`ps`, `kill`), and nothing below them.
  *
- *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
+ *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
  *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
  *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
  *   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
+ *   agent-trees notify [--agent claude|codex] [--message TEXT] [--idle] [JSON]
  */
 import * as os from 'os';
 import {
@@ -22,6 +23,7 @@ import {
   processCore,
   processCount,
   ptyProblem,
+  PtyRoot,
   RecordStore,
   selfIdentity,
   SIGHUP_IGNORED_VARIABLE,
@@ -31,16 +33,20 @@ import {
   TreeOwner,
   WATCHDOG_GRACE_MS,
 } from '../proc';
+import { NOTIFY_VARIABLE } from '../agents/attentionChannel';
 import { UsageError, parseArgs, ParsedArgs } from './args';
 import { defaultRecordsDir, realRecordsDir, recordsDirProblem } from './recordsDir';
+import { notify } from './notify';
 import { processTerminal, relayWanted, TtyRelay } from './relay';
+import { RunAttention } from './runAttention';
 import { openTerminalOutput } from './terminalOutput';
 
 const USAGE = `Usage:
-  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--verbose] -- CMD [ARGS...]
+  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
   agent-trees ps [--records DIR] [--no-cgroup] [--json]
   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
+  agent-trees notify [--agent claude|codex] [--message TEXT] [--idle] [JSON]
 
 Runs CMD as an owned process tree and kills all of it on timeout (exit 124), on Ctrl-C (130), SIGTERM (143),
 SIGHUP or the death of this command's parent (129), on any other catchable fatal signal N (128+N), and when
@@ -48,7 +54,10 @@ CMD exits (unless --keep-descendants); if this command is itself killed outright
 the tree within about 2 s (unless --no-watchdog).
 --mcp (a stdio MCP server): stdin is passed on to CMD, and when it closes (the client stopped the server)
 the whole tree ends at once (exit 0).
-Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.`;
+Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.
+Typed in a terminal of a VS Code window with Agent Trees, 'run' shows the window when the agent waits for you,
+and gives Claude Code and Codex (proven from their npm package, or named by --attention) their notification hooks.
+'notify' is what those hooks run, inside the tree: it tells the tree's owner that the agent waits (or is idle).`;
 
 // Run by an editor's launcher with Electron as Node (see the extension's terminal launcher): what CMD starts must
 // not inherit that, or any Electron app it runs would start as plain Node.
@@ -95,6 +104,51 @@ const FATAL_SIGNALS = [
 
 const SIGNAL_WHY: Partial<Record<NodeJS.Signals, string>> = { SIGINT: 'interrupted', SIGTERM: 'terminated', SIGHUP: 'hung up' };
 
+/** A fatal signal as `run` answers it: the code it exits with and the reason it logs. */
+interface FatalSignal {
+  code: number;
+  why: string;
+}
+
+/**
+ * Calls `onSignal` on each of FATAL_SIGNALS this platform lets Node listen to; returns the function that unhooks it.
+ * A hang-up ignored where this command started (nohup) is only logged: Node resets an inherited SIG_IGN, so the
+ * listener stands in for it.
+ */
+function onFatalSignals(onSignal: (signal: FatalSignal) => void, log: Logger): () => void {
+  const unhooks: (() => void)[] = [];
+  for (const signal of FATAL_SIGNALS) {
+    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
+    if (number === undefined) continue; // not on this platform
+    const listener =
+      signal === 'SIGHUP' && HUP_IGNORED
+        ? () => log.info('hung up: ignored, as SIGHUP was where this command started (nohup)')
+        : () => onSignal({ code: 128 + number, why: SIGNAL_WHY[signal] ?? `received ${signal}` });
+    try {
+      process.on(signal, listener);
+    } catch {
+      continue; // this platform cannot listen to it (Windows)
+    }
+    unhooks.push(() => process.off(signal, listener));
+  }
+  return () => unhooks.forEach((unhook) => unhook());
+}
+
+/**
+ * The first fatal signal that comes while `run` starts CMD, held until the run is supervised: unheld, its default
+ * action would end this process between the spawn and `superviseRun`, leaving the tree to the watchdog.
+ */
+interface HeldSignals {
+  first?: FatalSignal;
+  release(): void;
+}
+
+function holdFatalSignals(log: Logger): HeldSignals {
+  const held: HeldSignals = { release: () => {} };
+  held.release = onFatalSignals((signal) => (held.first ??= signal), log);
+  return held;
+}
+
 /** setTimeout's limit: a longer delay fires at once (TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -125,6 +179,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
+  if (args.command === 'notify') return notify(args);
   const given = args.records ?? defaultRecordsDir();
   const problem = recordsDirProblem(given, args.command === 'run');
   if (problem) {
@@ -142,6 +197,7 @@ async function main(argv: string[]): Promise<number> {
     case 'kill':
       return kill(args, records);
   }
+  return 2;
 }
 
 type RunArgs = ParsedArgs & { command: 'run' };
@@ -152,6 +208,7 @@ async function run(args: RunArgs, records: string): Promise<number> {
   const stderr = openTerminalOutput(2, process.stderr);
   const say = (text: string) => (stderr ?? process.stderr).write(text);
   const log = stderrLogger(args.verbose, say);
+  const held = holdFatalSignals(log);
   const owner = new TreeOwner({
     core: processCore(),
     recordsDir: records,
@@ -161,10 +218,16 @@ async function run(args: RunArgs, records: string): Promise<number> {
     watchdog: args.watchdog ? { cliPath: __filename, graceMs: Math.min(args.graceMs, WATCHDOG_GRACE_MS) } : undefined,
   });
   await owner.prepare();
+  if (held.first) {
+    held.release();
+    log.warn(`${held.first.why} before ${args.cmd[0]} started: not started`);
+    return held.first.code;
+  }
   let started: StartedRun;
   try {
-    started = startRun(owner, args, log);
+    started = startRun(owner, args, log, records);
   } catch (e) {
+    held.release();
     if (e instanceof SpawnError) {
       say(`agent-trees: ${e.message}\n`);
       await stderr?.flush(FLUSH_MS);
@@ -172,7 +235,7 @@ async function run(args: RunArgs, records: string): Promise<number> {
     }
     throw e;
   }
-  const code = await superviseRun({ owner, args, log, say, ...started });
+  const code = await superviseRun({ owner, args, log, say, held, ...started });
   // What is still queued for a terminal that reads again soon; one that stays stalled does not hold the exit.
   await Promise.all([stderr?.flush(FLUSH_MS), started.relay?.flush(FLUSH_MS)]);
   return code;
@@ -186,13 +249,18 @@ interface StartedRun {
   tree: OwnedTree;
   relay?: TtyRelay;
   mcpStdin?: NodeJS.WritableStream;
+  /** In a window's terminal: the tree's attention state, told to the window (runAttention.ts). */
+  attention?: RunAttention;
 }
+
+/** A tree started from inside a hooked tree is not that tree: it never posts with the other's key. */
+const NO_NOTIFY = { [NOTIFY_VARIABLE]: undefined };
 
 /**
  * Spawns CMD. Typed in a terminal (in its foreground), the agent gets a terminal of its own, relayed (relay.ts);
  * otherwise stdio is passed on. --mcp keeps its stdio: that is the server's protocol. Throws SpawnError.
  */
-function startRun(owner: TreeOwner, args: RunArgs, log: Logger): StartedRun {
+function startRun(owner: TreeOwner, args: RunArgs, log: Logger, records: string): StartedRun {
   const wanted = !args.mcp && relayWanted();
   const noPty = wanted ? ptyProblem() : undefined;
   if (noPty) log.warn(`${noPty}: ${args.cmd[0]} gets this terminal without being its controlling terminal`);
@@ -202,22 +270,50 @@ function startRun(owner: TreeOwner, args: RunArgs, log: Logger): StartedRun {
     label: args.label,
     deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
   };
-  if (wanted && !noPty) {
-    const size = processTerminal().size();
-    const tree = owner.spawnTerminal({ ...spawn, cols: size?.cols, rows: size?.rows, encoding: null });
-    const relay = new TtyRelay(tree.child);
-    relay.start();
-    return { tree, relay };
-  }
+  if (wanted && !noPty) return startRelayed(owner, { args, log, records, spawn });
   // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
-  const tree = owner.spawn({ ...spawn, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
+  const tree = owner.spawn({ ...spawn, env: NO_NOTIFY, stdio: args.mcp ? ['pipe', 'inherit', 'inherit'] : 'inherit' });
   return { tree, mcpStdin: tree.child.stdin ?? undefined };
+}
+
+/** A run on a terminal of its own, relayed to ours; in a window's terminal, with its attention state. */
+function startRelayed(
+  owner: TreeOwner,
+  {
+    args,
+    log,
+    records,
+    spawn,
+  }: { args: RunArgs; log: Logger; records: string; spawn: { command: string; args: string[]; label?: string; deadline?: number } },
+): StartedRun {
+  const attention = RunAttention.inWindowTerminal(records, log);
+  const plan = attention?.plan(args.cmd, args.attention);
+  const size = processTerminal().size();
+  let tree: OwnedTree<PtyRoot>;
+  try {
+    tree = owner.spawnTerminal({
+      ...spawn,
+      id: plan?.id,
+      args: plan?.args ?? spawn.args,
+      env: plan?.env ?? NO_NOTIFY,
+      cols: size?.cols,
+      rows: size?.rows,
+      encoding: null,
+    });
+  } catch (e) {
+    attention?.dispose();
+    throw e;
+  }
+  const relay = new TtyRelay(tree.child, processTerminal(), attention?.watch);
+  relay.start();
+  return { tree, relay, attention };
 }
 
 interface SupervisedRun extends StartedRun {
   owner: TreeOwner;
   args: RunArgs;
   log: Logger;
+  held: HeldSignals;
   /** Writes to stderr (without blocking, when it is a terminal). */
   say: (text: string) => unknown;
 }
@@ -239,6 +335,8 @@ function superviseRun(run: SupervisedRun): Promise<number> {
       resolve(code);
     };
     cancels.push(...watchRunEnds(run, finish));
+    run.held.release();
+    if (run.held.first) void finish(run.held.first.code, run.held.first.why);
     // Said once every way the run ends is watched: whoever reads it may signal the run at once.
     run.log.info(`tree ${run.tree.record.id}: tier ${run.tree.tier}`);
   });
@@ -248,7 +346,7 @@ function superviseRun(run: SupervisedRun): Promise<number> {
 type Finish = (code: number, why: string, keep?: boolean, ended?: string) => Promise<void>;
 
 async function endRun(
-  { owner, args, log, tree, relay, say }: SupervisedRun,
+  { owner, args, log, tree, relay, say, attention }: SupervisedRun,
   why: string,
   keep: boolean,
   ended: string | undefined,
@@ -257,6 +355,7 @@ async function endRun(
   // The agent's output may stop mid-line: ours starts on a line of its own.
   const sayEnded = () => ended && say(`${relay ? '\n' : ''}agent-trees: ${ended}\n`);
   if (keep) {
+    attention?.dispose();
     relay?.restore();
     sayEnded();
     owner.release(id);
@@ -265,6 +364,7 @@ async function endRun(
     // After the agent's last output and before ours (raw mode prints no carriage returns).
     if (relay) await relay.drainAndRestore();
     sayEnded();
+    attention?.dispose();
     if (why) log.warn(`${why}: ended ${processCount(report.signalled)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
     else if (report.signalled > 0 || report.survivors > 0) {
       log.info(
@@ -292,20 +392,7 @@ function watchRunEnds({ args, tree, mcpStdin, say, log }: SupervisedRun, finish:
   if (args.timeoutMs > 0) {
     cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
   }
-  for (const signal of FATAL_SIGNALS) {
-    const number = os.constants.signals[signal as keyof typeof os.constants.signals];
-    if (number === undefined) continue; // not on this platform
-    const ignored = signal === 'SIGHUP' && HUP_IGNORED;
-    const onSignal = ignored
-      ? () => log.info('hung up: ignored, as SIGHUP was where this command started (nohup)')
-      : () => void finish(128 + number, SIGNAL_WHY[signal] ?? `received ${signal}`);
-    try {
-      process.on(signal, onSignal);
-    } catch {
-      continue; // this platform cannot listen to it (Windows)
-    }
-    cancels.push(() => process.off(signal, onSignal));
-  }
+  cancels.push(onFatalSignals(({ code, why }) => void finish(code, why), log));
   // The parent died: nobody is left to wait for the tree, so it goes too (unless a hang-up is to be ignored: the
   // parent then is the shell that the hang-up ended).
   if (HUP_IGNORED) return cancels;

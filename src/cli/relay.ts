@@ -86,6 +86,12 @@ function inForeground(): boolean {
   }
 }
 
+/** What looks at the relayed bytes on their way (as latin1 strings: one character per byte). */
+export interface RelayWatch {
+  input(text: string): void;
+  output(text: string): void;
+}
+
 export class TtyRelay {
   private restored = true;
   private wasRaw = false;
@@ -94,7 +100,12 @@ export class TtyRelay {
   constructor(
     private readonly root: PtyRoot,
     private readonly terminal: RelayTerminal = processTerminal(),
+    private readonly watch?: RelayWatch,
   ) {}
+
+  private watched(data: Buffer | string, look: (text: string) => void): void {
+    look(typeof data === 'string' ? data : data.toString('latin1'));
+  }
 
   start(): void {
     const { input, output } = this.terminal;
@@ -102,12 +113,17 @@ export class TtyRelay {
     this.restored = false;
     input.setRawMode?.(true);
     this.terminal.rawOutput?.();
-    const onInput = (data: Buffer | string) => this.root.write(data);
+    const watch = this.watch;
+    const onInput = (data: Buffer | string) => {
+      if (watch) this.watched(data, watch.input);
+      this.root.write(data);
+    };
     input.on('data', onInput);
     input.resume();
     this.subscriptions.push(() => input.off('data', onInput));
 
     const onOutput = (data: Buffer | string) => {
+      if (watch) this.watched(data, watch.output);
       // A slow reader (stdout on a pipe) holds the agent back instead of filling this process's memory.
       if (!output.write(data)) {
         this.root.pause();

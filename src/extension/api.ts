@@ -56,11 +56,26 @@ export interface ApiTree {
   state: AgentRun['state'];
   /** ms since the epoch, or null without a deadline. */
   deadline: number | null;
+  /** Whether the agent waits for someone (its hooks, its terminal's notifications; a key ends a wait). */
+  attention: ApiAttention;
   /**
    * The live members, read when first asked for (for every tree of the same `list()` at once) through the view's
    * member source; none once the run has ended.
    */
   readonly members: ApiMember[];
+}
+
+export interface ApiAttention {
+  /** `ended` once the run is no longer running. */
+  state: 'working' | 'waiting' | 'idle' | 'ended';
+  /** The agent's own words ("Claude needs your permission"), or null. */
+  message: string | null;
+  /** What it asks about, when its hook says (a tool and its command), or null. */
+  detail: string | null;
+  /** When this state began, ms since the epoch. */
+  since: number;
+  /** What said so: the agent's `hook`, its `terminal` (OSC 9, 777, 99, a bell), or null (a key, or the start). */
+  source: 'hook' | 'terminal' | null;
 }
 
 export interface ApiMember {
@@ -111,9 +126,22 @@ function listTrees(runs: AgentRuns, runMembers: RunMembers): ApiTree[] {
       pgid: run.tree.record.pgid,
       state: run.state,
       deadline: run.deadline ?? null,
+      attention: apiAttention(run),
       get members() {
         return (members ??= live ? membersOf(run.id) : []);
       },
     };
   });
+}
+
+function apiAttention(run: AgentRun): ApiAttention {
+  const a = run.attention.current;
+  const running = run.live && run.state === 'running';
+  return {
+    state: running ? a.state : 'ended',
+    message: running ? (a.message ?? null) : null,
+    detail: running ? (a.detail ?? null) : null,
+    since: running ? a.since : (run.endedAt ?? a.since),
+    source: running ? (a.source ?? null) : null,
+  };
 }

@@ -36,6 +36,7 @@ export type CommandParts = Pick<
   | 'mcp'
   | 'sweeper'
   | 'statusBar'
+  | 'waiting'
 >;
 
 /**
@@ -57,6 +58,7 @@ const COMMANDS: Record<string, Command> = {
   'agentTrees.copyMcpWrapper': copyMcpWrapper,
   'agentTrees.showTerminal': showTerminal,
   'agentTrees.deadlineActions': deadlineActions,
+  'agentTrees.showWaitingAgent': showWaitingAgent,
 };
 
 export function registerCommands(parts: CommandParts): vscode.Disposable[] {
@@ -181,6 +183,11 @@ async function deadlineActions({ statusBar, picks, runs }: CommandParts): Promis
   if (!action) return;
   if ('kill' in action) announceKill(run.name, await runs.kill(run.id, 'killed'), run);
   else runs.extend(run.id, action.extendSeconds);
+}
+
+/** The waiting count in the status bar, clicked: the terminal of the agent waiting longest; returns its tree id. */
+function showWaitingAgent({ waiting }: CommandParts): string | undefined {
+  return waiting.showLongestWaiting();
 }
 
 function graceMs({ settings }: CommandParts): number {

@@ -19,6 +19,7 @@ import {
   windowKey,
 } from '../proc';
 import { AgentTreesApi, createApi } from './api';
+import { WaitingAgents } from './attention';
 import { inBackground } from './background';
 import { registerCommands } from './commands';
 import { ContextKeys } from './contextKeys';
@@ -74,8 +75,8 @@ export class AgentTreesController implements vscode.Disposable {
     this.parts = { log, settings: basics.settings, ...processes, ...ui };
     this.contextKeys = new ContextKeys(this.parts.runs, this.parts.windowTerminals);
     this.windowLease = this.leaseWindow();
-    const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh } = this.parts;
-    this.disposables.push(terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh);
+    const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting } = this.parts;
+    this.disposables.push(terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting);
     this.connectEvents(this.contextKeys, this.windowLease);
     this.disposables.push(...registerCommands(this.parts));
     this.start();
@@ -105,7 +106,7 @@ export class AgentTreesController implements vscode.Disposable {
    * window lease whether this host owns trees. Given what it connects, so it cannot run before they exist.
    */
   private connectEvents(contextKeys: ContextKeys, windowLease: WindowLease): void {
-    const { owner, runs, windowTerminals, viewRefresh, sweeper, mcp } = this.parts;
+    const { owner, runs, windowTerminals, viewRefresh, sweeper, mcp, waiting } = this.parts;
     const owning = () => windowLease.setActive(owner.list().length > 0);
     owner.on('spawned', owning);
     owner.on('ended', owning);
@@ -125,6 +126,7 @@ export class AgentTreesController implements vscode.Disposable {
         this.settingProblems.report(this.settings);
         sweeper.schedule(this.settings.sweepIntervalSeconds);
         mcp.definitionsMayHaveChanged();
+        waiting.applyEnvironment();
         viewRefresh.schedule();
       }),
       vscode.workspace.onDidChangeWorkspaceFolders(() => mcp.definitionsMayHaveChanged()),
@@ -230,11 +232,23 @@ function buildProcessParts({ context, log, settings }: Basics): ProcessParts {
 
 /** The view, its refresh, the status bar, the sweeps, Launch Agent and the picks. */
 function buildUiParts(
-  { log, settings }: Basics,
+  { context, log, settings }: Basics,
   processes: ProcessParts,
   found: { settingProblems: SettingProblems; recordsProblem: string | undefined },
 ): Omit<ExtensionParts, keyof ProcessParts | 'log' | 'settings'> {
   const { owner, runs, terminals, windowTerminals, records, source, runMembers, mcp } = processes;
+  const later: { viewRefresh?: ViewRefresh } = {};
+  const waiting = new WaitingAgents({
+    context,
+    runs,
+    terminals,
+    windowTerminals,
+    records,
+    log,
+    settings,
+    cliScript: path.join(context.extensionPath, 'dist', 'cli.js'),
+    onChange: () => later.viewRefresh?.refreshIfVisible(),
+  });
   const provider = new ProcessTreeProvider({
     runs,
     windowTerminals,
@@ -243,19 +257,23 @@ function buildUiParts(
     showOrphans: () => !settings().sweepOnActivation,
     onError: (m) => log.warn(m),
     mcpServers: () => mcp.servers(),
+    windowAttention: (id) => waiting.windowAttention(id),
   });
   const view = vscode.window.createTreeView('agentTrees.processTrees', { treeDataProvider: provider, showCollapseAll: true });
+  const viewRefresh = new ViewRefresh({
+    view,
+    provider,
+    source,
+    windowTerminals,
+    intervalMs: () => settings().refreshIntervalSeconds * 1000,
+    log,
+  });
+  later.viewRefresh = viewRefresh;
   return {
     provider,
     view,
-    viewRefresh: new ViewRefresh({
-      view,
-      provider,
-      source,
-      windowTerminals,
-      intervalMs: () => settings().refreshIntervalSeconds * 1000,
-      log,
-    }),
+    viewRefresh,
+    waiting,
     statusBar: new DeadlineStatusBar(runs, () => settings().timeoutWarningSeconds),
     sweeper: new Sweeper({
       store: owner.store,

@@ -4,6 +4,7 @@
  */
 import type * as vscode from 'vscode';
 import type { AgentRuns } from '../agents/runs';
+import type { WaitingAgents } from './attention';
 import type { TreeMembersSource, TreeOwner } from '../proc';
 import type { Launcher } from './launcher';
 import type { McpServers } from './mcp';
@@ -42,4 +43,6 @@ export interface ExtensionParts {
   sweeper: Sweeper;
   launcher: Launcher;
   picks: Picks;
+  /** Agents waiting for you: the status bar count, the notifications, the hook channel. */
+  waiting: WaitingAgents;
 }

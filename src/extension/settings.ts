@@ -25,6 +25,8 @@ export interface Settings {
   cgroups: 'auto' | 'off';
   /** What happens to the processes a terminal's shell leaves running when the terminal closes. */
   terminalsOnClose: 'ask' | 'end' | 'keep';
+  /** Whether Claude Code and Codex get their notification hooks at launch (`agentTrees.attention.hooks`). */
+  attentionHooks: boolean;
   /** Settings whose value was unusable, with what was wrong (their defaults are used). */
   problems: string[];
   /** Deprecated settings that are set and count (their new name is not set), with the name to use instead. */
@@ -114,6 +116,7 @@ export function readSettings(): Settings {
     killDescendantsOnExit: bool('killDescendantsOnExit', true),
     cgroups: cgroupsValue === 'off' ? 'off' : 'auto',
     terminalsOnClose: onClose === 'end' || onClose === 'keep' ? onClose : 'ask',
+    attentionHooks: bool('attention.hooks', true),
     problems,
     deprecated,
   };

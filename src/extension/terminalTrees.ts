@@ -19,6 +19,7 @@ import {
   liveOwnership,
   MemberInfo,
   processCore,
+  processCount,
   processKey,
   readShell,
   RecordFile,
@@ -283,7 +284,7 @@ export class WindowTerminals implements vscode.Disposable {
   private async endLeft(what: string, shell: TerminalShell, left: MemberInfo[], closing: TerminalClosing): Promise<TerminalClosing> {
     const report = await endLeftovers(processCore().killer, { shell, left, graceMs: this.deps.graceMs(), log: this.deps.log });
     this.deps.log.info(
-      `${what}: ended ${report.signalled} process(es)` +
+      `${what}: ended ${processCount(report.signalled)}` +
         (report.survivors ? `; ${report.survivors} survived: ${report.survivorPids.join(', ')}` : ''),
     );
     vscode.window.setStatusBarMessage(

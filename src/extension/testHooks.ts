@@ -6,7 +6,9 @@
  */
 import * as vscode from 'vscode';
 import { SourceStats } from '../proc';
+import type { HookCallOutcome } from '../agents/attentionInbox';
 import type { AgentTreesApi } from './api';
+import type { AttentionEntry, ShownNotification } from './attention';
 import type { ExtensionParts } from './parts';
 import type { Settings } from './settings';
 import { TerminalState } from './terminal';
@@ -45,6 +47,20 @@ export interface AgentTreesTestHooks {
   terminalCount(): number;
   /** A run's recent output (what its terminal shows when opened), or undefined for an unknown tree. */
   output(treeId: string): string | undefined;
+  /**
+   * Agents waiting for you: every agent with an attention state (the window's `agent-trees run` trees too), the
+   * waiting count in the status bar, the notifications shown, and the hook calls taken or refused.
+   */
+  attention(): AttentionFacts;
+}
+
+export interface AttentionFacts {
+  entries: AttentionEntry[];
+  statusBar: { visible: boolean; text: string };
+  notifications: ShownNotification[];
+  hookCalls: HookCallOutcome[];
+  /** The attention folder (in the records folder). */
+  folder: string;
 }
 
 /** The exports of a development or test host: the API, and the hooks. */
@@ -75,7 +91,7 @@ export function exposesTestHooks(mode: vscode.ExtensionMode): boolean {
 /** What the hooks look through. */
 export type TestHookParts = Pick<
   ExtensionParts,
-  'settings' | 'statusBar' | 'view' | 'provider' | 'source' | 'windowTerminals' | 'terminals' | 'runs'
+  'settings' | 'statusBar' | 'view' | 'provider' | 'source' | 'windowTerminals' | 'terminals' | 'runs' | 'waiting'
 >;
 
 /** What activation measured and found. */
@@ -102,6 +118,13 @@ export function createTestHooks(parts: TestHookParts, facts: ActivationFacts): A
     terminalState: (treeId) => terminals.state(treeId),
     terminalCount: () => terminals.openCount,
     output: (treeId) => runs.get(treeId)?.output.text(),
+    attention: () => ({
+      entries: parts.waiting.entries(),
+      statusBar: parts.waiting.statusBar(),
+      notifications: [...parts.waiting.shown],
+      hookCalls: [...parts.waiting.inbox.outcomes],
+      folder: parts.waiting.folder.dir,
+    }),
   };
 }
 

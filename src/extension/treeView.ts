@@ -13,6 +13,7 @@
 import * as vscode from 'vscode';
 import { AgentRuns } from '../agents/runs';
 import { recordedTreeQuery, TreeMembersSource } from '../proc';
+import type { AttentionInput } from './attentionView';
 import type { McpServerState } from './mcp';
 import { OwnerRecordsReader } from './ownerRecords';
 import { WindowTerminals } from './terminalTrees';
@@ -33,6 +34,8 @@ export interface ProcessTreeProviderOptions {
   onError: (message: string) => void;
   /** The MCP servers VS Code runs through the wrapper in this window. */
   mcpServers: () => McpServerState[];
+  /** Whether the agent of another owner's tree waits (attention.ts). */
+  windowAttention?: (treeId: string) => AttentionInput | undefined;
 }
 
 export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode.Disposable {
@@ -88,6 +91,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
       mcpServers,
       cpu: this.cpu,
       l10n: vscode.l10n,
+      windowAttention: this.options.windowAttention,
     });
     const model = buildView(input, vscode.l10n);
     this.windowTrees = windowTrees;

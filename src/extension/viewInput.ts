@@ -6,6 +6,7 @@
  */
 import type { AgentRun, Localizer } from '../agents/runs';
 import type { MemberInfo, TreeRecord } from '../proc';
+import type { AttentionInput } from './attentionView';
 import type { CpuSamples, OrphanInput, RunInput, TerminalInput, ViewInput, WindowTreeInput } from './viewModel';
 
 /** A tree of another live owner of this window, as the view last saw it. */
@@ -21,6 +22,7 @@ export type RunSource = Pick<
 > & {
   definition: Pick<AgentRun['definition'], 'command' | 'args'>;
   tree: { tier: string; record: Pick<TreeRecord, 'rootPid' | 'pgid'> };
+  attention?: Pick<AgentRun['attention'], 'current'>;
 };
 
 /** One snapshot's members, as the member source answers a query. */
@@ -61,6 +63,8 @@ export interface ViewSources {
   cpu: CpuSamples;
   /** Localizes the words of a run's ending line. */
   l10n: Localizer;
+  /** Whether the agent of another owner's tree waits, as its `agent-trees run` says. */
+  windowAttention?: (treeId: string) => AttentionInput | undefined;
 }
 
 export interface ViewInputs {
@@ -80,7 +84,8 @@ export function viewInputOf(sources: ViewSources): ViewInputs {
   for (const { tree, ownerPid, members: treeMembers } of windowRecordTrees(snapshot, sources.liveRecords)) {
     members.set(tree.id, treeMembers);
     windowTrees.set(tree.id, { record: tree, ownerPid });
-    windowTreeInputs.push(windowTreeInput(tree, ownerPid, tree.label));
+    const attention = sources.windowAttention?.(tree.id);
+    windowTreeInputs.push({ ...windowTreeInput(tree, ownerPid, tree.label), ...(attention ? { attention } : {}) });
   }
   for (const server of sources.mcpServers) {
     if (windowTrees.has(server.id)) continue;
@@ -144,6 +149,7 @@ function runInputOf(r: RunSource, l10n: Localizer): RunInput {
     rootPid: r.tree.record.rootPid,
     pgid: r.tree.record.pgid,
     tier: r.tree.tier,
+    ...(r.attention ? { attention: r.attention.current } : {}),
   };
 }
 

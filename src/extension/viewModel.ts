@@ -7,6 +7,7 @@
  */
 import type { Localizer, RunState } from '../agents/runs';
 import type { MemberInfo } from '../proc';
+import { AttentionInput, attentionShown, waitingFirst } from './attentionView';
 import { commandLabel, escapeMarkdown, formatBytes, formatDuration } from './viewFormat';
 
 export type { Localizer } from '../agents/runs';
@@ -28,6 +29,8 @@ export interface RunInput {
   rootPid: number;
   pgid: number;
   tier: string;
+  /** Whether it waits for someone (src/agents/attention.ts). */
+  attention?: AttentionInput;
 }
 
 /**
@@ -44,6 +47,8 @@ export interface WindowTreeInput {
   deadline?: number;
   tier: string;
   mcp?: { state: 'running' | 'stopped' | 'killed' };
+  /** Whether its agent waits for someone, as its `agent-trees run` says. */
+  attention?: AttentionInput;
 }
 
 /** One of the window's terminals with a shell process. */
@@ -132,18 +137,20 @@ interface Build {
 /** Builds every row of the view. */
 export function buildView(input: ViewInput, l10n: Localizer): ViewModel {
   const build: Build = { input, l10n, cpu: new Map(), processCount: new Map() };
-  const rows: Row[] = [];
+  const agents: { row: Row; waitingSince?: number }[] = [];
   const runs = [...input.runs].sort((a, b) => Number(b.live) - Number(a.live));
   for (const run of runs) {
     const id = `run:${run.id}`;
     const tree = subtree(build, { topId: id, top: { kind: 'run', runId: run.id }, members: run.live ? membersOf(input, run.id) : [] });
-    rows.push(runRow(id, run, tree, build));
+    agents.push({ row: runRow(id, run, tree, build), waitingSince: waitingSince(run.live && run.state === 'running', run.attention, l10n) });
   }
   for (const t of input.windowTrees) {
     const id = `window:${t.id}`;
     const top: TopTarget = { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid };
-    rows.push(windowTreeRow(id, t, subtree(build, { topId: id, top, members: membersOf(input, t.id) }), build));
+    const row = windowTreeRow(id, t, subtree(build, { topId: id, top, members: membersOf(input, t.id) }), build);
+    agents.push({ row, waitingSince: waitingSince(!t.mcp, t.attention, l10n) });
   }
+  const rows: Row[] = waitingFirst(agents);
   for (const t of input.terminals) {
     const id = `terminal:${t.shellKey}`;
     const top: TopTarget = { kind: 'terminal', shellKey: t.shellKey, shellPid: t.shellPid };
@@ -151,6 +158,11 @@ export function buildView(input: ViewInput, l10n: Localizer): ViewModel {
   }
   if (input.orphans.length > 0) rows.push(orphansRow(input.orphans, l10n));
   return { rows, cpu: build.cpu, processCount: build.processCount };
+}
+
+/** When a running agent's wait began, if it waits. */
+function waitingSince(running: boolean, attention: AttentionInput | undefined, l10n: Localizer): number | undefined {
+  return running ? attentionShown(attention, l10n).waitingSince : undefined;
 }
 
 function membersOf(input: ViewInput, key: string): MemberInfo[] {
@@ -270,23 +282,25 @@ function sizeParts(tree: Subtree, l10n: Localizer): string[] {
 
 function runRow(id: string, run: RunInput, tree: Subtree, { input: { now }, l10n }: Build): Row {
   const left = run.live ? timeLeft(run.deadline, now, l10n) : undefined;
-  const parts = [stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n) : [])];
+  const attention = run.live && run.state === 'running' ? attentionShown(run.attention, l10n) : { signature: '' };
+  const parts = [attention.words ?? stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n) : [])];
   const [icon, color] = STATE_ICONS[run.state];
   let tooltip =
     `**${escapeMarkdown(run.name)}** (${run.kind})\n\n\`\`\`shell\n${run.command.join(' ')}\n\`\`\`\n\n` +
     l10n.t('Tree {0} · root pid {1} · group {2} · tier {3}', run.id, run.rootPid, run.pgid, run.tier);
   if (!run.live || run.state !== 'running') tooltip += `\n\n${escapeMarkdown(run.endingText)}`;
+  if (attention.tooltip) tooltip += `\n\n${escapeMarkdown(attention.tooltip)}`;
   return {
     id,
     target: { kind: 'run', runId: run.id },
     label: run.name,
     description: parts.join(' · '),
     tooltip: { text: tooltip, markdown: true },
-    icon: { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color },
+    icon: attention.icon ?? { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color },
     contextValue: ['agent', run.live ? 'live' : 'ended', run.live && run.deadline ? 'deadline' : ''].filter(Boolean).join('.'),
     children: tree.roots,
     command: { command: 'agentTrees.showTerminal', title: l10n.t('Show Agent Terminal') },
-    signature: [run.state, run.live, left ?? '', run.exitCode ?? '', run.exitSignal ?? '', tree.signature].join('|'),
+    signature: [run.state, run.live, left ?? '', run.exitCode ?? '', run.exitSignal ?? '', attention.signature, tree.signature].join('|'),
   };
 }
 
@@ -297,7 +311,8 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, build: Bui
     l10n,
   } = build;
   const left = timeLeft(t.deadline, now, l10n);
-  const parts = [l10n.t('agent-trees run'), ...(left ? [left] : []), ...sizeParts(tree, l10n)];
+  const attention = attentionShown(t.attention, l10n);
+  const parts = [l10n.t('agent-trees run'), ...(attention.words ? [attention.words] : []), ...(left ? [left] : []), ...sizeParts(tree, l10n)];
   return {
     id,
     target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
@@ -313,13 +328,13 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, build: Bui
           t.pgid,
           t.tier,
           t.ownerPid,
-        ),
+        ) + (attention.tooltip ? `\n\n${escapeMarkdown(attention.tooltip)}` : ''),
       markdown: true,
     },
-    icon: { id: 'pulse', color: 'charts.green' },
+    icon: attention.icon ?? { id: 'pulse', color: 'charts.green' },
     contextValue: t.deadline ? 'windowTree.live.deadline' : 'windowTree.live',
     children: tree.roots,
-    signature: [left ?? '', tree.signature].join('|'),
+    signature: [left ?? '', attention.signature, tree.signature].join('|'),
   };
 }
 

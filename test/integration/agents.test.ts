@@ -6,8 +6,12 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
-import { EXTENSION_ID, waitFor } from './harness';
-import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile, testHooks } from './fixtures';
+import { EXTENSION_ID } from './harness';
+import { waitFor } from '../support/wait';
+import { api, pidFile, testHooks } from './fixtures';
+import { FIXTURE } from '../support/repo';
+import { fixturePids } from '../support/fixtures';
+import { aliveOf } from '../support/started';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
 
@@ -40,24 +44,23 @@ describe('Agent Trees: agents in a real extension host', function () {
   it('launches an agent from settings; the view data lists its members; Kill Agent Tree ends all, the setsid child too', async () => {
     const id = await vscode.commands.executeCommand<string>('agentTrees.launchAgent', 'setsid-agent');
     assert.ok(id, 'launchAgent returned a tree id');
-    const roles = await fixturePids(setsidPids);
+    const { roles, all } = await fixturePids(setsidPids);
     const setsidChild = roles.get('setsid')![0];
-    const listed = await waitFor(() => {
+    await waitFor('the setsid child among the members the view data lists', () => {
       const t = trees.list().find((x) => x.id === id);
       return !!t && t.members.some((m) => m.pid === setsidChild);
     });
-    assert.ok(listed, 'the setsid child is listed among the members');
     const tree = trees.list().find((x) => x.id === id)!;
     assert.strictEqual(tree.name, 'setsid-agent');
     assert.strictEqual(tree.state, 'running');
-    assert.deepStrictEqual(tree.members.map((m) => m.pid).sort(), allPids(roles).sort());
+    assert.deepStrictEqual(tree.members.map((m) => m.pid).sort(), all.sort());
     assert.ok(tree.members.every((m) => m.command.length > 0));
 
     const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
     assert.strictEqual(result?.survivors, 0);
     assert.ok(result!.signalled >= 2);
-    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0), `alive: ${anyAlive(allPids(roles))}`);
-    assert.ok(await waitFor(() => trees.list().find((x) => x.id === id)?.state === 'killed'));
+    await waitFor(() => `alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0);
+    await waitFor('the run to show killed', () => trees.list().find((x) => x.id === id)?.state === 'killed');
   });
 
   it('launches by a definition argument, through the API too', async () => {
@@ -68,13 +71,13 @@ describe('Agent Trees: agents in a real extension host', function () {
       args: ['daemon', file],
       timeoutSeconds: 0,
     });
-    const roles = await fixturePids(file);
+    const { all } = await fixturePids(file);
     const viaApi = await trees.launch({ name: 'via-api', command: 'sleep', args: ['60'], timeoutSeconds: 0 });
     assert.ok(trees.list().some((t) => t.id === viaApi && t.state === 'running'));
     const a = await trees.kill(id);
     const b = await trees.kill(viaApi);
     assert.strictEqual(a.survivors + b.survivors, 0);
-    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0), 'the daemon died with its tree');
+    await waitFor('the daemon died with its tree', () => aliveOf(all).length === 0);
   });
 
   it('a timeout ends the tree, and the status bar shows the countdown, then hides it', async () => {
@@ -83,24 +86,24 @@ describe('Agent Trees: agents in a real extension host', function () {
     await config().update('timeoutWarningSeconds', 60, vscode.ConfigurationTarget.Global);
     const id = await trees.launch({ name: 'short-lived', command: FIXTURE, args: ['ignore-term', file], timeoutSeconds: 8 });
     const bar = hooks.statusBar(); // read at once: the deadline is 8 s away however slow the machine is
-    const roles = await fixturePids(file);
+    const { all } = await fixturePids(file);
     assert.strictEqual(bar.visible, true);
     assert.match(bar.text, /^\$\(watch\) short-lived 0:0[0-8]$/);
     assert.strictEqual(bar.warning, true, 'under timeoutWarningSeconds: warning background');
-    assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'timed out', 15_000), 'state shows timed out');
-    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000), 'SIGTERM-ignoring members die after the grace');
-    assert.ok(await waitFor(() => !hooks.statusBar().visible, 5000), 'the countdown is hidden again');
+    await waitFor('state shows timed out', () => trees.list().find((t) => t.id === id)?.state === 'timed out', 15_000);
+    await waitFor('SIGTERM-ignoring members die after the grace', () => aliveOf(all).length === 0, 10_000);
+    await waitFor('the countdown is hidden again', () => !hooks.statusBar().visible, 5000);
     await config().update('timeoutWarningSeconds', undefined, vscode.ConfigurationTarget.Global);
   });
 
   it('closing the agent terminal ends the tree', async () => {
     const file = pidFile();
     const id = await trees.launch({ name: 'terminal-agent', command: FIXTURE, args: ['deep', file], timeoutSeconds: 0 });
-    const roles = await fixturePids(file);
-    const terminal = await waitForValue(() => vscode.window.terminals.find((t) => t.name === 'Agent: terminal-agent'));
+    const { all } = await fixturePids(file);
+    const terminal = await waitFor('the terminal-agent terminal', () => vscode.window.terminals.find((t) => t.name === 'Agent: terminal-agent'), 5000);
     terminal.dispose();
-    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000), `alive: ${anyAlive(allPids(roles))}`);
-    assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'killed'));
+    await waitFor(() => `alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0, 10_000);
+    await waitFor('the run to show killed', () => trees.list().find((t) => t.id === id)?.state === 'killed');
   });
 
   it('runs an MCP server without a terminal until one is asked for', async () => {
@@ -121,7 +124,7 @@ describe('Agent Trees: agents in a real extension host', function () {
     assert.ok(!vscode.window.terminals.some((t) => t.name === 'Agent: mcp-server'), 'no terminal of its own');
     assert.strictEqual((await trees.kill(agent)).survivors, 0);
     await vscode.commands.executeCommand('agentTrees.showTerminal', id);
-    await waitForValue(() => vscode.window.terminals.find((t) => t.name === 'Agent: mcp-server'));
+    await waitFor('the mcp-server terminal', () => vscode.window.terminals.find((t) => t.name === 'Agent: mcp-server'), 5000);
     const r = await trees.kill(id);
     assert.strictEqual(r.survivors, 0);
   });
@@ -147,7 +150,7 @@ describe('Agent Trees: agents in a real extension host', function () {
       vscode.ConfigurationTarget.Workspace,
     );
     try {
-      assert.ok(await waitFor(() => trees.agents().some((a) => a.name === 'from-workspace')), 'the workspace definition is read');
+      await waitFor('the workspace definition is read', () => trees.agents().some((a) => a.name === 'from-workspace'));
       assert.deepStrictEqual(
         trees.agents(),
         [{ name: 'from-workspace', kind: 'mcp', from: 'workspace' }],
@@ -158,7 +161,7 @@ describe('Agent Trees: agents in a real extension host', function () {
     } finally {
       await config().update('agents', undefined, vscode.ConfigurationTarget.Workspace);
     }
-    assert.ok(await waitFor(() => trees.agents().some((a) => a.name === 'setsid-agent' && a.from === 'user')), 'back to the user settings');
+    await waitFor('back to the user settings', () => trees.agents().some((a) => a.name === 'setsid-agent' && a.from === 'user'));
   });
 
   it('keeps a record of its trees while they run, in the documented format, and none once they end', async () => {
@@ -170,11 +173,7 @@ describe('Agent Trees: agents in a real extension host', function () {
     const t = record.trees.find((x: { id: string }) => x.id === id);
     assert.strictEqual(t.envTag, `AGENT_TREES_TREE_ID=${id}`);
     await trees.kill(id);
-    assert.ok(
-      await waitFor(
-        () => !fs.existsSync(file) || !JSON.parse(fs.readFileSync(file, 'utf8')).trees.some((x: { id: string }) => x.id === id),
-      ),
-    );
+    await waitFor('the tree to leave the record', () => !fs.existsSync(file) || !JSON.parse(fs.readFileSync(file, 'utf8')).trees.some((x: { id: string }) => x.id === id));
   });
 
   it('registers a handler for every command it contributes', async () => {
@@ -191,9 +190,3 @@ describe('Agent Trees: agents in a real extension host', function () {
     );
   });
 });
-
-async function waitForValue<T>(fn: () => T | undefined, timeoutMs = 5000): Promise<T> {
-  let value: T | undefined;
-  assert.ok(await waitFor(() => (value = fn()) !== undefined, timeoutMs), 'timed out');
-  return value!;
-}

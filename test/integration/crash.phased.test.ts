@@ -9,18 +9,12 @@ import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { inPhase, killHostAfterResult, log, processes, waitFor } from './harness';
-import {
-  allPids,
-  api,
-  checkEndedBeforeThisHost,
-  FIXTURE,
-  fixturePids,
-  PHASE_OUTLIVING_S,
-  pidFile,
-  REPO,
-  watchAfterHostKill,
-} from './fixtures';
+import { inPhase, killHostAfterResult, log } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
+import { api, checkEndedBeforeThisHost, PHASE_OUTLIVING_S, pidFile, watchAfterHostKill } from './fixtures';
+import { FIXTURE, REPO } from '../support/repo';
+import { fixturePids } from '../support/fixtures';
 
 interface Fallback {
   ownerPid: number;
@@ -43,9 +37,9 @@ inPhase(1, 'crash: agents with helpers, then the extension host is SIGKILLed', (
     await trees.launch({ name: 'crash-stubborn', command: FIXTURE, args: ['ignore-term', files.stubborn], env, timeoutSeconds: 0 });
     await trees.launch({ name: 'crash-daemon', command: FIXTURE, args: ['daemon-devnull', files.daemon], env, timeoutSeconds: 0 });
     const pids = [
-      ...allPids(await fixturePids(files.setsid)),
-      ...allPids(await fixturePids(files.stubborn)),
-      ...allPids(await fixturePids(files.daemon)),
+      ...(await fixturePids(files.setsid)).all,
+      ...(await fixturePids(files.stubborn)).all,
+      ...(await fixturePids(files.daemon)).all,
     ];
     await watchAfterHostKill('crash', pids);
     log(`[crash] host ${process.pid} leaves ${pids.length} processes: ${pids.join(', ')}`);
@@ -64,14 +58,14 @@ inPhase(1, 'crash: agents with helpers, then the extension host is SIGKILLed', (
       .trim()
       .split(' ');
     assert.strictEqual(watchdog, '0', 'no watchdog');
-    const helpers = allPids(await fixturePids(pids));
+    const helpers = (await fixturePids(pids)).all;
     const fallback: Fallback = {
       ownerPid: owner.pid!,
       recordFile: path.join(trees.recordsDir, `${owner.pid}.json`),
       helpers: helpers.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),
     };
     owner.kill('SIGKILL');
-    assert.ok(await waitFor(() => !processes.isAlive(owner.pid!)));
+    await waitFor('the owner to be gone', () => !processes.isAlive(owner.pid!));
     assert.ok(fs.existsSync(fallback.recordFile));
     fs.writeFileSync(await fallbackFile(), JSON.stringify(fallback));
   });
@@ -88,7 +82,7 @@ inPhase(2, 'crash: what the killed host left', () => {
     const fallback: Fallback = JSON.parse(fs.readFileSync(await fallbackFile(), 'utf8'));
     const alive = () => fallback.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid);
     // The activation sweep runs in the background: wait for it, without triggering one ourselves.
-    assert.ok(await waitFor(() => alive().length === 0, 20_000), `still alive: ${alive().join(', ')}`);
-    assert.ok(await waitFor(() => !fs.existsSync(fallback.recordFile), 5000), `${fallback.recordFile} is still there`);
+    await waitFor(() => `still alive: ${alive().join(', ')}`, () => alive().length === 0, 20_000);
+    await waitFor(() => `${fallback.recordFile} is still there`, () => !fs.existsSync(fallback.recordFile), 5000);
   });
 });

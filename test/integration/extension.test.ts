@@ -12,6 +12,7 @@ const API_MEMBERS = ['agents', 'kill', 'launch', 'list', 'mcp', 'recordsDir', 's
 /** What only tests and the benchmark use: never on the API itself. */
 const HOOK_MEMBERS = [
   'answerTerminalQuestion',
+  'attention',
   'output',
   'recordsProblem',
   'settings',

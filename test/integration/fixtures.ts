@@ -1,37 +1,20 @@
-// Shared by the integration tests: fixture trees (test/fixtures/tree.sh), their pids, and the extension's API.
+// Shared by the integration tests: pid files of fixture trees, the extension's API, and what a phase hands over to the
+// next (test/support has the fixtures' pids and the waiting).
 import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import type { AgentTreesTestExports, AgentTreesTestHooks } from '../../src/extension/testHooks';
-import { EXTENSION_ID, log, processes, REPO, waitFor } from './harness';
+import { EXTENSION_ID, log } from './harness';
+import { processes, REPO, tmpDir } from '../support/repo';
+import { waitFor } from '../support/wait';
 
-export { REPO };
-export const FIXTURE = path.join(REPO, 'test', 'fixtures', 'tree.sh');
-
+/** A pid file for a fixture tree (test/fixtures/tree.sh), in a folder of its own. */
 export function pidFile(): string {
-  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-it-')), 'pids');
+  return path.join(tmpDir('agent-trees-it-'), 'pids');
 }
-
-/** "role pid" lines of a fixture, once it wrote `ready`. */
-export async function fixturePids(file: string): Promise<Map<string, number[]>> {
-  assert.ok(
-    await waitFor(() => fs.existsSync(file) && /^ready /m.test(fs.readFileSync(file, 'utf8')), 10_000),
-    `fixture ${file} not ready`,
-  );
-  const roles = new Map<string, number[]>();
-  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-    const [role, pid] = line.split(' ');
-    if (role && pid && role !== 'ready') roles.set(role, [...(roles.get(role) ?? []), Number(pid)]);
-  }
-  return roles;
-}
-
-export const allPids = (roles: Map<string, number[]>) => [...roles.values()].flat();
-export const anyAlive = (pids: number[]) => pids.filter((p) => processes.isAlive(p));
 
 export async function api(): Promise<AgentTreesApi> {
   return vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!.activate();
@@ -55,11 +38,13 @@ export function shortKillGrace(): void {
   after(() => setGrace(undefined));
 }
 
-/** What a phase leaves for the next one to check: this host, its record file, and its processes. */
+/** What a phase leaves for the next one to check: this host, its record file, its processes and their trees' cgroups. */
 export interface HostHandover {
   hostPid: number;
   recordFile: string;
   helpers: { pid: number; startTicks: number }[];
+  /** The cgroups of the agent trees the helpers run in (none without the cgroup tier). */
+  cgroups: string[];
 }
 
 function handoverFile(trees: AgentTreesApi, name: string): string {
@@ -73,16 +58,21 @@ export async function writeHandover(name: string, pids: number[]): Promise<HostH
     hostPid: process.pid,
     recordFile: path.join(trees.recordsDir, `${process.pid}.json`),
     helpers: pids.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),
+    cgroups: [...new Set(pids.map((pid) => processes.agentTreeCgroupOf(pid)).filter((c): c is string => c !== undefined))],
   };
   assert.ok(fs.existsSync(handover.recordFile), 'this host records its trees');
   fs.writeFileSync(handoverFile(trees, name), JSON.stringify(handover));
   return handover;
 }
 
-export async function readHandover(name: string): Promise<HostHandover & { alive(): number[] }> {
+export async function readHandover(name: string): Promise<HostHandover & { alive(): number[]; cgroupsLeft(): string[] }> {
   const handover: HostHandover = JSON.parse(fs.readFileSync(handoverFile(await api(), name), 'utf8'));
   assert.notStrictEqual(process.pid, handover.hostPid, 'a new extension host');
-  return { ...handover, alive: () => handover.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid) };
+  return {
+    ...handover,
+    alive: () => handover.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid),
+    cgroupsLeft: () => handover.cgroups.filter((dir) => fs.existsSync(dir)),
+  };
 }
 
 /** What test/fixtures/monitor.js saw, in ms since boot. */
@@ -120,7 +110,7 @@ export async function startMonitor(name: string, recordFile: string, pids: numbe
     env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', LIFETIME: String(PHASE_OUTLIVING_S) },
   });
   child.unref();
-  assert.ok(await waitFor(() => fs.existsSync(out), 10_000), 'the monitor started');
+  await waitFor('the monitor started', () => fs.existsSync(out), 10_000);
   return out;
 }
 
@@ -133,7 +123,7 @@ export async function monitorReport(out: string, timeoutMs = 60_000): Promise<Mo
       return undefined;
     }
   };
-  assert.ok(await waitFor(() => read()?.done !== undefined, timeoutMs), `the monitor (${out}) did not finish`);
+  await waitFor(() => `the monitor (${out}) did not finish`, () => read()?.done !== undefined, timeoutMs);
   return read()!;
 }
 
@@ -172,4 +162,5 @@ export async function checkEndedBeforeThisHost(name: string, how: string): Promi
   );
   assert.ok(report.recordGoneAt! < thisHostStarted && report.processesGoneAt! < thisHostStarted, 'done before this window existed');
   assert.deepStrictEqual(handover.alive(), []);
+  assert.deepStrictEqual(handover.cgroupsLeft(), [], "the watchdog removed the trees' cgroups");
 }

@@ -9,8 +9,11 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { continueInNextHost, inPhase, processes, RESULT_FILE_VAR, waitFor } from './harness';
+import { continueInNextHost, inPhase, RESULT_FILE_VAR } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 import { api, testHooks } from './fixtures';
+import type { ApiRow } from '../../src/extension/testHooks';
 
 interface Broken {
   /** The extension's global storage folder, a file now. */
@@ -80,24 +83,23 @@ inPhase(6, 'a global storage folder that cannot hold records', () => {
         shellArgs: ['-c', `sleep 300 & echo $! > ${childFile}; wait`],
       });
       const shellPid = await terminal.processId;
-      assert.ok(
-        await waitFor(() => fs.existsSync(childFile) && fs.readFileSync(childFile, 'utf8').trim() !== '', 10_000),
-        'the child started',
-      );
+      await waitFor('the child started', () => fs.existsSync(childFile) && fs.readFileSync(childFile, 'utf8').trim() !== '', 10_000);
       child = Number(fs.readFileSync(childFile, 'utf8'));
       childStart = processes.readStat(child)?.startTicks;
-      let row;
-      const until = Date.now() + 20_000;
-      while (Date.now() < until) {
-        row = (await hooks.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === shellPid);
-        if (row && JSON.stringify(row.children).includes(`"pid":${child}`)) break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      let row: ApiRow | undefined;
+      await waitFor(
+        'the view to show the terminal with its child',
+        async () => {
+          row = (await hooks.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === shellPid);
+          return row && JSON.stringify(row.children).includes(`"pid":${child}`);
+        },
+        { timeoutMs: 20_000, everyMs: 200 },
+      ).catch(() => undefined); // the assertions below say what the view showed
       assert.ok(row && row.target.kind === 'terminal', `the view shows the terminal: ${JSON.stringify(row)}`);
       assert.ok(JSON.stringify(row.children).includes(`"pid":${child}`), `with its child ${child} beneath: ${JSON.stringify(row)}`);
       const ended = await vscode.commands.executeCommand<{ signalled: number }>('agentTrees.endTerminal', row.target.shellKey);
       assert.ok(ended && ended.signalled >= 1, JSON.stringify(ended));
-      assert.ok(await waitFor(() => !processes.isAlive(child), 10_000), 'the child was ended');
+      await waitFor('the child was ended', () => !processes.isAlive(child), 10_000);
 
       assert.deepStrictEqual(await trees.sweep(), { trees: 0, killed: 0 }, 'a sweep runs, and finds nothing to end');
     } finally {

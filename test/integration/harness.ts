@@ -1,20 +1,8 @@
 // Helpers shared by the integration suite (index.ts) and its tests: the test phase this extension host
-// runs in, phase-only test blocks, the request to SIGKILL this extension host once the result is written,
-// and the harness-side process helper.
+// runs in, phase-only test blocks, and the request to SIGKILL this extension host once the result is written.
+// Waiting, fixtures and the harness-side process helper are test/support's, shared with the other suites.
 import * as fs from 'fs';
-import * as path from 'path';
 import * as util from 'util';
-import type * as Processes from '../support/processes';
-
-/** The repository (this file runs as out/test/integration/harness.js). */
-export const REPO = path.resolve(__dirname, '..', '..', '..');
-
-/**
- * Reading /proc and killing by pid + start time, independent of the extension's core on purpose (the tests
- * check the core). Plain JavaScript shared with scripts/host, loaded from the source tree.
- */
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript with no build step, by path
-export const processes: typeof Processes = require(path.join(REPO, 'test', 'support', 'processes.js'));
 
 /** Environment variable naming the file the suite writes its result to (set by the runner). */
 export const RESULT_FILE_VAR = 'AGENT_TREES_TEST_RESULT';
@@ -112,14 +100,4 @@ export function isReloadRequested(): boolean {
 /** Whether a test called killHostAfterResult(). */
 export function isHostKillRequested(): boolean {
   return killRequested !== undefined;
-}
-
-/** Polls `predicate` every 50 ms until it is true or `timeoutMs` passes; returns its last value. */
-export async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
 }

@@ -10,8 +10,12 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import type { AgentTreesTestHooks, ApiRow } from '../../src/extension/testHooks';
-import { EXTENSION_ID, log, processes, waitFor } from './harness';
-import { api, pidFile, REPO, shortKillGrace, testHooks } from './fixtures';
+import { pidsUnder } from '../support/rows';
+import { EXTENSION_ID, log } from './harness';
+import { processes } from '../support/repo';
+import { sleep, waitFor } from '../support/wait';
+import { api, pidFile, shortKillGrace, testHooks } from './fixtures';
+import { REPO } from '../support/repo';
 
 const MCP_FIXTURE = path.join(REPO, 'test', 'fixtures', 'mcp-server.js');
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -41,10 +45,7 @@ function lines(file: string): { role: string; value: string }[] {
  */
 async function serverTree(file: string, generation: number): Promise<{ server: number; helper: number; setsid: number; all: number[] }> {
   const nth = (role: string) => lines(file).filter((l) => l.role === role)[generation - 1]?.value;
-  assert.ok(
-    await waitFor(() => !!nth('server') && !!nth('ready'), 20_000),
-    `start ${generation} of the server in ${file}: ${JSON.stringify(lines(file))}`,
-  );
+  await waitFor(() => `start ${generation} of the server in ${file}: ${JSON.stringify(lines(file))}`, () => !!nth('server') && !!nth('ready'), 20_000);
   const [server, helper, setsid] = ['server', 'root', 'setsid'].map((r) => Number(nth(r)));
   for (const pid of [server, helper, setsid]) startTicks.set(pid, processes.readStat(pid)?.startTicks ?? -1);
   return { server, helper, setsid, all: [server, helper, setsid] };
@@ -63,23 +64,20 @@ async function serverRow(
   state: 'running' | 'stopped' | 'killed',
 ): Promise<ApiRow> {
   let row: ApiRow | undefined;
-  const until = Date.now() + 10_000;
-  while (Date.now() < until) {
-    row = (await hooks.view()).find(
-      (r) =>
-        r.target.kind === 'windowTree' &&
-        (match.name === undefined || r.label === match.name) &&
-        (match.treeId === undefined || r.target.treeId === match.treeId),
-    );
-    if (row?.description?.startsWith(`MCP server of VS Code · ${state}`)) return row;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`the view shows no MCP server ${JSON.stringify(match)} ${state}: ${JSON.stringify(row)}`);
+  return waitFor(
+    () => `the view to show the MCP server ${JSON.stringify(match)} ${state}: it shows ${JSON.stringify(row)}`,
+    async () => {
+      row = (await hooks.view()).find(
+        (r) =>
+          r.target.kind === 'windowTree' &&
+          (match.name === undefined || r.label === match.name) &&
+          (match.treeId === undefined || r.target.treeId === match.treeId),
+      );
+      return row?.description?.startsWith(`MCP server of VS Code · ${state}`) ? row : undefined;
+    },
+    { timeoutMs: 10_000, everyMs: 100 },
+  );
 }
-
-/** The pids of the process rows beneath a row. */
-const pidsUnder = (row: ApiRow): number[] =>
-  row.children.flatMap((c) => [...(c.target.kind === 'process' ? [c.target.pid] : []), ...pidsUnder(c)]);
 
 const methods = (file: string) =>
   lines(file)
@@ -104,12 +102,15 @@ async function startServer(id: string): Promise<void> {
  */
 async function startUntilRunning(id: string, file: string, generation = 1, timeoutMs = 30_000): Promise<void> {
   const started = () => lines(file).filter((l) => l.role === 'server').length >= generation;
-  const until = Date.now() + timeoutMs;
-  while (!started()) {
-    assert.ok(Date.now() < until, `VS Code did not start ${id} (start ${generation}) within ${timeoutMs / 1000} s`);
-    await Promise.race([startServer(id), new Promise((r) => setTimeout(r, 3000))]);
-    await waitFor(started, 500);
-  }
+  await waitFor(
+    `VS Code to start ${id} (start ${generation})`,
+    async () => {
+      if (started()) return true;
+      await Promise.race([startServer(id), sleep(3000)]);
+      return started();
+    },
+    { timeoutMs, everyMs: 500 },
+  );
 }
 
 /**
@@ -118,10 +119,7 @@ async function startUntilRunning(id: string, file: string, generation = 1, timeo
  */
 async function stopAndWaitForTheEnd(id: string, pids: number[]): Promise<void> {
   const stopping = vscode.commands.executeCommand('workbench.mcp.stopServer', id);
-  assert.ok(
-    await waitFor(() => alive(pids).length === 0, BEFORE_VSCODE_WOULD_MS),
-    `still alive after ${BEFORE_VSCODE_WOULD_MS} ms: ${described(pids)}`,
-  );
+  await waitFor(() => `still alive after ${BEFORE_VSCODE_WOULD_MS} ms: ${described(pids)}`, () => alive(pids).length === 0, BEFORE_VSCODE_WOULD_MS);
   await stopping;
 }
 
@@ -186,15 +184,12 @@ describe('MCP: the wrapper command', function () {
       }) + '\n',
     );
     const tree = await serverTree(file, 1);
-    assert.ok(await waitFor(() => out.includes('"serverInfo"')), `initialize answered: ${out}`);
+    await waitFor(() => `initialize answered: ${out}`, () => out.includes('"serverInfo"'));
     assert.ok(processes.envOf(tree.setsid, 'AGENT_TREES_TREE_ID'), 'the setsid grandchild carries the tree tag');
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.stdin!.end();
     assert.strictEqual(await exited, 0, err);
-    assert.ok(
-      await waitFor(() => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS),
-      `alive: ${described(tree.all)}; the wrapper said: ${err}`,
-    );
+    await waitFor(() => `alive: ${described(tree.all)}; the wrapper said: ${err}`, () => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS);
   });
 });
 
@@ -234,10 +229,7 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
   it('VS Code starts a provided server through agent-trees run: it initializes and lists its tools, and shows as an owned tree', async () => {
     await startUntilRunning(providedId('it-mcp-stop'), files.stop);
     const tree = await serverTree(files.stop, 1);
-    assert.ok(
-      await waitFor(() => ['initialize', 'notifications/initialized', 'tools/list'].every((m) => methods(files.stop).includes(m))),
-      `the client initialized the server and listed its tools: ${methods(files.stop)}`,
-    );
+    await waitFor(() => `the client initialized the server and listed its tools: ${methods(files.stop)}`, () => ['initialize', 'notifications/initialized', 'tools/list'].every((m) => methods(files.stop).includes(m)));
     wrapperOf(tree.server);
     assert.ok(processes.envOf(tree.server, 'AGENT_TREES_TREE_ID'), 'the server carries its tree tag');
     const row = await serverRow(hooks, { name: 'it-mcp-stop' }, 'running');
@@ -269,7 +261,7 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
     // What the view's Kill action passes: the server's row.
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', row);
     assert.strictEqual(report?.survivors, 0);
-    assert.ok(await waitFor(() => alive([...first.all, wrapper]).length === 0), `alive: ${described([...first.all, wrapper])}`);
+    await waitFor(() => `alive: ${described([...first.all, wrapper])}`, () => alive([...first.all, wrapper]).length === 0);
     await serverRow(hooks, { name: 'it-mcp-kill' }, 'killed');
     // Were the server still running in VS Code's eyes, starting it would do nothing.
     await startUntilRunning(providedId('it-mcp-kill'), files.kill, 2);
@@ -292,10 +284,7 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
       [server('it-mcp-stop', files.stop), server('it-mcp-kill', files.kill)],
       vscode.ConfigurationTarget.Global,
     );
-    assert.ok(
-      await waitFor(() => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS),
-      `the removed server's tree: alive ${described(tree.all)}`,
-    );
+    await waitFor(() => `the removed server's tree: alive ${described(tree.all)}`, () => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS);
     await removing;
   });
 });
@@ -338,19 +327,14 @@ describe("MCP: a server of .vscode/mcp.json wrapped by the copied command, in VS
     // VS Code picks the file up through its watcher.
     await startUntilRunning(id, file);
     const tree = await serverTree(file, 1);
-    assert.ok(await waitFor(() => methods(file).includes('tools/list')), `initialized and listed: ${methods(file)}`);
+    await waitFor(() => `initialized and listed: ${methods(file)}`, () => methods(file).includes('tools/list'));
     const wrapper = wrapperOf(tree.server);
     assert.ok(processes.envOf(tree.setsid, 'AGENT_TREES_TREE_ID'), 'the setsid grandchild carries the tree tag');
     let listed: ReturnType<AgentTreesApi['mcp']>['servers'][number] | undefined;
-    assert.ok(
-      await waitFor(
-        () =>
+    await waitFor('listed as a running MCP server', () =>
           !!(listed = trees()
             .mcp()
-            .servers.find((s) => s.rootPid === tree.server && s.state === 'running')),
-      ),
-      'listed as a running MCP server',
-    );
+            .servers.find((s) => s.rootPid === tree.server && s.state === 'running')));
     const row = await serverRow(await testHooks(), { treeId: listed!.id }, 'running');
     assert.deepStrictEqual(
       tree.all.filter((p) => !pidsUnder(row).includes(p)),

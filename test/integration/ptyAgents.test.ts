@@ -9,8 +9,13 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
-import { log, processes, waitFor } from './harness';
-import { allPids, anyAlive, api, FIXTURE, fixturePids, pidFile, shortKillGrace, testHooks } from './fixtures';
+import { log } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
+import { api, pidFile, shortKillGrace, testHooks } from './fixtures';
+import { FIXTURE } from '../support/repo';
+import { fixturePids } from '../support/fixtures';
+import { aliveOf } from '../support/started';
 import { events, ProbeEvent, PROBE, PYTHON } from '../support/ttyProbe';
 
 function reportFile(): string {
@@ -19,19 +24,13 @@ function reportFile(): string {
 
 async function event(file: string, match: (e: ProbeEvent) => boolean, what: string, timeoutMs = 10_000): Promise<ProbeEvent> {
   let found: ProbeEvent | undefined;
-  assert.ok(
-    await waitFor(() => (found = events(file).find(match)) !== undefined, timeoutMs),
-    `no ${what} in ${JSON.stringify(events(file))}`,
-  );
+  await waitFor(() => `no ${what} in ${JSON.stringify(events(file))}`, () => (found = events(file).find(match)) !== undefined, timeoutMs);
   return found!;
 }
 
 async function terminalOf(name: string): Promise<vscode.Terminal> {
   let t: vscode.Terminal | undefined;
-  assert.ok(
-    await waitFor(() => (t = vscode.window.terminals.find((x) => x.name === `Agent: ${name}`)) !== undefined),
-    `terminal of ${name}`,
-  );
+  await waitFor(() => `terminal of ${name}`, () => (t = vscode.window.terminals.find((x) => x.name === `Agent: ${name}`)) !== undefined);
   return t!;
 }
 
@@ -70,16 +69,13 @@ describe('Agent Trees: agents on a terminal of their own', function () {
         events(file)
           .filter((e) => e.event === 'winch')
           .pop()?.size ?? start.size;
-      assert.ok(
-        await waitFor(() => {
+      await waitFor(() => `program size ${JSON.stringify(last)} vs terminal ${JSON.stringify(hooks.terminalState(id)!.size)}`, () => {
           const now = hooks.terminalState(id)!.size!;
           const seen = (events(file)
             .filter((e) => e.event === 'winch')
             .pop()?.size ?? start.size) as number[];
           return seen[0] === now.cols && seen[1] === now.rows;
-        }),
-        `program size ${JSON.stringify(last)} vs terminal ${JSON.stringify(hooks.terminalState(id)!.size)}`,
-      );
+        });
     } finally {
       await trees.kill(id);
     }
@@ -99,10 +95,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.ok(!events(file).some((e) => e.event === 'key' && e.key === '\x03'), 'Ctrl-C is a signal, not a key, in cbreak mode');
     assert.strictEqual(trees.list().find((t) => t.id === id)?.state, 'running', 'SIGINT went to the program, not to a kill');
     terminal.sendText('q', false);
-    assert.ok(
-      await waitFor(() => hooks.terminalState(id)?.ending === 'exited with code 0', 10_000),
-      `ending: ${hooks.terminalState(id)?.ending}`,
-    );
+    await waitFor(() => `ending: ${hooks.terminalState(id)?.ending}`, () => hooks.terminalState(id)?.ending === 'exited with code 0', 10_000);
   });
 
   it('ends input for a line-mode reader on Ctrl-D', async () => {
@@ -114,7 +107,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     await event(file, (e) => e.event === 'line' && e.line === 'hello there', 'the line');
     terminal.sendText('\x04', false);
     await event(file, (e) => e.event === 'eof', 'end of input');
-    assert.ok(await waitFor(() => hooks.terminalState(id)?.ending === 'exited with code 0', 10_000));
+    await waitFor('the terminal to say the agent exited with code 0', () => hooks.terminalState(id)?.ending === 'exited with code 0', 10_000);
   });
 
   it('passes a resize of the panel on as SIGWINCH with the new size', async () => {
@@ -123,17 +116,14 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     await event(file, (e) => e.event === 'waiting', 'waiting');
     const terminal = await terminalOf('tty-resize');
     terminal.show(false);
-    await waitFor(() => hooks.terminalState(id)?.size !== null);
+    await waitFor('the terminal to report its size', () => hooks.terminalState(id)?.size !== null);
     const before = hooks.terminalState(id)!.size!;
     try {
       await vscode.commands.executeCommand('workbench.action.toggleMaximizedPanel');
-      assert.ok(
-        await waitFor(() => {
+      await waitFor(() => `the terminal kept ${JSON.stringify(before)}`, () => {
           const now = hooks.terminalState(id)!.size!;
           return now.rows !== before.rows || now.cols !== before.cols;
-        }),
-        `the terminal kept ${JSON.stringify(before)}`,
-      );
+        });
       const after = hooks.terminalState(id)!.size!;
       await event(
         file,
@@ -150,20 +140,14 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const file = reportFile();
     const id = await trees.launch({ name: 'tty-flood', command: PYTHON, args: [PROBE, file, 'flood', '10000'], timeoutSeconds: 0 });
     await event(file, (e) => e.event === 'flooded', 'flooded');
-    assert.ok(
-      await waitFor(() => hooks.terminalState(id)?.ending === 'exited with code 0', 20_000),
-      `ending: ${hooks.terminalState(id)?.ending}`,
-    );
+    await waitFor(() => `ending: ${hooks.terminalState(id)?.ending}`, () => hooks.terminalState(id)?.ending === 'exited with code 0', 20_000);
     const expected = Array.from({ length: 10_000 }, (_, i) => `line ${i}\r\n`).join('');
     const output = hooks.output(id)!;
     assert.strictEqual(output.length, expected.length, 'nothing lost, nothing added');
     assert.ok(output === expected, 'in order, unchanged (the tty turned \\n into \\r\\n, nothing else did)');
     const state = hooks.terminalState(id)!;
     assert.strictEqual(state.written, expected.length, 'all of it went to the terminal');
-    assert.ok(
-      await waitFor(() => hooks.terminalState(id)!.acked === expected.length, 10_000),
-      `acknowledged ${hooks.terminalState(id)!.acked} of ${expected.length}`,
-    );
+    await waitFor(() => `acknowledged ${hooks.terminalState(id)!.acked} of ${expected.length}`, () => hooks.terminalState(id)!.acked === expected.length, 10_000);
   });
 
   it('shows output written before its terminal opened when it opens', async () => {
@@ -174,12 +158,12 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       showTerminal: false,
       timeoutSeconds: 0,
     });
-    assert.ok(await waitFor(() => (hooks.output(id) ?? '').includes('early-bird')));
+    await waitFor('the early output', () => (hooks.output(id) ?? '').includes('early-bird'));
     assert.strictEqual(hooks.terminalState(id), undefined, 'no terminal was asked for');
     assert.ok(!vscode.window.terminals.some((t) => t.name === 'Agent: tty-later'));
     await vscode.commands.executeCommand('agentTrees.showTerminal', id);
     await terminalOf('tty-later');
-    assert.ok(await waitFor(() => (hooks.terminalState(id)?.written ?? 0) >= 'early-bird\r\n'.length), 'the backlog went to the terminal');
+    await waitFor('the backlog went to the terminal', () => (hooks.terminalState(id)?.written ?? 0) >= 'early-bird\r\n'.length);
     assert.strictEqual(hooks.terminalState(id)!.io, 'pty');
     await trees.kill(id);
   });
@@ -187,22 +171,22 @@ describe('Agent Trees: agents on a terminal of their own', function () {
   it("kills a terminal agent with its helpers; the terminal's ending line and the notification agree", async () => {
     const pids = pidFile();
     const id = await trees.launch({ name: 'tty-kill', command: FIXTURE, args: ['setsid', pids], timeoutSeconds: 0 });
-    const roles = await fixturePids(pids);
+    const { all } = await fixturePids(pids);
     assert.strictEqual(hooks.terminalState(id)?.io, 'pty');
     const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
     assert.strictEqual(result?.survivors, 0);
-    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0), `alive: ${anyAlive(allPids(roles))}`);
-    assert.ok(await waitFor(() => hooks.terminalState(id)?.ending !== null), 'an ending line');
+    await waitFor(() => `alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0);
+    await waitFor('an ending line', () => hooks.terminalState(id)?.ending !== null);
     assert.strictEqual(hooks.terminalState(id)!.ending, `killed: ended ${result!.signalled} processes`);
   });
 
   it("closing a terminal agent's terminal ends its whole tree", async () => {
     const pids = pidFile();
     const id = await trees.launch({ name: 'tty-close', command: FIXTURE, args: ['deep', pids], timeoutSeconds: 0 });
-    const roles = await fixturePids(pids);
+    const { all } = await fixturePids(pids);
     (await terminalOf('tty-close')).dispose();
-    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000), `alive: ${anyAlive(allPids(roles))}`);
-    assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'killed'));
+    await waitFor(() => `alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0, 10_000);
+    await waitFor('the run to show killed', () => trees.list().find((t) => t.id === id)?.state === 'killed');
   });
 
   it("reuses an ended run's terminal for the next run of the same agent", async () => {
@@ -212,10 +196,11 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       const id = await trees.launch({ name: 'tty-again', command: 'sleep', args: ['60'], timeoutSeconds: 0 });
       ids.push(id);
       await trees.kill(id);
-      assert.ok(await waitFor(() => hooks.terminalState(id)?.ending !== null && hooks.terminalState(id)?.ending !== undefined), 'ended');
+      await waitFor('ended', () => hooks.terminalState(id)?.ending !== null && hooks.terminalState(id)?.ending !== undefined);
     }
     assert.strictEqual(vscode.window.terminals.filter((t) => t.name === 'Agent: tty-again').length, 1);
-    assert.strictEqual(hooks.terminalCount(), before + 1);
+    // At most one more: older ended runs the view forgets meanwhile (it keeps 20) take their terminals along.
+    assert.ok(hooks.terminalCount() <= before + 1, `${hooks.terminalCount()} agent terminals, ${before} before`);
     assert.strictEqual(hooks.terminalState(ids[3])!.ending, 'killed: ended 1 process');
   });
 
@@ -228,15 +213,12 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     }
     // One more may stay: the terminal in front of the user is never closed under them.
     const open = () => vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-'));
-    assert.ok(
-      await waitFor(() => open().length <= kept + 1, 10_000),
-      `open: ${open()
+    await waitFor(() => `open: ${open()
         .map((t) => t.name)
         .join(', ')}; active: ${vscode.window.activeTerminal?.name}; runs: ${trees
         .list()
         .map((t) => `${t.name}:${t.state}`)
-        .join(', ')}`,
-    );
+        .join(', ')}`, () => open().length <= kept + 1, 10_000);
     log(
       `[pty] agent terminals open after ${kept + 15} runs: ${vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-')).length}`,
     );
@@ -283,7 +265,7 @@ describe('Agent Trees: agents on a terminal of their own', function () {
       terminal.sendText('q', true);
       // The shell creates the file at the redirection, before echo writes to it: wait for the whole line.
       const exitLine = () => (fs.existsSync(`${file}.exit`) ? fs.readFileSync(`${file}.exit`, 'utf8') : '');
-      assert.ok(await waitFor(() => exitLine().endsWith('\n'), 10_000), 'run ended with its agent');
+      await waitFor('run ended with its agent', () => exitLine().endsWith('\n'), 10_000);
       assert.strictEqual(exitLine().trim(), 'relay-exit=0', "the agent's exit code, not an interrupted run's 130");
     } finally {
       terminal.dispose();
@@ -293,13 +275,10 @@ describe('Agent Trees: agents on a terminal of their own', function () {
   it('ends a terminal agent at its timeout', async () => {
     const pids = pidFile();
     const id = await trees.launch({ name: 'tty-timeout', command: FIXTURE, args: ['ignore-term', pids], timeoutSeconds: 3 });
-    const roles = await fixturePids(pids);
-    assert.ok(await waitFor(() => trees.list().find((t) => t.id === id)?.state === 'timed out', 15_000));
-    assert.ok(await waitFor(() => anyAlive(allPids(roles)).length === 0, 10_000));
-    assert.ok(
-      await waitFor(() => /^timed out after 3 s: ended [1-9]\d* processes$/.test(hooks.terminalState(id)?.ending ?? ''), 10_000),
-      `ending: ${hooks.terminalState(id)?.ending}`,
-    );
-    assert.ok(allPids(roles).every((p) => !processes.isAlive(p)));
+    const { all } = await fixturePids(pids);
+    await waitFor('the run to show timed out', () => trees.list().find((t) => t.id === id)?.state === 'timed out', 15_000);
+    await waitFor(() => `the tree to end; alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0, 10_000);
+    await waitFor(() => `ending: ${hooks.terminalState(id)?.ending}`, () => /^timed out after 3 s: ended [1-9]\d* processes$/.test(hooks.terminalState(id)?.ending ?? ''), 10_000);
+    assert.ok(all.every((p) => !processes.isAlive(p)));
   });
 });

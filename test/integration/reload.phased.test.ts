@@ -1,11 +1,13 @@
 // Reload: phase 2 launches agents with helpers (one ignores SIGTERM) and reloads the window. Phase 3 finds
-// every tree of the old extension host ended by its own shutdown: deactivate() and, where the host cut that
-// short, the SIGKILL in its exit event. Phase 3 runs with the activation sweep off, so nothing else ended them.
+// every tree of the old extension host ended, and its cgroup removed, by its own shutdown: deactivate() and, where
+// the host cut that short, the SIGKILL in its exit event. Phase 3 runs with the activation sweep off, so nothing else ended them.
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { inPhase, log, reloadWindowAfterResult } from './harness';
-import { allPids, api, FIXTURE, fixturePids, pidFile, readHandover, writeHandover } from './fixtures';
+import { api, pidFile, readHandover, writeHandover } from './fixtures';
+import { FIXTURE } from '../support/repo';
+import { fixturePids } from '../support/fixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
 
@@ -17,7 +19,7 @@ inPhase(2, 'reload: agents with helpers, then the window reloads', () => {
     const b = pidFile();
     await trees.launch({ name: 'reload-daemon', command: FIXTURE, args: ['daemon', a], timeoutSeconds: 0 });
     await trees.launch({ name: 'reload-stubborn', command: FIXTURE, args: ['ignore-term', b], timeoutSeconds: 0 });
-    const pids = [...allPids(await fixturePids(a)), ...allPids(await fixturePids(b))];
+    const pids = [...(await fixturePids(a)).all, ...(await fixturePids(b)).all];
     await writeHandover('reload', pids);
     // No sweep in the next host: whatever is dead there was ended by this host's own shutdown.
     await config().update('sweepOnActivation', false, vscode.ConfigurationTarget.Global);
@@ -34,6 +36,7 @@ inPhase(3, 'reload: the old host ended its trees as it shut down', () => {
     try {
       assert.strictEqual(config().get('sweepOnActivation'), false, 'this host did not sweep');
       assert.deepStrictEqual(handover.alive(), [], 'every helper ended with the old host');
+      assert.deepStrictEqual(handover.cgroupsLeft(), [], "the old host's teardown removed its trees' cgroups");
       // Where the host cut deactivate() short, the exit event killed what was left and left the record for
       // a sweep to confirm.
       const swept = await (await api()).sweep();

@@ -11,7 +11,9 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { continueInNextHost, inPhase, log, uptimeMs } from './harness';
-import { allPids, api, FIXTURE, fixturePids, monitorReport, pidFile, startedAtMs, startMonitor } from './fixtures';
+import { api, monitorReport, pidFile, startedAtMs, startMonitor } from './fixtures';
+import { FIXTURE } from '../support/repo';
+import { fixturePids } from '../support/fixtures';
 
 const RELOADS = Number(process.env.AGENT_TREES_RELOADS ?? 20);
 const CRASHES = Number(process.env.AGENT_TREES_RENDERER_CRASHES ?? 3);
@@ -97,7 +99,7 @@ inPhase(5, 'reloads clean up every time', () => {
       const b = pidFile();
       await trees.launch({ name: 'loop-setsid', command: FIXTURE, args: ['setsid', a], timeoutSeconds: 0 });
       await trees.launch({ name: 'loop-stubborn', command: FIXTURE, args: ['ignore-term', b], timeoutSeconds: 0 });
-      const pids = [...allPids(await fixturePids(a)), ...allPids(await fixturePids(b))];
+      const pids = [...(await fixturePids(a)).all, ...(await fixturePids(b)).all];
       const recordFile = path.join(trees.recordsDir, `${process.pid}.json`);
       assert.ok(fs.existsSync(recordFile));
       const monitor = await startMonitor(`loop-${state.iteration}`, recordFile, pids);

@@ -1,6 +1,7 @@
 // The Process Trees view as the workbench renders it, read from the page's DOM (workbenchPage.ts), shown or hidden
 // as a user does (a click on the Agent Trees icon, or on the Explorer's) and scrolled with the mouse wheel. Nothing
 // here goes through the extension's API: what these return is what is on the screen.
+import { waitFor } from '../support/wait';
 import { click, evaluate, PageElement, wheel } from './workbenchPage';
 
 /** A row of the view on the screen. */
@@ -97,12 +98,7 @@ export async function hideView(): Promise<void> {
  * it waited for and what the view showed then.
  */
 export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}; on the screen: ${JSON.stringify(await renderedView())}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  return waitFor(what, probe, { timeoutMs, everyMs: 200 }).catch(async (e: Error) => {
+    throw new Error(`${e.message}; on the screen: ${JSON.stringify(await renderedView())}`);
+  });
 }

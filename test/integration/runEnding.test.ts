@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
 import { api, testHooks } from './fixtures';
-import { waitFor } from './harness';
+import { waitFor } from '../support/wait';
 import { until } from './renderedView';
 import { evaluate, hasPage, PageElement } from './workbenchPage';
 
@@ -58,10 +58,7 @@ describe('Agent Trees: how a run ended, told in one line', function () {
   it("Kill Agent Tree: the notification, the agent's terminal and the log end with the same line", async () => {
     const name = 'told-once';
     const id = await trees.launch({ name, command: 'sh', args: ['-c', 'sleep 120 & sleep 120 & exec sleep 120'], timeoutSeconds: 0 });
-    assert.ok(
-      await waitFor(() => trees.list().find((t) => t.id === id)?.members.length === 3, 10_000),
-      'the agent and its two helpers run',
-    );
+    await waitFor('the agent and its two helpers run', () => trees.list().find((t) => t.id === id)?.members.length === 3, 10_000);
     await vscode.commands.executeCommand('agentTrees.killTree', id);
     const ending = await until("the agent's terminal to show how it ended", async () => hooks.terminalState(id)?.ending ?? undefined);
     assert.strictEqual(ending, 'killed: ended 3 processes');

@@ -3,7 +3,9 @@
 // The host's watchdog (in a session of its own) ends the trees and removes the record; a monitor outside every
 // tree timestamps it. Phase 4 checks the report: all of it was gone before phase 4's host started.
 import { inPhase, killHostAfterResult, log } from './harness';
-import { allPids, api, checkEndedBeforeThisHost, FIXTURE, fixturePids, pidFile, watchAfterHostKill } from './fixtures';
+import { api, checkEndedBeforeThisHost, pidFile, watchAfterHostKill } from './fixtures';
+import { FIXTURE } from '../support/repo';
+import { fixturePids } from '../support/fixtures';
 
 inPhase(3, "editor killed: agents with helpers, then code-server's whole process group is SIGKILLed", () => {
   it('launches agents that leave a setsid child and a SIGTERM-ignoring tree behind', async function () {
@@ -13,7 +15,7 @@ inPhase(3, "editor killed: agents with helpers, then code-server's whole process
     const b = pidFile();
     await trees.launch({ name: 'killed-setsid', command: FIXTURE, args: ['setsid', a], timeoutSeconds: 0 });
     await trees.launch({ name: 'killed-stubborn', command: FIXTURE, args: ['ignore-term', b], timeoutSeconds: 0 });
-    const pids = [...allPids(await fixturePids(a)), ...allPids(await fixturePids(b))];
+    const pids = [...(await fixturePids(a)).all, ...(await fixturePids(b)).all];
     await watchAfterHostKill('server-kill', pids);
     log(`[server-kill] host ${process.pid} runs ${pids.length} processes: ${pids.join(', ')}; killing code-server's process group next`);
     killHostAfterResult('server');

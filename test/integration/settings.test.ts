@@ -3,7 +3,7 @@
 import * as assert from 'assert';
 import * as vscode from 'vscode';
 import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
-import { waitFor } from './harness';
+import { waitFor } from '../support/wait';
 import { testHooks } from './fixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -23,7 +23,7 @@ describe('Agent Trees settings: durations in seconds, older names as deprecated 
 
   /** Waits until the extension has read the settings again and `pick` of them is `expected`. */
   async function read<T>(pick: (s: ReturnType<AgentTreesTestHooks['settings']>) => T, expected: T, what: string): Promise<void> {
-    assert.ok(await waitFor(() => pick(hooks.settings()) === expected, 10_000), `${what}: ${JSON.stringify(pick(hooks.settings()))}`);
+    await waitFor(() => `${what}: ${JSON.stringify(pick(hooks.settings()))}`, () => pick(hooks.settings()) === expected, 10_000);
   }
 
   it('reads the defaults in seconds when nothing is set', async () => {

@@ -6,15 +6,14 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import type { ApiRow } from '../../src/extension/testHooks';
-import { inPhase, processes, waitFor } from './harness';
+import { pidsUnder } from '../support/rows';
+import { inPhase } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 import { api, testHooks } from './fixtures';
 import { Handover, handoverFile } from './terminalFixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
-
-function pidsUnder(row: ApiRow): number[] {
-  return row.children.flatMap((c) => [...(c.target.kind === 'process' ? [c.target.pid] : []), ...pidsUnder(c)]);
-}
 
 inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
   it('finds the shell and its processes alive, the terminal back in the window and the view, and a sweep ends nothing of it', async function () {
@@ -29,20 +28,24 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
         [],
         'the reload teardown ended none of them',
       );
-      let terminal: vscode.Terminal | undefined;
-      for (const until = Date.now() + 20_000; !terminal && Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
-        for (const t of vscode.window.terminals) if ((await t.processId) === handover.shell.pid) terminal = t;
-      }
-      assert.ok(terminal, `no terminal of the window has shell ${handover.shell.pid}: ${vscode.window.terminals.map((t) => t.name)}`);
+      const terminal = await waitFor(
+        () => `a terminal of the window with shell ${handover.shell.pid} (there are ${vscode.window.terminals.map((t) => t.name)})`,
+        async () => {
+          for (const t of vscode.window.terminals) if ((await t.processId) === handover.shell.pid) return t;
+          return undefined;
+        },
+        { timeoutMs: 20_000, everyMs: 200 },
+      );
       let row: ApiRow | undefined;
       const childPids = handover.children.map((c) => c.pid);
-      const deadline = Date.now() + 20_000;
-      while (Date.now() < deadline) {
-        row = (await hooks.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === handover.shell.pid);
-        if (row && childPids.every((p) => pidsUnder(row!).includes(p))) break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      assert.ok(row, 'the view shows the terminal again');
+      await waitFor(
+        'the view to show the terminal again, with its processes',
+        async () => {
+          row = (await hooks.view()).find((r) => r.target.kind === 'terminal' && r.target.shellPid === handover.shell.pid);
+          return row && childPids.every((p) => pidsUnder(row!).includes(p));
+        },
+        { timeoutMs: 20_000, everyMs: 200 },
+      ).catch(() => assert.ok(row, 'the view shows the terminal again'));
       assert.deepStrictEqual(
         childPids.filter((p) => !pidsUnder(row!).includes(p)),
         [],
@@ -57,10 +60,7 @@ inPhase(2, 'after the reload: the kept terminal is not an orphan', () => {
 
       // Closed now, with onClose "end": what it left goes.
       terminal!.dispose();
-      assert.ok(
-        await waitFor(() => handover.children.every((c) => !processes.isAlive(c.pid, c.startTicks)), 15_000),
-        'closing it ended what it left',
-      );
+      await waitFor('closing it ended what it left', () => handover.children.every((c) => !processes.isAlive(c.pid, c.startTicks)), 15_000);
     } finally {
       for (const p of all) if (processes.isAlive(p.pid, p.startTicks)) process.kill(p.pid, 'SIGKILL');
       await config().update('terminals.onClose', undefined, vscode.ConfigurationTarget.Global);

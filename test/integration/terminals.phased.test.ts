@@ -5,8 +5,10 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as vscode from 'vscode';
-import { inPhase, log, processes, reloadWindowAfterResult } from './harness';
-import { api, fixturePids, pidFile } from './fixtures';
+import { inPhase, log, reloadWindowAfterResult } from './harness';
+import { processes } from '../support/repo';
+import { api, pidFile } from './fixtures';
+import { fixturePids } from '../support/fixtures';
 import { Handover, handoverFile } from './terminalFixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -23,7 +25,7 @@ inPhase(2, 'reload with a terminal open: its shell leaves helpers running', () =
     terminal.sendText(
       `F=${file}; sh -c 'trap "" HUP; echo "nohup $$" >> "$1"; exec sleep 300' x "$F" & setsid -f sh -c 'echo "daemon $$" >> "$1"; exec sleep 300' x "$F"; sleep 0.3; echo "ready $$" >> "$F"`,
     );
-    const children = [...(await fixturePids(file)).values()].flat();
+    const children = (await fixturePids(file)).all;
     const handover: Handover = {
       shell: { pid: shellPid, startTicks: processes.readStat(shellPid)!.startTicks },
       children: children.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),

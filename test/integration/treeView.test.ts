@@ -1,16 +1,17 @@
 // The Process Trees view as a user sees it: its rows read from the workbench's DOM (renderedView.ts), never through
 // the extension's API, with the view opened late (in a window that never showed it, after an agent was launched),
-// opened first, and hidden and shown again while trees start and end; and a process row shows the program the
-// process runs now, although an exec kept its pid and start time.
+// opened first, and hidden and shown again while trees start, are killed and exit; and a process row shows the
+// program the process runs now, although an exec kept its pid and start time (an MCP server's row: node, not the
+// cgroup launcher it started as).
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { AgentTreesApi } from '../../src/extension/api';
 import { api, pidFile } from './fixtures';
+import { REPO } from '../support/repo';
 import { hideView, openView, RenderedRow, renderedRows, renderedView, until } from './renderedView';
 import { hasPage } from './workbenchPage';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep, waitFor } from '../support/wait';
 
 /** The top row named `name` and the process rows beneath it, as on the screen (undefined while not shown). */
 function treeRows(rows: RenderedRow[], name: string): { top: RenderedRow; processes: RenderedRow[] } | undefined {
@@ -68,7 +69,7 @@ describe('Agent Trees: the Process Trees view as the workbench renders it', func
   it('opened first: shows an agent as it starts, runs and is killed', async () => {
     await openView();
     const id = await launch('opened-first');
-    await shownAs('opened-first', /^running/, 1);
+    await shownAs('opened-first', /^running · 1 process · /, 1);
     assert.strictEqual((await trees.kill(id)).survivors, 0);
     await shownAs('opened-first', /^killed/, 0);
   });
@@ -86,14 +87,30 @@ describe('Agent Trees: the Process Trees view as the workbench renders it', func
     await shownAs('shown-again-1', /^killed/, 0);
     await hideView();
     const third = await launch('shown-again-3');
-    await sleep(2000);
+    const ends = await trees.launch({ name: 'shown-again-ends', command: 'sh', args: ['-c', 'sleep 1'], kind: 'mcp', timeoutSeconds: 0 });
+    await waitFor('it to exit', () => trees.list().find((t) => t.id === ends)?.state === 'exited', 10_000);
+    await sleep(1000);
     await openView();
     await shownAs('shown-again-3', /^running/, 1);
+    await shownAs('shown-again-ends', /^exited \(0\)/, 0);
     await hideView();
     assert.strictEqual((await trees.kill(third)).survivors, 0);
     await openView();
     await shownAs('shown-again-3', /^killed/, 0);
     await shownAs('shown-again-2', /running · 3 processes/, 3);
+  });
+
+  it("shows an MCP server's row as the program it runs (node ...), never the cgroup launcher it started as", async () => {
+    await openView();
+    // demo-mcp of the demo's settings (demo/workspace/.vscode/settings.json).
+    const server = path.join(REPO, 'demo', 'fake-mcp-server.js');
+    launched.push(await trees.launch({ name: 'demo-mcp', command: 'node', args: [server], kind: 'mcp', timeoutSeconds: 0 }));
+    const label = async () => treeRows(await renderedRows(), 'demo-mcp')?.processes[0]?.label;
+    await until("the server's row", async () => (await label())?.startsWith('node '));
+    await sleep(2500); // past the age at which a command line is no longer read again (linuxProcessTable.ts)
+    const settled = await label();
+    assert.ok(settled?.startsWith('node ') && settled.includes('fake-mcp-server'), `the settled row: ${settled}`);
+    assert.ok(!(await renderedRows()).some((r) => r.label.includes('cgroup.procs')), 'no row shows the cgroup launcher');
   });
 
   it('shows the program a process runs now: an exec keeps its pid and start time, the row follows it', async () => {

@@ -8,7 +8,8 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
-import { log, waitFor } from './harness';
+import { log } from './harness';
+import { waitFor } from '../support/wait';
 import { api } from './fixtures';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
@@ -45,10 +46,7 @@ describe('Agent Trees in Restricted Mode (an untrusted workspace)', function () 
         2,
       ),
     );
-    assert.ok(
-      await waitFor(() => config().inspect('timeoutWarningSeconds')?.workspaceValue === 42, 10_000),
-      'VS Code read the workspace settings',
-    );
+    await waitFor('VS Code read the workspace settings', () => config().inspect('timeoutWarningSeconds')?.workspaceValue === 42, 10_000);
     // VS Code itself leaves restricted workspace values out (restrictedConfigurations); the extension does not rely on it.
     log(`[trust] VS Code shows the workspace's agentTrees.agents: ${config().inspect('agents')?.workspaceValue !== undefined}`);
   });
@@ -63,7 +61,7 @@ describe('Agent Trees in Restricted Mode (an untrusted workspace)', function () 
   });
 
   it('offers only the agents of the user settings', async () => {
-    assert.ok(await waitFor(() => trees.agents().length > 0), 'the user-level agent is offered');
+    await waitFor('the user-level agent is offered', () => trees.agents().length > 0);
     assert.deepStrictEqual(trees.agents(), [{ name: 'user-agent', kind: 'agent', from: 'user' }]);
   });
 
@@ -86,10 +84,7 @@ describe('Agent Trees in Restricted Mode (an untrusted workspace)', function () 
         .list()
         .find((t) => t.id === id)
         ?.members.some((m) => /(^|\/)sleep 61$/.test(m.command)) ?? false;
-    assert.ok(
-      await waitFor(userCommandRuns, 10_000),
-      `the user-level agent runs: ${JSON.stringify(trees.list().find((t) => t.id === id))}`,
-    );
+    await waitFor(() => `the user-level agent runs: ${JSON.stringify(trees.list().find((t) => t.id === id))}`, userCommandRuns, 10_000);
     assert.ok(!fs.existsSync(ranMarker));
     const r = await trees.kill(id);
     assert.strictEqual(r.survivors, 0);

@@ -7,32 +7,27 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
 import type { AgentTreesTestHooks } from '../../src/extension/testHooks';
-import { processes, waitFor } from './harness';
+import { processes } from '../support/repo';
+import { waitFor } from '../support/wait';
 import { api, pidFile, testHooks } from './fixtures';
 
 async function showView(hooks: AgentTreesTestHooks, visible: boolean): Promise<void> {
   await vscode.commands.executeCommand(visible ? 'agentTrees.processTrees.focus' : 'workbench.view.explorer');
-  assert.ok(await waitFor(() => hooks.viewRefresh().visible === visible, 10_000), `the view is ${visible ? 'shown' : 'hidden'}`);
+  await waitFor(() => `the view is ${visible ? 'shown' : 'hidden'}`, () => hooks.viewRefresh().visible === visible, 10_000);
 }
 
 /** Waits until `count` more status-bar countdown ticks have happened (its text changed that often). */
 async function countdownTicks(hooks: AgentTreesTestHooks, count: number): Promise<void> {
   let last = hooks.statusBar().text;
   let seen = 0;
-  assert.ok(
-    await waitFor(
-      () => {
+  await waitFor(() => `${count} countdown ticks`, () => {
         const text = hooks.statusBar().text;
         if (text !== last) {
           last = text;
           seen++;
         }
         return seen >= count;
-      },
-      (count + 3) * 1000,
-    ),
-    `${count} countdown ticks`,
-  );
+      }, (count + 3) * 1000);
 }
 
 describe('Agent Trees: the view refresh in a real extension host', function () {
@@ -59,10 +54,9 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     // A close reads processes (what the terminal left, then the kill): wait until each one has been handled, so
     // that none of it falls into a measurement below.
     const handled = () => closed.every((pid) => hooks.terminalClosings().some((c) => c.shellPid === pid));
-    assert.ok(await waitFor(handled, 30_000), `the closes of terminals ${closed.join(', ')} handled`);
+    await waitFor(() => `the closes of terminals ${closed.join(', ')} handled`, handled, 30_000);
     const rows = async () => (await hooks.view()).filter((r) => r.target.kind === 'terminal').length;
-    for (let i = 0; i < 100 && (await rows()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
-    assert.strictEqual(await rows(), 0, 'no terminal in the view');
+    await waitFor('no terminal in the view', async () => (await rows()) === 0, { timeoutMs: 10_000, everyMs: 100 });
   });
 
   after(async () => {
@@ -75,7 +69,7 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     // An MCP server: no agent terminal opens (a terminal opening is looked at once, to know its shell).
     const id = await trees.launch({ name: 'far-deadline', command: 'sleep', args: ['120'], kind: 'mcp', timeoutSeconds: 600 });
     try {
-      assert.ok(await waitFor(() => hooks.statusBar().visible), 'the countdown shows');
+      await waitFor('the countdown shows', () => hooks.statusBar().visible);
       // What earlier tests set going (a terminal's close, a kill, a sweep) reads processes on its own: wait for
       // 2 s without a read, then count over a longer window, so a reader that comes back is caught.
       let quietSince = Date.now();
@@ -85,7 +79,7 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
         if (now !== reads) [reads, quietSince] = [now, Date.now()];
         return Date.now() - quietSince >= 2000;
       };
-      assert.ok(await waitFor(quiet, 30_000), 'the reads of earlier tests are over');
+      await waitFor('the reads of earlier tests are over', quiet, 30_000);
       const before = hooks.viewRefresh();
       await countdownTicks(hooks, 6);
       const after = hooks.viewRefresh();
@@ -106,11 +100,11 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     });
     try {
       await showView(hooks, true);
-      assert.ok(await waitFor(() => (hooks.viewRefresh().shown[`run:${id}`] ?? []).length === 5, 10_000), 'the view shows its 5 processes');
+      await waitFor('the view shows its 5 processes', () => (hooks.viewRefresh().shown[`run:${id}`] ?? []).length === 5, 10_000);
       const r0 = hooks.viewRefresh().refreshes;
-      assert.ok(await waitFor(() => hooks.viewRefresh().refreshes >= r0 + 2, 8000), 'steady refreshing');
+      await waitFor('steady refreshing', () => hooks.viewRefresh().refreshes >= r0 + 2, 8000);
       const before = hooks.viewRefresh();
-      assert.ok(await waitFor(() => hooks.viewRefresh().refreshes >= before.refreshes + 3, 8000), 'three refreshes');
+      await waitFor('three refreshes', () => hooks.viewRefresh().refreshes >= before.refreshes + 3, 8000);
       const reads = hooks.viewRefresh().processReads - before.processReads;
       const machine = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length;
       assert.ok(reads < machine, `${reads} reads in three refreshes, ${machine} processes on the machine`);
@@ -129,22 +123,19 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     const id = await trees.launch({ name: 'escaping', command: 'sh', args: ['-c', script, file], kind: 'mcp', timeoutSeconds: 0 });
     const root = trees.list().find((t) => t.id === id)!.rootPid;
     const shown = () => hooks.viewRefresh().shown[`run:${id}`] ?? [];
-    assert.ok(await waitFor(() => shown().includes(root), 10_000), 'the view shows the root');
+    await waitFor('the view shows the root', () => shown().includes(root), 10_000);
     fs.writeFileSync(go, '');
     let daemon = 0;
-    assert.ok(
-      await waitFor(() => {
+    await waitFor('the daemon started', () => {
         const m = /^daemon (\d+)$/m.exec(fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
         daemon = m ? Number(m[1]) : 0;
         return daemon > 0;
-      }, 10_000),
-      'the daemon started',
-    );
+      }, 10_000);
     // Within the 10 s full-scan interval in the group tier (at once in the cgroup tier); waited for, not timed.
-    assert.ok(await waitFor(() => shown().includes(daemon), 25_000), `the view shows the daemon ${daemon}`);
+    await waitFor(() => `the view shows the daemon ${daemon}`, () => shown().includes(daemon), 25_000);
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
     assert.strictEqual(report?.survivors, 0);
-    assert.ok(await waitFor(() => !processes.isAlive(daemon), 5000), 'the daemon died with its tree');
+    await waitFor('the daemon died with its tree', () => !processes.isAlive(daemon), 5000);
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The terminal program of the pseudo-terminal tests (test/fixtures/ttyprobe.py) and its report, one JSON event a
- * line: shared by the unit tests (test/unit/ptyHelpers.ts) and the integration tests (ptyAgents.test.ts).
+ * line: shared by the system tests (test/support/tty.ts) and the integration tests (ptyAgents.test.ts).
  */
 import * as fs from 'fs';
 import * as path from 'path';

@@ -40,8 +40,9 @@ function readBootTimeMs(): number {
 const PAGE_SIZE = 4096;
 
 /**
- * A command line read before its process was this old (ms) is read again when next asked for: an exec keeps the
- * pid and the start time, and launchers exec right after they start (the cgroup launcher's `sh -c`, `env`, `nice`).
+ * A command line or an environment read before its process was this old (ms) is read again when next asked for: an
+ * exec keeps the pid and the start time, and launchers exec right after they start (the cgroup launcher's `sh -c`,
+ * `env`, `env -i`, `nice`).
  */
 export const COMMAND_SETTLES_MS = 2000;
 
@@ -54,11 +55,16 @@ interface CacheEntry {
   commandYoung?: boolean;
   /** Values of the tag variables (undefined until read; null when absent or unreadable). */
   tags?: Record<TagVariable, string | null>;
+  /** `comm` when the environment was read, and whether the process was young then (as for the command line). */
+  tagsName?: string;
+  tagsYoung?: boolean;
 }
 
 /**
- * Linux `/proc` table. Keep one instance alive to reuse its caches: command lines and environments are read
- * once per process (pid + start time), so the repeat snapshot reads only `stat` files.
+ * Linux `/proc` table. Keep one instance alive to reuse its caches: command lines and environments are read once
+ * per process (pid + start time) and program (an exec may bring others), so the repeat snapshot reads only `stat`
+ * files. What one table says a process carries is then what any other table reading it now would say, whenever
+ * each read it first.
  */
 export class LinuxProcessTable implements ProcessTable {
   readonly startPrecision: StartPrecision = { unit: 'ticks', errorMs: START_PRECISION_MS };
@@ -249,6 +255,8 @@ export class LinuxProcessTable implements ProcessTable {
   private makeSnapshot(takenAt: number, processes: Map<number, ProcessInfo>): Snapshot {
     let childMap: Map<number, ProcessInfo[]> | undefined;
     const tagMaps = new Map<string, Map<string, ProcessInfo[]>>();
+    /** Processes whose environment this snapshot has read: once per snapshot is enough for every tag variable. */
+    const environRead = new Set<number>();
     return {
       takenAt,
       processes,
@@ -278,7 +286,9 @@ export class LinuxProcessTable implements ProcessTable {
           if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
           if (p.startKey < since) continue; // older than what is asked for: its environment is not read
           const e = this.entry(p);
-          if (e.tags === undefined) {
+          // An exec (`env -i`, say) replaces the environment: one read before it says nothing of the process now.
+          if (e.tags === undefined || ((e.tagsYoung || e.tagsName !== p.name) && !environRead.has(p.pid))) {
+            environRead.add(p.pid);
             this.reads++;
             const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
             e.tags = {
@@ -286,6 +296,8 @@ export class LinuxProcessTable implements ProcessTable {
               [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
               [WATCHDOG_VARIABLE]: env ? envValue(env, WATCHDOG_VARIABLE) : null,
             };
+            e.tagsName = p.name;
+            e.tagsYoung = takenAt - p.startTime < COMMAND_SETTLES_MS;
           }
           const tag = e.tags[variable];
           if (tag === null) continue;

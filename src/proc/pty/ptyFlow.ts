@@ -13,6 +13,8 @@
  * agent down to `highWater` characters per timeout but never stops it.
  */
 
+import { EscapeScanner } from './escapeScanner';
+
 export const STATUS_QUERY = '\x1b[5n';
 export const STATUS_OK = '\x1b[0n';
 
@@ -29,81 +31,6 @@ export interface FlowOptions {
   highWater?: number;
   lowWater?: number;
   ackTimeoutMs?: number;
-}
-
-const enum Esc {
-  Ground,
-  Escape,
-  Intermediate,
-  Csi,
-  Text,
-  TextEscape,
-}
-
-/**
- * Whether the output is between escape sequences (where a query can go without breaking one). Any ESC starts a
- * new sequence in a VT parser, aborting an open one, so only the text after the last ESC matters.
- */
-export class EscapeTracker {
-  private state = Esc.Ground;
-
-  get atGround(): boolean {
-    return this.state === Esc.Ground;
-  }
-
-  feed(text: string): void {
-    let i = 0;
-    if (this.state === Esc.Ground) {
-      const last = text.lastIndexOf('\x1b');
-      if (last < 0) return;
-      i = last;
-    }
-    while (i < text.length) {
-      if (this.state === Esc.Ground) {
-        const last = text.lastIndexOf('\x1b');
-        if (last < i) return;
-        i = last;
-      }
-      if (this.state === Esc.Text) {
-        // OSC, DCS, SOS, PM, APC: up to BEL or ST (ESC \); an ESC also ends it in a VT parser.
-        const bel = text.indexOf('\x07', i);
-        const esc = text.indexOf('\x1b', i);
-        if (bel < 0 && esc < 0) return;
-        if (esc < 0 || (bel >= 0 && bel < esc)) {
-          this.state = Esc.Ground;
-          i = bel + 1;
-        } else {
-          this.state = Esc.TextEscape;
-          i = esc + 1;
-        }
-        continue;
-      }
-      const c = text.charCodeAt(i++);
-      switch (this.state) {
-        case Esc.Ground:
-          if (c === 0x1b) this.state = Esc.Escape;
-          break;
-        case Esc.TextEscape:
-        case Esc.Escape:
-          if (c === 0x5b)
-            this.state = Esc.Csi; // [
-          else if (c === 0x5d || c === 0x50 || c === 0x58 || c === 0x5e || c === 0x5f)
-            this.state = Esc.Text; // ] P X ^ _
-          else if (c === 0x1b) this.state = Esc.Escape;
-          else if (c >= 0x20 && c <= 0x2f) this.state = Esc.Intermediate;
-          else if (c >= 0x30 && c <= 0x7e) this.state = Esc.Ground; // ESC \ (ST), ESC 7, ESC c, ...
-          break;
-        case Esc.Intermediate:
-          if (c === 0x1b) this.state = Esc.Escape;
-          else if (c >= 0x30 && c <= 0x7e) this.state = Esc.Ground;
-          break;
-        case Esc.Csi:
-          if (c === 0x1b) this.state = Esc.Escape;
-          else if (c >= 0x40 && c <= 0x7e) this.state = Esc.Ground;
-          break;
-      }
-    }
-  }
 }
 
 interface Query {
@@ -133,7 +60,7 @@ export class TerminalFlow {
   private readonly highWater: number;
   private readonly lowWater: number;
   private readonly ackTimeoutMs: number;
-  private readonly escapes = new EscapeTracker();
+  private readonly escapes = new EscapeScanner();
   private readonly queue: Query[] = [];
   private written = 0;
   private acked = 0;

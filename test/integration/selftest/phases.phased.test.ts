@@ -7,7 +7,9 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { EXTENSION_ID, inPhase, killHostAfterResult, processes, waitFor } from '../harness';
+import { EXTENSION_ID, inPhase, killHostAfterResult } from '../harness';
+import { processes } from '../../support/repo';
+import { waitFor } from '../../support/wait';
 
 interface Marker {
   hostPid: number;
@@ -27,7 +29,8 @@ inPhase(1, 'extension host killed at the end of the phase', () => {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const child = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
     child.unref();
-    assert.ok(child.pid && (await waitFor(() => processes.isAlive(child.pid!))));
+    assert.ok(child.pid);
+    await waitFor('the child to run', () => processes.isAlive(child.pid!));
     const marker: Marker = {
       hostPid: process.pid,
       hostStartTicks: processes.readStat(process.pid)!.startTicks,
@@ -54,6 +57,6 @@ inPhase(2, 'after the previous extension host was killed', () => {
   it("the killed host's detached child survived it (an orphan for a sweep to reap)", async () => {
     assert.ok(processes.isAlive(marker.childPid, marker.childStartTicks), `child ${marker.childPid} is gone`);
     process.kill(marker.childPid, 'SIGKILL');
-    assert.ok(await waitFor(() => !processes.isAlive(marker.childPid, marker.childStartTicks)));
+    await waitFor('the child to be gone', () => !processes.isAlive(marker.childPid, marker.childStartTicks));
   });
 });

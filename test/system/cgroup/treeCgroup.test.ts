@@ -1,0 +1,164 @@
+// Every way a tree ends removes its cgroup: `agent-trees run` when its command exits, on its timeout, on SIGINT
+// and SIGTERM; a tree owner's kill and its teardown; an owner ended without cleaning up (its watchdog ends the
+// tree); and the end of a host run (the demo's Ctrl-C), which ends its owners and then kills what carries its
+// marker (scripts/host/marker.js).
+import * as assert from 'assert';
+import { spawn } from 'child_process';
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { processCore, TreeOwner } from '../../../src/proc';
+import { isOurCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { startCli } from '../../support/cli';
+import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { fixturePids } from '../../support/fixtures';
+import { register, waitAllDead } from '../../support/started';
+import { requireCgroupTier } from '../../support/environment';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript of the host scripts, by path
+const marker: { MARKER_VAR: string; endMarked(value: string): Promise<{ killed: number[]; cgroupsRemoved: string[] }> } = require(
+  path.join(REPO, 'scripts', 'host', 'marker.js'),
+);
+
+const tier = processCore().cgroupTier('auto');
+const cgroupOf = (treeId: string) => treeCgroupPath(tier.tier!, treeId);
+
+/** `agent-trees run --verbose ...`: its tree id (from its log) once it runs, and its exit. */
+async function cliRun(args: string[]) {
+  const run = startCli(['run', '--records', tmpDir(), '--verbose', ...args]);
+  let stderr = '';
+  run.child.stderr!.on('data', (d) => (stderr += d));
+  const id = await waitFor('the tree to start', () => /tree ([0-9a-f]{12}): tier cgroup/.exec(stderr)?.[1]);
+  return { ...run, id };
+}
+
+/** Spawns test/fixtures/owner.js (with a watchdog) on the `daemon` fixture; resolves with its tree id and the fixture's pids. */
+async function ownerWithWatchdog(env: NodeJS.ProcessEnv = {}) {
+  const pidfile = path.join(tmpDir(), 'pids');
+  const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), tmpDir(), 'daemon', pidfile, 'auto'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, WATCHDOG_CLI: CLI, ...env },
+  });
+  register(owner.pid!);
+  const [id, gotTier, watchdog] = (await new Promise<string>((resolve) => owner.stdout!.once('data', (d) => resolve(String(d)))))
+    .trim()
+    .split(' ');
+  assert.strictEqual(gotTier, 'cgroup');
+  register(Number(watchdog));
+  const pids = await fixturePids(pidfile);
+  assert.ok(fs.existsSync(cgroupOf(id)), 'the tree has its cgroup');
+  return { owner, id, pids: pids.all, watchdog: Number(watchdog) };
+}
+
+describe('every way a tree ends removes its cgroup', function () {
+  this.timeout(60_000);
+  before(function () {
+    requireCgroupTier(this, 'directory'); // systemd collects the scopes of a user's trees itself
+  });
+
+  it('agent-trees run: its command exits, leaving a helper (ended)', async () => {
+    const run = await cliRun(['--', 'sh', '-c', 'sleep 60 & sleep 0.5']);
+    assert.strictEqual((await run.done).code, 0);
+    assert.ok(!fs.existsSync(cgroupOf(run.id)), 'removed by the time the command returns');
+  });
+
+  it('agent-trees run: its timeout', async () => {
+    const run = await cliRun(['--timeout', '1', '--', 'sh', '-c', 'sleep 60 & exec sleep 60']);
+    assert.strictEqual((await run.done).code, 124);
+    assert.ok(!fs.existsSync(cgroupOf(run.id)), 'removed by the time the command returns');
+  });
+
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    it(`agent-trees run: ${signal} to it`, async () => {
+      const run = await cliRun(['--', 'sh', '-c', 'sleep 60 & exec sleep 60']);
+      run.child.kill(signal);
+      assert.strictEqual((await run.done).code, signal === 'SIGINT' ? 130 : 143);
+      assert.strictEqual(run.child.signalCode, null, `it ended the run on ${signal}, not ended by it outright`);
+      assert.ok(!fs.existsSync(cgroupOf(run.id)), 'removed by the time the command returns');
+    });
+  }
+
+  it("a tree owner's kill, and its teardown", async () => {
+    const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto', core: processCore() });
+    const spawnOne = () => {
+      const tree = owner.spawn({ command: FIXTURE, args: ['daemon', path.join(tmpDir(), 'pids')], stdio: 'ignore', cgroups: 'auto' });
+      register(tree.child.pid!);
+      assert.strictEqual(tree.tier, 'cgroup');
+      return tree.record.id;
+    };
+    const killed = spawnOne();
+    const disposed = spawnOne();
+    await owner.kill(killed, 300);
+    assert.ok(!fs.existsSync(cgroupOf(killed)), 'removed by the time the kill resolves');
+    await owner.dispose(300);
+    assert.ok(!fs.existsSync(cgroupOf(disposed)), 'removed by the time the teardown resolves');
+  });
+
+  for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
+    it(`an owner ended by ${signal}, without cleaning up: its watchdog ends the tree and removes the cgroup`, async () => {
+      const { owner, id, pids } = await ownerWithWatchdog();
+      owner.kill(signal);
+      assert.deepStrictEqual(await waitAllDead(pids, 10_000), []);
+      await waitFor('the cgroup to be removed', () => !fs.existsSync(cgroupOf(id)), 10_000);
+    });
+  }
+
+  it('the end of a host run (the demo stopped with Ctrl-C): its owner ended, then what carries its marker', async () => {
+    const value = `${process.pid}.0.${crypto.randomBytes(6).toString('hex')}`;
+    const { owner, id, pids } = await ownerWithWatchdog({ [marker.MARKER_VAR]: value });
+    // As code-server's SIGTERM ends an extension host: at once, and then the run's end follows right away.
+    owner.kill('SIGTERM');
+    await new Promise((resolve) => owner.once('exit', resolve));
+    await marker.endMarked(value);
+    assert.deepStrictEqual(await waitAllDead(pids, 1000), []);
+    assert.ok(!fs.existsSync(cgroupOf(id)), `${cgroupOf(id)} is left behind`);
+  });
+
+  it('the end of a host run whose owner and watchdog were both killed: the kill by marker removes the cgroup', async () => {
+    const value = `${process.pid}.0.${crypto.randomBytes(6).toString('hex')}`;
+    const { owner, id, pids, watchdog } = await ownerWithWatchdog({ [marker.MARKER_VAR]: value });
+    process.kill(watchdog, 'SIGKILL');
+    assert.deepStrictEqual(await waitAllDead([watchdog]), []);
+    owner.kill('SIGKILL');
+    await new Promise((resolve) => owner.once('exit', resolve));
+    const ended = await marker.endMarked(value);
+    assert.deepStrictEqual(await waitAllDead(pids, 1000), []);
+    assert.deepStrictEqual(ended.cgroupsRemoved, [cgroupOf(id)]);
+    assert.ok(!fs.existsSync(cgroupOf(id)), `${cgroupOf(id)} is left behind`);
+  });
+});
+
+describe('cgroup housekeeping', () => {
+  it('a sweep removes empty cgroups of ours that no record names, and leaves named ones', function () {
+    const tier = requireCgroupTier(this, 'directory'); // systemd collects the scopes of a user's trees itself
+    const stale = treeCgroupPath(tier, `stale-${process.pid}`);
+    const named = treeCgroupPath(tier, `named-${process.pid}`);
+    fs.mkdirSync(stale);
+    fs.mkdirSync(named);
+    try {
+      const removed = removeUnnamedEmptyCgroups(tier, new Set([named]), Date.now() + 120_000);
+      assert.ok(removed.includes(stale));
+      assert.ok(!fs.existsSync(stale));
+      assert.ok(fs.existsSync(named));
+      assert.deepStrictEqual(removeUnnamedEmptyCgroups(tier, new Set(), Date.now()).filter((d) => d === named), [], 'a fresh one may be a tree being spawned');
+    } finally {
+      for (const dir of [stale, named]) if (fs.existsSync(dir)) fs.rmdirSync(dir);
+    }
+  });
+
+  it('uses a recorded cgroup only when it is ours and not made afresh', function () {
+    const tier = requireCgroupTier(this);
+    const id = `verify-${process.pid}`;
+    const dir = treeCgroupPath(tier, id);
+    fs.mkdirSync(dir);
+    try {
+      assert.strictEqual(isOurCgroup(tier, dir, id, Date.now()), true);
+      assert.strictEqual(isOurCgroup(tier, dir, id, Date.now() - 60_000), false, 'created after the tree was tracked');
+      assert.strictEqual(isOurCgroup(tier, dir, 'other-id', Date.now()), false, 'named for another tree');
+      assert.strictEqual(isOurCgroup(tier, '/sys/fs/cgroup', id, Date.now()), false, 'outside our folder');
+    } finally {
+      fs.rmdirSync(dir);
+    }
+  });
+});

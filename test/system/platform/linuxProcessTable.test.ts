@@ -1,0 +1,205 @@
+// The Linux process table's command lines: an exec keeps a process's pid and start time but changes its command
+// line, so a cached one is read again when the process may have exec'd since (its `comm` changed, or it was read
+// while the process was young), and only then.
+import * as assert from 'assert';
+import { ChildProcess, spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { ownerState } from '../../../src/proc/identity/ownerIdentity';
+import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
+import { TREE_ID_VARIABLE } from '../../../src/proc/platform/processTable';
+import { tmpDir } from '../../support/repo';
+import { waitFor } from '../../support/wait';
+import { register, waitAllDead } from '../../support/started';
+import { requireRoot, skipBecause } from '../../support/environment';
+
+/**
+ * `sh` (in a group of its own, with `env` added to ours) that waits for `<dir>/go`, then execs `then` (a shell
+ * command line): pid and start time stay.
+ */
+function execOnGo(then: string, env: NodeJS.ProcessEnv = {}): { child: ChildProcess; go: () => void; dir: string } {
+  const dir = tmpDir();
+  const go = path.join(dir, 'go');
+  const child = spawn('/bin/sh', ['-c', `while [ ! -e "$0" ]; do sleep 0.02; done; exec ${then}`, go], {
+    stdio: 'ignore',
+    detached: true,
+    env: { ...process.env, ...env },
+  });
+  register(child.pid!);
+  return { child, go: () => fs.writeFileSync(go, ''), dir };
+}
+
+async function end({ child, dir }: { child: ChildProcess; dir: string }): Promise<void> {
+  process.kill(-child.pid!, 'SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+  assert.deepStrictEqual(await waitAllDead([child.pid!]), []);
+}
+
+/** The command line as /proc holds it now, spaces for NULs. */
+function procCmdline(pid: number): string {
+  return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').split('\0').join(' ');
+}
+
+describe('LinuxProcessTable command lines', () => {
+  it('shows the program a process exec’d, not the one it started as (comm changed)', async () => {
+    const table = new LinuxProcessTable();
+    const started = execOnGo('sleep 60');
+    const { child, go } = started;
+    try {
+      const pid = child.pid!;
+      const before = table.snapshotOf([pid]);
+      assert.match(before.commandLine(pid), /^\/bin\/sh -c /);
+      go();
+      await waitFor('the exec', () => procCmdline(pid) === 'sleep 60');
+      const after = table.snapshotOf([pid]);
+      assert.strictEqual(after.processes.get(pid)?.startKey, before.processes.get(pid)?.startKey, 'the same process');
+      assert.strictEqual(after.commandLine(pid), 'sleep 60');
+    } finally {
+      await end(started);
+    }
+  });
+
+  it('reads a young process’s command line again although its comm stayed (sh exec’d sh)', async () => {
+    const table = new LinuxProcessTable();
+    const started = execOnGo(`/bin/sh -c 'sleep 60; exit 0'`);
+    const { child, go } = started;
+    try {
+      const pid = child.pid!;
+      const before = table.snapshotOf([pid]);
+      assert.match(before.commandLine(pid), /while/);
+      go();
+      await waitFor('the exec', () => procCmdline(pid) === '/bin/sh -c sleep 60; exit 0');
+      const after = table.snapshotOf([pid]);
+      assert.strictEqual(after.processes.get(pid)?.name, before.processes.get(pid)?.name, 'the same comm');
+      assert.strictEqual(after.commandLine(pid), '/bin/sh -c sleep 60; exit 0');
+    } finally {
+      await end(started);
+    }
+  });
+
+  it('reads a settled process’s command line once: a repeat snapshot reads its stat only', () => {
+    const table = new LinuxProcessTable();
+    // PID 1 started long before this test: its command line is settled.
+    table.snapshotOf([1]).commandLine(1);
+    const reads = table.reads;
+    const again = table.snapshotOf([1]);
+    assert.ok(again.commandLine(1).length > 0);
+    assert.strictEqual(table.reads - reads, 1, 'one read: /proc/1/stat');
+  });
+});
+
+describe('LinuxProcessTable censuses: what started since the last one', function () {
+  this.timeout(60_000);
+
+  it('reads every process the first time, then only the newcomers: 300 new processes cost about 300 reads', async () => {
+    const table = new LinuxProcessTable();
+    const first = table.reads;
+    const all = table.snapshotOfNewcomers([], []);
+    const firstReads = table.reads - first;
+    assert.ok(firstReads >= all.processes.size, 'the first census reads every process');
+    let crowd: ReturnType<typeof spawn> | undefined;
+    try {
+      crowd = spawn('sh', ['-c', 'i=0; while [ $i -lt 300 ]; do sleep 60 & i=$((i+1)); done; echo up; wait'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+        detached: true,
+      });
+      register(crowd.pid!);
+      await new Promise((r) => crowd!.stdout!.once('data', r));
+      const before = table.reads;
+      const census = table.snapshotOfNewcomers([], []);
+      const reads = table.reads - before;
+      const crowdPids = fs.readFileSync(`/proc/${crowd.pid}/task/${crowd.pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number);
+      assert.strictEqual(crowdPids.length, 300);
+      for (const pid of crowdPids) assert.ok(census.processes.has(pid), `newcomer ${pid} is in the census`);
+      assert.ok(census.processes.has(crowd.pid!));
+      // The crowd, whatever else started meanwhile on this shared machine, the listing and its counters: not every process.
+      const everything = table.snapshot().processes.size;
+      assert.ok(reads < everything - 200 || everything < 600, `${reads} reads with ${everything} processes on the machine`);
+      assert.ok(reads >= 301);
+    } finally {
+      if (crowd) process.kill(-crowd.pid!, 'SIGKILL');
+    }
+  });
+
+  // Pid allocation moved by hand (ns_last_pid, root only) so that a new process gets a pid the census saw before.
+  for (const { title, lastPidAtCensus } of [
+    { title: 'within one turn of pid allocation', lastPidAtCensus: (pid: number) => pid - 10 },
+    {
+      title: 'after pid allocation wrapped around',
+      lastPidAtCensus: (pid: number, max: number) => pid + Math.min(5000, Math.floor((max - pid) / 2)),
+    },
+  ]) {
+    it(`reads a pid again when allocation came round to it (${title}): a new process at a pid seen before is a newcomer`, async function () {
+      const maxPid = Number(fs.readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
+      requireRoot(this, 'to move ns_last_pid');
+      const table = new LinuxProcessTable();
+      const first = spawn('sleep', ['60'], { stdio: 'ignore' });
+      register(first.pid!);
+      const pid = first.pid!;
+      const started = [first];
+      try {
+        const lastPid = lastPidAtCensus(pid, maxPid);
+        if (lastPid === pid || lastPid >= maxPid || pid < 400) skipBecause(this, `no room for the census on this side of pid ${pid}`);
+        fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(lastPid));
+        table.snapshotOfNewcomers([], []);
+        first.kill('SIGKILL');
+        await waitFor('the first holder to be reaped', () => !fs.existsSync(`/proc/${pid}`));
+        let second: ReturnType<typeof spawn> | undefined;
+        for (let attempt = 0; attempt < 20 && second?.pid !== pid; attempt++) {
+          fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String(pid - 1));
+          second = spawn('sleep', ['60'], { stdio: 'ignore' });
+          started.push(second);
+          if (second.pid) register(second.pid);
+        }
+        if (second?.pid !== pid) skipBecause(this, 'another process of the machine took the pid each of 20 times');
+        const census = table.snapshotOfNewcomers([], []);
+        const now = table.read(pid);
+        assert.ok(now, 'the new holder runs');
+        assert.strictEqual(census.processes.get(pid)?.startKey, now.startKey, 'the new holder is read, not taken for the old one');
+      } finally {
+        for (const c of started) c.kill('SIGKILL');
+      }
+    });
+  }
+});
+
+describe('LinuxProcessTable processes', () => {
+  it('counts a zombie as dead', async () => {
+    const table = new LinuxProcessTable();
+    // The exec'd parent never reaps its child, which stays a zombie until the parent ends.
+    const parent = spawn('sh', ['-c', 'sleep 0.05 & echo $!; exec sleep 3'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    register(parent.pid!);
+    const zombie = Number(await new Promise<string>((r) => parent.stdout!.once('data', (d) => r(String(d)))));
+    await waitFor('zombie state', () => fs.readFileSync(`/proc/${zombie}/stat`, 'latin1').includes(') Z '));
+    assert.strictEqual(table.read(zombie), undefined);
+    assert.ok(!table.snapshot().processes.has(zombie));
+    assert.strictEqual(ownerState(table, { pid: zombie, startTime: Date.now() }), 'dead');
+    parent.kill('SIGKILL');
+  });
+});
+
+// A tag read before an exec that dropped it (`env -i`) would keep a process a member for one table and not for
+// another that read it later: membership would depend on which table read it first.
+describe('LinuxProcessTable tags', () => {
+  for (const [title, then] of [
+    ['after it exec\'d another program (comm changed)', 'env -i sleep 60'],
+    ['after a young process exec\'d the same program with a scrubbed environment', "env -i /bin/sh -c 'sleep 60; exit 0'"],
+  ] as const) {
+    it(`reads a process's tags again ${title}: what it carries now, whichever table read it first`, async () => {
+      const early = new LinuxProcessTable();
+      const started = execOnGo(then, { [TREE_ID_VARIABLE]: 'tags-after-exec' });
+      const { child, go } = started;
+      const pid = child.pid!;
+      try {
+        const taggedNow = (t: LinuxProcessTable) => (t.snapshotOf([pid]).tagged().get('tags-after-exec') ?? []).map((p) => p.pid);
+        await waitFor('the tagged shell', () => taggedNow(early).includes(pid));
+        go();
+        await waitFor('the exec', () => procCmdline(pid).startsWith(then.startsWith('env -i sleep') ? 'sleep' : '/bin/sh -c sleep'));
+        assert.deepStrictEqual(taggedNow(new LinuxProcessTable()), [], 'a table reading it now: no tag');
+        assert.deepStrictEqual(taggedNow(early), [], 'the table that read it before the exec: no tag either');
+      } finally {
+        await end(started);
+      }
+    });
+  }
+});
