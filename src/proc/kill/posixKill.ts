@@ -372,12 +372,13 @@ export class PosixTreeKill {
 
   /** SIGKILL for everything left, the atomic kills first, then round after round until a resolution finds no one. */
   private async escalate(kills: TargetKill[]): Promise<void> {
-    // One scan for every group proof (none where every tree goes by its cgroup): that of a freeze of the trees that
-    // go by their group. The group's SIGKILL orphans a member that is one only through a parent in the group (one
-    // born in the grace, or every such one when there was no grace); stopped first, it stays a target.
-    const byGroup = kills.filter((k) => k.tree !== undefined && !k.killsByCgroup);
-    let snap = byGroup.length > 0 ? this.freeze(byGroup) : undefined;
+    // One scan for every group proof (none where every tree goes by its cgroup). The group's SIGKILL orphans a member
+    // outside the group that is one only through a parent in it (one born in the grace, or every such one when there
+    // was no grace): the trees that have members outside their group are frozen first, so those stay targets.
+    let snap: Snapshot | undefined;
     const look = () => (snap ??= this.deps.table.snapshot());
+    const outside = kills.filter((k) => k.tree && !k.killsByCgroup && k.resolve(look()).members.some((p) => p.pgid !== k.tree!.pgid));
+    if (outside.length > 0) snap = this.freeze(outside);
     const hits = kills.map((k) => ({ k, hit: k.killAtomically(look) }));
     for (const { k, hit } of hits) if (hit.length > 0) this.escalated(k);
     // Let the kernel finish the exits it has started before scanning: a scan of a dying tree competes with
