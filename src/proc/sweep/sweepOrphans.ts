@@ -27,7 +27,7 @@ import { TreeIdentity } from '../members/membership';
 import { resolveTreeMembers } from '../members/treeMembers';
 import { HostClock, hostClock } from '../platform/bootClock';
 import { localTime, Logger, processCount, silentLogger } from '../platform/log';
-import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from '../platform/processTable';
+import { ProcessInfo, ProcessTable, provesIdentity, Snapshot, WATCHDOG_VARIABLE } from '../platform/processTable';
 import { RecordStore } from '../records/claims';
 import { judgeRecord, OWNER_GONE, Verdict } from '../records/judge';
 import { OwnerRecord, RecordProblem, TreeRecord } from '../records/schema';
@@ -148,6 +148,8 @@ class Sweep {
   private claimed: Claimed[] = [];
   /** Cgroups some record still names (left, given back, or with survivors): never removed as unnamed. */
   private readonly namedCgroups = new Set<string>();
+  /** The look at the processes that tells which watchdogs are still at work (taken when a trace is found). */
+  private tidyLook: Snapshot | undefined;
 
   constructor(
     private readonly store: RecordStore,
@@ -385,10 +387,24 @@ class Sweep {
     const gone = (writer: OwnerInfo) => GONE.includes(ownerState(options.table, writer, clock));
     for (const file of this.store.removeStaleTempFiles(gone, clock))
       log.info(`removed ${file}: a record left half-written by a process that is gone`);
-    for (const w of this.store.takeWatchdogLogs()) {
+    for (const w of this.store.takeWatchdogLogs((owner) => this.watchdogAtWork(owner))) {
       const what = w.text ? w.text.split('\n').join('; ') : 'it left no message';
       this.problem({ file: w.file, problem: `the watchdog of process ${w.ownerPid} could not end its trees: ${what} (reported once, removed)` });
     }
+  }
+
+  /**
+   * Whether the watchdog of `owner` (or the sweep it runs) is still at work: a process carrying its variable
+   * (`<pid>:<start key>`, see owner/watchdog.ts) lives. Its trace is not finished until it exits. Read only when a
+   * trace is there, from one look at the processes started since that owner (a watchdog is younger than its owner).
+   */
+  private watchdogAtWork(owner: { pid: number; startKey: number }): boolean {
+    try {
+      this.tidyLook ??= this.options.table.snapshot();
+    } catch {
+      return true; // not known to be done: left for a later sweep
+    }
+    return this.tidyLook.tagged(WATCHDOG_VARIABLE, owner.startKey).has(`${owner.pid}:${owner.startKey}`);
   }
 
   private keep(trees: TreeRecord[]): void {

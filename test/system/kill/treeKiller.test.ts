@@ -155,6 +155,46 @@ describe('killing a whole tree (real processes)', () => {
     assert.strictEqual(report.signalled, 3, `ended ${report.signalled}: the root, its sleep and the setsid member`);
   });
 
+  it('with no grace, stops every member before the group SIGKILL: one that is a member only through its parent still dies', async () => {
+    // As above, with no SIGTERM round (and so no freeze) before the group SIGKILL.
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
+    const pidfile = path.join(tmpDir(), 'pid');
+    const script = `trap '' TERM; setsid env -i /bin/sh -c 'trap "" TERM HUP; echo $$ > "$0"; exec sleep 472' "${pidfile}" & sleep 482`;
+    const tree = owner.spawn({ command: 'sh', args: ['-c', script], stdio: 'ignore', cgroups: 'off' });
+    register(tree.child.pid!);
+    const orphan = Number(await waitFor('the setsid member', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+    register(orphan);
+    await waitFor('the member to run sleep', () => table.read(orphan)?.name === 'sleep');
+    const report = await owner.kill(tree.record.id, 0);
+    assert.deepStrictEqual(await waitAllDead([orphan]), [], 'the member died with the tree');
+    assert.strictEqual(report.survivors, 0);
+    assert.strictEqual(report.signalled, 3, `ended ${report.signalled}: the root, its sleep and the setsid member`);
+  });
+
+  it('stops every member before the group SIGKILL: one born in the grace, a member only through its parent, still dies', async () => {
+    // Group tier: the root ignores SIGTERM, and on it starts an untagged helper in a session of its own, which no
+    // freeze before the grace saw; the group SIGKILL that ends the grace then makes its parent PID 1.
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
+    const pidfile = path.join(tmpDir(), 'pid');
+    const onTerm = `setsid env -i /bin/sh -c 'trap "" TERM HUP; echo $$ > "$0"; exec sleep 473' "${pidfile}" &`;
+    const script = `trap '${onTerm.replace(/'/g, `'\\''`)}' TERM; echo ready; while :; do sleep 0.05; done`;
+    const tree = owner.spawn({ command: 'sh', args: ['-c', script], stdio: ['ignore', 'pipe', 'ignore'], cgroups: 'off' });
+    register(tree.child.pid!);
+    await new Promise((resolve) => tree.child.stdout!.once('data', resolve));
+    let born = 0;
+    const killed = owner.kill(tree.record.id, 2000);
+    try {
+      born = Number(await waitFor('the helper born in the grace', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+      register(born);
+      const report = await killed;
+      assert.deepStrictEqual(await waitAllDead([born]), [], 'the helper born in the grace died with the tree');
+      assert.strictEqual(report.survivors, 0);
+    } finally {
+      await killed;
+      if (born && aliveOf([born]).length) process.kill(born, 'SIGKILL');
+    }
+  });
+
   for (const tier of ['cgroup', 'group'] as const) {
     it(`never kills a watchdog: a run inside the tree keeps its watchdog, which ends the inner tree once the outer kill took its run (${tier} tier)`, async function () {
       if (tier === 'cgroup') requireCgroupTier(this);
