@@ -201,6 +201,19 @@ describe('budgets: a tree past a limit is ended (real processes)', function () {
     await owner.kill(tree.record.id, 0);
   });
 
+  it('never ends as idle a process that writes a line a second, though each uses less CPU than a clock tick', async () => {
+    const owner = newOwner('off');
+    let breach: Breach | undefined;
+    owner.on('limit', (_t: OwnedTree, b: Breach) => (breach = b));
+    // Its output goes nowhere the owner sees (as an `agent-trees run` whose stdio is inherited): only CPU time tells.
+    const writer = '$| = 1; for (1 .. 7) { print "working\\n"; sleep 1 }';
+    const tree = owner.spawn({ command: 'perl', args: ['-e', writer], stdio: 'ignore', limits: { idleTimeoutSeconds: 2 } });
+    register(tree.child.pid!);
+    await waitFor('the writer to finish its 7 lines', () => tree.rootExit, 30_000);
+    assert.strictEqual(breach, undefined, `ended as ${breach && breachText(breach)}`);
+    await owner.kill(tree.record.id, 0);
+  });
+
   it("counts a member that left its tree's cgroup", async function () {
     const owner = newOwner('auto');
     // Moving a process between cgroups needs root.
