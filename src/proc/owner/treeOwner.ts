@@ -16,7 +16,7 @@ import { ResolveOptions, resolveTreeMembers } from '../members/treeMembers';
 import { hostClock } from '../platform/bootClock';
 import { freshProcessTable } from '../platform/createProcessTable';
 import { Logger, silentLogger } from '../platform/log';
-import { readPssBytes } from '../platform/procFiles';
+import { readCpuNs, readPssBytes } from '../platform/procFiles';
 import { ProcessInfo, ProcessTable, Snapshot } from '../platform/processTable';
 import { PtyRoot } from '../pty/ptyRoot';
 import { PtySpawnOptions, spawnPtyTree } from '../pty/spawnPtyTree';
@@ -133,6 +133,7 @@ export class TreeOwner extends EventEmitter {
       table: this.core.table,
       deps: this.core,
       readPss: this.core.platform === 'linux' ? readPssBytes : undefined,
+      readCpuNs: this.core.platform === 'linux' ? readCpuNs : undefined,
       onBreach: (id, breach) => this.limitExceeded(id, breach),
       onLook: () => this.emit('budget'),
       log: this.log,

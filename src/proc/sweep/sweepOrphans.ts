@@ -19,7 +19,7 @@
 import * as path from 'path';
 import { CgroupMode, CgroupProber } from '../cgroup/probe';
 import { CgroupControl, cgroupVerified, removeUnnamedEmptyCgroups } from '../cgroup/treeCgroup';
-import { pidsV1Base } from '../cgroup/treeLimits';
+import { pidsV1Base, removeTreePidsCgroup } from '../cgroup/treeLimits';
 import { OwnerInfo, ownerState, OwnerState, PresenceProbe, sameProcess } from '../identity/ownerIdentity';
 import { isRecordedRoot } from '../identity/startTimes';
 import { KillOptions, KillReport } from '../kill/killTarget';
@@ -305,10 +305,12 @@ class Sweep {
       this.claimed.forEach(({ file, record }, i) => {
         const swept = plans[i].map((p) => ('kill' in p ? this.killed(record, p, reportOf.get(p)!) : p));
         const remaining = record.trees.filter((_, j) => swept[j].outcome === 'survivors' || swept[j].outcome === 'refused');
-        for (const t of swept) {
+        swept.forEach((t, j) => {
+          // Nothing of it runs: its v1 pids cgroup goes with it, as its cgroup went with the kill.
+          if ((t.outcome === 'killed' || t.outcome === 'gone') && this.options.cgroups !== 'off') removeTreePidsCgroup(record.trees[j]);
           this.result.trees.push(t);
           this.result.killed += t.killed;
-        }
+        });
         this.keep(remaining);
         this.store.finishClaim(file, record, remaining, this.options.self);
       });

@@ -290,6 +290,21 @@ describe('agent-trees run with limits', function () {
     }
   });
 
+  it('ends the whole tree past a limit, and exits 125, even when SIGTERM comes while it is being ended', async () => {
+    const records = tmpDir();
+    const told = path.join(tmpDir(), 'told');
+    // Four members under a limit of 2; the root outlasts SIGTERM (it notes it), so the end takes the grace.
+    const root = `$SIG{TERM} = sub { open(my $f, '>>', '${told}'); print $f "TERM\\n"; close $f };
+      for (1 .. 3) { exec('sleep', '60') unless fork } sleep 1 while 1`;
+    const run = startCli(['run', '--records', records, '--no-watchdog', '--grace', '3', '--max-processes', '2', '--', 'perl', '-e', root]);
+    await waitFor('the limit to end the tree (its root told SIGTERM)', () => fs.existsSync(told), 30_000);
+    run.child.kill('SIGTERM');
+    const r = await run.done;
+    assert.strictEqual(r.code, 125, r.stderr);
+    assert.match(r.stderr, /^agent-trees: warning: process limit 2 exceeded \(4\): ended 4 processes\n$/);
+    assert.deepStrictEqual(fs.readdirSync(records), [], 'the tree ended and its record went');
+  });
+
   it("ps shows a tree's limits and its use against them; the record carries them", async () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');
