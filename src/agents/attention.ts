@@ -37,6 +37,8 @@ export interface AttentionSignal {
   source: AttentionSource;
   message?: string;
   detail?: string;
+  /** Words for a wait already on, never a wait of its own: after a key ended that wait, they come too late. */
+  wordsOnly?: boolean;
 }
 
 /** Longest message or detail kept: a notification is a line. */
@@ -80,6 +82,7 @@ export class AttentionTracker {
       if (now.state === 'idle') return false;
       return this.set({ state: 'idle', message: boundedText(s.message), since: this.clock(), source: s.source, waits: now.waits });
     }
+    if (s.wordsOnly && now.state !== 'waiting') return false;
     if (now.state === 'waiting') {
       // The same wait: only a hook's words where the terminal gave none (a bell, then claude's Notification).
       if (s.source !== 'hook' || now.source === 'hook') return false;

@@ -37,7 +37,7 @@ const ATTENTION_FOLDER = 'attention';
 export const HOOKS_SETTING_VARIABLE = 'AGENT_TREES_ATTENTION_HOOKS';
 
 const MAX_FILE_BYTES = 16 * 1024;
-const MSG_NAME = /^to-(\d{1,10})-(\d{1,20})-[0-9a-f]{16}\.msg$/;
+const MSG_NAME = /^to-(\d{1,10})-(\d{1,20})-\d{20}-[0-9a-f]{16}\.msg$/;
 const STATE_NAME = /^state-(\d{1,10})-(\d{1,20})-([A-Za-z0-9._-]{1,128})\.json$/;
 const TMP_NAME = /^\.tmp-(\d{1,10})-[0-9a-f]{16}$/;
 
@@ -59,7 +59,8 @@ export function formatAddress(a: NotifyAddress): string {
 }
 
 export function parseAddress(text: string | undefined): NotifyAddress | undefined {
-  const m = /^(\d{1,10}):(\d{1,20}):([0-9a-f]{32}):(.+)$/.exec(text ?? '');
+  // The folder may hold any character a path can, a newline too.
+  const m = /^(\d{1,10}):(\d{1,20}):([0-9a-f]{32}):([\s\S]+)$/.exec(text ?? '');
   if (!m || !path.isAbsolute(m[4])) return undefined;
   return { owner: { pid: Number(m[1]), startKey: Number(m[2]) }, key: m[3], folder: m[4] };
 }
@@ -130,7 +131,10 @@ export function postMessage(address: NotifyAddress, message: HookMessage, ownerA
   if (problem) throw new ChannelError(`attention folder ${address.folder}: ${problem === 'missing' ? 'does not exist' : problem}`);
   if (!ownerAlive(address.owner)) throw new ChannelError(`the tree's owner (pid ${address.owner.pid}) is gone`);
   try {
-    writeAtomically(address.folder, `to-${ownerTag(address.owner)}-${randomBytes(8).toString('hex')}.msg`, message);
+    // The owner takes an agent's calls in name order, so the name leads with when it was sent: on the machine's
+    // monotonic clock (the same for every process, in ns), which a step of the wall clock does not reorder.
+    const sent = process.hrtime.bigint().toString().padStart(20, '0');
+    writeAtomically(address.folder, `to-${ownerTag(address.owner)}-${sent}-${randomBytes(8).toString('hex')}.msg`, message);
   } catch (e) {
     throw new ChannelError(
       `attention folder ${address.folder}: cannot write (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
@@ -161,6 +165,10 @@ function removeQuietly(file: string): void {
 export class AttentionFolder extends EventEmitter {
   readonly dir: string;
   private watcher: fs.FSWatcher | undefined;
+  /** The folder the watcher watches (device and inode): another there is watched anew. */
+  private watched: { dev: number; ino: number } | undefined;
+  /** What was last found wrong with the folder (logged once), or undefined. */
+  private problem: string | undefined;
   private readonly uid = euid();
 
   constructor(
@@ -187,15 +195,17 @@ export class AttentionFolder extends EventEmitter {
     if (after) throw new ChannelError(`attention folder ${this.dir}: ${after}`);
   }
 
-  /** Starts watching (once): `changed` on every change in the folder. */
+  /** Starts watching (once, and again when the folder watched is no longer the one there): `changed` on every change. */
   watch(): void {
-    if (this.watcher) return;
+    if (this.watcher && this.watchesFolderThere()) return;
+    this.unwatch();
     try {
-      this.watcher = fs.watch(this.dir, { persistent: false }, () => this.emit('changed'));
+      const st = fs.lstatSync(this.dir);
+      this.watcher = fs.watch(this.dir, { persistent: false }, (_event, name) => this.onEvent(name));
+      this.watched = { dev: st.dev, ino: st.ino };
       this.watcher.on('error', (e) => {
         this.log.warn(`attention folder ${this.dir}: watching stopped (${e.message}); hook calls are not taken until it restarts`);
-        this.watcher?.close();
-        this.watcher = undefined;
+        this.unwatch();
       });
     } catch (e) {
       this.log.warn(`attention folder ${this.dir}: cannot be watched (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
@@ -204,6 +214,48 @@ export class AttentionFolder extends EventEmitter {
 
   get watching(): boolean {
     return this.watcher !== undefined;
+  }
+
+  private watchesFolderThere(): boolean {
+    try {
+      const st = fs.lstatSync(this.dir);
+      return st.dev === this.watched?.dev && st.ino === this.watched.ino;
+    } catch {
+      return false;
+    }
+  }
+
+  private unwatch(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.watched = undefined;
+  }
+
+  /**
+   * A change in the folder. One about the folder itself (its own name, or none: removed, moved away) means the
+   * watch may be on a folder no longer there (a new one can even get the old one's inode), and calls made into the
+   * folder there now would never be seen: it is made again if need be, and watched anew.
+   */
+  private onEvent(name: string | Buffer | null): void {
+    if ((name === null || String(name) === ATTENTION_FOLDER) && this.watcher) {
+      this.unwatch();
+      try {
+        this.ensure();
+        this.watch();
+      } catch (e) {
+        this.log.warn(`${(e as Error).message}: hook calls are not taken until it is a folder of this user's again`);
+      }
+    }
+    this.emit('changed');
+  }
+
+  /** Whether the folder can be trusted now (checked on every read); what is wrong is logged once. */
+  private trusted(): boolean {
+    const problem = folderProblem(this.dir, this.uid);
+    if (problem !== this.problem && problem !== undefined && problem !== 'missing')
+      this.log.warn(`attention folder ${this.dir}: ${problem}: nothing is taken from it until it is fixed`);
+    this.problem = problem;
+    return problem === undefined;
   }
 
   private names(): string[] {
@@ -236,19 +288,18 @@ export class AttentionFolder extends EventEmitter {
     return value === undefined ? { file, problem: 'not a message of the attention channel' } : { file, value };
   }
 
-  /** Takes (reads and removes) every hook call addressed to `owner`. */
-  takeMessages(owner: ChannelOwner): Found<HookMessage>[] {
+  /** The names of the hook calls addressed to `owner` now (none while the folder is not to be trusted). */
+  messageNames(owner: ChannelOwner): string[] {
+    if (!this.trusted()) return [];
     const prefix = `to-${ownerTag(owner)}-`;
-    const found: Found<HookMessage>[] = [];
-    for (const name of this.names()) {
-      if (!name.startsWith(prefix)) continue;
-      const f = MSG_NAME.test(name)
-        ? this.readFile(name, hookMessageOf)
-        : { file: path.join(this.dir, name), problem: 'not a message name' };
-      removeQuietly(f.file);
-      found.push(f);
-    }
-    return found;
+    return this.names().filter((n) => n.startsWith(prefix));
+  }
+
+  /** Takes (reads and removes) one hook call, named by `messageNames`. */
+  takeMessage(name: string): Found<HookMessage> {
+    const f = MSG_NAME.test(name) ? this.readFile(name, hookMessageOf) : { file: path.join(this.dir, name), problem: 'not a message name' };
+    removeQuietly(f.file);
+    return f;
   }
 
   /** Publishes a tree's state for its window (replacing the previous one). */
@@ -260,8 +311,9 @@ export class AttentionFolder extends EventEmitter {
     removeQuietly(path.join(this.dir, `state-${ownerTag(owner)}-${tree}.json`));
   }
 
-  /** Every published state (the caller keeps those of its window's trees). */
+  /** Every published state (the caller keeps those of its window's trees); none while the folder is not to be trusted. */
   states(): Found<PublishedState>[] {
+    if (!this.trusted()) return [];
     return this.names()
       .filter((n) => STATE_NAME.test(n))
       .map((n) => {
@@ -293,8 +345,7 @@ export class AttentionFolder extends EventEmitter {
   }
 
   dispose(): void {
-    this.watcher?.close();
-    this.watcher = undefined;
+    this.unwatch();
     this.removeAllListeners();
   }
 }

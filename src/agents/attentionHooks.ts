@@ -140,11 +140,47 @@ function readText(file: string): string | undefined {
   }
 }
 
-/** Whether a Codex `config.toml` sets `notify` at its top level (before any `[table]`). */
+/** A string of a TOML document at `i` (basic, literal, or their multi-line forms): where it ends, or -1 if none starts. */
+function tomlStringEnd(toml: string, i: number): number {
+  const quote = toml[i];
+  if (quote !== '"' && quote !== "'") return -1;
+  const fence = toml.startsWith(quote.repeat(3), i) ? quote.repeat(3) : quote;
+  for (let j = i + fence.length; j < toml.length; j++) {
+    if (quote === '"' && toml[j] === '\\')
+      j++; // an escape: the next character is the string's
+    else if (toml.startsWith(fence, j)) {
+      let end = j + fence.length;
+      // A multi-line string may end with one or two of its quotes before its closing three.
+      while (fence.length === 3 && end < j + 5 && toml[end] === quote) end++;
+      return end;
+    }
+  }
+  return toml.length;
+}
+
+/**
+ * Whether a Codex `config.toml` sets `notify` at its top level (before any `[table]`), as codex reads it: strings
+ * (multi-line ones hold any line), comments, and arrays or inline tables over several lines are not keys or headers.
+ */
 export function codexConfigHasNotify(toml: string): boolean {
-  for (const line of toml.split(/\r?\n/)) {
-    if (/^\s*\[/.test(line)) return false;
-    if (/^\s*notify\s*=/.test(line)) return true;
+  const KEY = /(?:notify|"notify"|'notify')[ \t]*=/y;
+  let depth = 0;
+  let lineStart = true;
+  for (let i = 0; i < toml.length; i++) {
+    const c = toml[i];
+    if (c === '\n') lineStart = depth === 0;
+    if (c === ' ' || c === '\t' || c === '\r' || c === '\n') continue;
+    if (lineStart && depth === 0) {
+      if (c === '[') return false; // the first table: what follows is not the top level
+      KEY.lastIndex = i;
+      if (KEY.test(toml)) return true;
+    }
+    lineStart = false;
+    const end = tomlStringEnd(toml, i);
+    if (end >= 0) i = end - 1;
+    else if (c === '#') i = toml.indexOf('\n', i) < 0 ? toml.length : toml.indexOf('\n', i) - 1;
+    else if (c === '[' || c === '{') depth++;
+    else if (c === ']' || c === '}') depth = Math.max(0, depth - 1);
   }
   return false;
 }
@@ -172,7 +208,9 @@ export function withHooks(
   const configFile = path.join(home, 'config.toml');
   const toml = (codexConfig.read ?? readText)(configFile);
   if (toml !== undefined && codexConfigHasNotify(toml)) return { skipped: `${configFile} sets notify, which -c would replace` };
-  return { args: ['-c', `notify=${JSON.stringify(notifyArgv(notify, 'codex'))}`, ...args] };
+  // A TOML array of basic strings: JSON's escapes are TOML's, but DEL must be escaped in TOML (codex refuses it raw).
+  const value = JSON.stringify(notifyArgv(notify, 'codex')).replace(/\x7f/g, '\\u007f');
+  return { args: ['-c', `notify=${value}`, ...args] };
 }
 
 /** What a hook call carries from the agent (bounded by `agent-trees notify`). */
@@ -211,8 +249,9 @@ function claudeSignal(e: HookEvent): AttentionSignal | undefined {
     case 'Stop':
       return { state: 'idle', source: 'hook' };
     case 'Notification':
-      if (e.type === 'permission_prompt' || e.type === 'elicitation_dialog')
-        return { state: 'waiting', source: 'hook', message: e.message, detail };
+      // Claude's words for the prompt its PermissionRequest began (6 s on): the key that answered it may be first.
+      if (e.type === 'permission_prompt') return { state: 'waiting', source: 'hook', message: e.message, detail, wordsOnly: true };
+      if (e.type === 'elicitation_dialog') return { state: 'waiting', source: 'hook', message: e.message, detail };
       if (e.type === 'idle_prompt') return { state: 'idle', source: 'hook', message: e.message };
       return undefined;
     default:

@@ -2,7 +2,9 @@
  * The owner's end of the attention channel: the trees it launched with hooks, each with a key of its own and a
  * tracker, and the hook calls addressed to it, taken from the folder whenever it changes. A call is shown (given to
  * its tree's tracker) only when it names a live tree of this owner's that was launched with hooks, with that
- * tree's key; every other call is refused and logged with why, and never shown. Pure Node.
+ * tree's key; every other call is refused and logged with why, and never shown. The calls are read a batch at a
+ * time, one batch per turn of the event loop: a flood of them (a runaway script calling notify) never holds up the
+ * process that owns the trees (the extension host), and every one is still taken, in order. Pure Node.
  */
 import { randomBytes, timingSafeEqual } from 'crypto';
 import { Logger } from '../proc';
@@ -23,6 +25,9 @@ export interface HookCallOutcome {
   refused?: string;
 }
 
+/** Hook calls read in one turn of the event loop, at most. */
+const BATCH = 64;
+
 const sameKey = (a: string, b: string) => {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
@@ -31,8 +36,16 @@ const sameKey = (a: string, b: string) => {
 
 export class AttentionInbox {
   private readonly hooked = new Map<string, Hooked>();
-  private readonly onChanged = () => this.take();
+  private readonly onChanged = () => {
+    this.unread = true;
+    this.takeSoon();
+  };
   private listening = false;
+  /** Calls found and not read yet, in order; whether the folder changed since they were listed; a batch scheduled. */
+  private queue: string[] = [];
+  private unread = false;
+  private scheduled = false;
+  private disposed = false;
   /** The last hook calls (at most 50), for the log's readers and the tests. */
   readonly outcomes: HookCallOutcome[] = [];
 
@@ -64,15 +77,34 @@ export class AttentionInbox {
     this.hooked.delete(tree);
   }
 
-  /** Takes the calls addressed to this owner and gives each to its tree, or refuses it. */
+  /** Takes the calls addressed to this owner and gives each to its tree, or refuses it: a batch now, the rest later. */
   take(): void {
-    for (const found of this.folder.takeMessages(this.owner)) {
-      if (found.problem || !found.value) {
-        this.refuse({ tree: '?', agent: '?' }, `${found.file}: ${found.problem}`);
-        continue;
-      }
-      this.deliver(found.value);
+    this.unread = true;
+    this.takeBatch();
+  }
+
+  private takeBatch(): void {
+    if (this.disposed) return;
+    if (this.queue.length === 0 && this.unread) {
+      this.unread = false;
+      this.queue = this.folder.messageNames(this.owner).sort();
     }
+    for (const name of this.queue.splice(0, BATCH)) {
+      const found = this.folder.takeMessage(name);
+      if (found.problem === 'gone before it was read') continue;
+      if (found.problem || !found.value) this.refuse({ tree: '?', agent: '?' }, `${found.file}: ${found.problem}`);
+      else this.deliver(found.value);
+    }
+    if (this.queue.length > 0 || this.unread) this.takeSoon();
+  }
+
+  private takeSoon(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.takeBatch();
+    });
   }
 
   private deliver(m: HookMessage): void {
@@ -105,7 +137,9 @@ export class AttentionInbox {
   }
 
   dispose(): void {
+    this.disposed = true;
     this.folder.off('changed', this.onChanged);
     this.hooked.clear();
+    this.queue = [];
   }
 }

@@ -340,7 +340,10 @@ function superviseRun(run: SupervisedRun): Promise<number> {
       if (finishing) return;
       finishing = true;
       for (const cancel of cancels) cancel();
+      // A fatal signal now would end this command with its tree half ended: held (ignored) until the end.
+      const held = holdFatalSignals(run.log);
       await endRun(run, why, keep, ended);
+      held.release();
       resolve(code);
     };
     cancels.push(...watchRunEnds(run, finish));

@@ -23,6 +23,8 @@ export function recordsDirProblem(dir: string, forWriting: boolean): string | un
   const problem = (what: string) => `records folder ${dir} ${what}`;
   const link = foreignLink(dir);
   if (link) return problem(`goes through ${link.path}, a symbolic link of uid ${link.uid}: only links of this user or root are followed`);
+  const folder = foreignFolder(dir);
+  if (folder) return problem(`goes through ${folder}`);
   let st: fs.Stats;
   try {
     st = fs.statSync(dir);
@@ -90,6 +92,39 @@ function foreignLink(dir: string): { path: string; uid: number } | undefined {
     const target = fs.readlinkSync(next);
     if (path.isAbsolute(target)) at = path.parse(target).root;
     todo = [...target.split(path.sep).filter(Boolean), ...todo];
+  }
+  return undefined;
+}
+
+/**
+ * The first folder on the way to `dir` (its real path) in which someone else than this user and root could move an
+ * entry away and put one of theirs in its place: a folder of another user, or one any user can write to without
+ * the sticky bit. They could hide the records from the watchdog and the sweeps (their own folder under the old
+ * name is not trusted), and a tree would outlive its owner unswept. Says which and why, or undefined.
+ */
+function foreignFolder(dir: string): string | undefined {
+  const me = process.geteuid?.();
+  if (me === undefined) return undefined;
+  let at = path.resolve(dir);
+  while (!fs.existsSync(at) && path.dirname(at) !== at) at = path.dirname(at);
+  let real: string;
+  try {
+    real = fs.realpathSync(at);
+  } catch {
+    return undefined; // cannot be looked at: the folder's own checks say why
+  }
+  const holders = [real];
+  for (let d = real; path.dirname(d) !== d; d = path.dirname(d)) holders.push(path.dirname(d));
+  // The folder itself holds the records: only what holds it (and itself, when it holds a folder still to be made).
+  for (const folder of real === path.resolve(dir) ? holders.slice(1) : holders) {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(folder);
+    } catch {
+      continue;
+    }
+    if (st.uid !== me && st.uid !== 0) return `${folder}, a folder of uid ${st.uid}: only folders of this user or root are trusted to hold it`;
+    if ((st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0) return `${folder}, which any user can write to (no sticky bit)`;
   }
   return undefined;
 }

@@ -86,10 +86,10 @@ function inForeground(): boolean {
   }
 }
 
-/** What looks at the relayed bytes on their way (as latin1 strings: one character per byte). */
+/** What looks at the relayed bytes on their way: the input as latin1 strings (one character per byte), the output as it came. */
 export interface RelayWatch {
   input(text: string): void;
-  output(text: string): void;
+  output(data: Buffer | string): void;
 }
 
 export class TtyRelay {
@@ -123,7 +123,7 @@ export class TtyRelay {
     this.subscriptions.push(() => input.off('data', onInput));
 
     const onOutput = (data: Buffer | string) => {
-      if (watch) this.watched(data, watch.output);
+      watch?.output(data);
       // A slow reader (stdout on a pipe) holds the agent back instead of filling this process's memory.
       if (!output.write(data)) {
         this.root.pause();

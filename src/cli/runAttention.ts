@@ -7,6 +7,7 @@
  * `AGENT_TREES_ATTENTION_HOOKS=off` (the window's `agentTrees.attention.hooks` turned off) for the hooks, nothing
  * of this happens.
  */
+import { StringDecoder } from 'string_decoder';
 import { AttentionTracker, terminalSignal } from '../agents/attention';
 import { AttentionFolder, ChannelOwner, HOOKS_SETTING_VARIABLE } from '../agents/attentionChannel';
 import { AttentionInbox } from '../agents/attentionInbox';
@@ -18,6 +19,8 @@ export class RunAttention {
   private readonly tracker: AttentionTracker;
   private readonly inbox: AttentionInbox;
   private readonly scanner: EscapeScanner;
+  /** The agent's output is UTF-8 bytes; the scanner reads it as the terminal does, as text (0x9C in "✳" is no ST). */
+  private readonly decoder = new StringDecoder('utf8');
   private tree: string | undefined;
 
   private constructor(
@@ -28,7 +31,7 @@ export class RunAttention {
   ) {
     this.tracker = new AttentionTracker(() => this.publish());
     this.inbox = new AttentionInbox(folder, owner, log);
-    this.scanner = new EscapeScanner((s) => this.tracker.signal(terminalSignal(s)), { bytes: true });
+    this.scanner = new EscapeScanner((s) => this.tracker.signal(terminalSignal(s)));
   }
 
   /** For a run relayed in a terminal of a window with Agent Trees; undefined anywhere else. */
@@ -57,9 +60,12 @@ export class RunAttention {
     return plan;
   }
 
-  /** What the relay passes through: output scanned, input checked for keys (bytes as latin1). */
+  /** What the relay passes through: output scanned as text, input checked for keys (bytes as latin1). */
   get watch(): RelayWatch {
-    return { output: (text) => this.scanner.feed(text), input: (text) => this.tracker.input(text) };
+    return {
+      output: (data) => this.scanner.feed(typeof data === 'string' ? data : this.decoder.write(data)),
+      input: (text) => this.tracker.input(text),
+    };
   }
 
   private publish(): void {

@@ -17,7 +17,7 @@ import type { OwnerRecordsReader } from './ownerRecords';
 import type { Settings } from './settings';
 import type { AgentTerminals } from './terminal';
 import type { WindowTerminals } from './terminalTrees';
-import { escapeMarkdown } from './viewFormat';
+import { escapeMarkdown, notificationText } from './viewFormat';
 
 /** An agent that has an attention state: one of this window's runs, or a tree of an `agent-trees run` in it. */
 export interface AttentionEntry {
@@ -170,7 +170,7 @@ export class WaitingAgents implements vscode.Disposable {
     const text = a.message
       ? vscode.l10n.t('{0} is waiting for you: {1}', e.name, a.message)
       : vscode.l10n.t('{0} is waiting for you', e.name);
-    const full = a.detail ? `${text} (${a.detail})` : text;
+    const full = notificationText(a.detail ? `${text} (${a.detail})` : text);
     this.shown.push({ treeId: e.id, text: full, at: Date.now() });
     if (this.shown.length > 50) this.shown.shift();
     const show = vscode.l10n.t('Show Terminal');

@@ -21,3 +21,12 @@ export function commandLabel(command: string, max = 80): string {
 export function escapeMarkdown(text: string): string {
   return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
 }
+
+/**
+ * Words from elsewhere (an agent's notification, its tool's command) for a notification's message: VS Code makes
+ * `[label](command:…)` (and `https:`, `file:`) there a link, and a click runs the command with its arguments. A
+ * zero-width space between `]` and `(` keeps such words text, as they read.
+ */
+export function notificationText(text: string): string {
+  return text.replace(/\]\(/g, ']\u200b(');
+}

@@ -15,6 +15,19 @@ import { api, shortKillGrace, testHooks } from './fixtures';
 import { log } from './harness';
 import { processes } from '../support/repo';
 import { waitFor } from '../support/wait';
+import { evaluate, hasPage, PageElement } from './workbenchPage';
+
+declare const document: PageElement;
+
+/** Runs in the page: each notification toast on the screen, its text and the links in it. */
+function toasts(): { text: string; links: string[] }[] {
+  return Array.from(document.querySelectorAll('.notifications-toasts .notification-toast .notification-list-item-message'))
+    .filter((m) => m.getClientRects().length > 0)
+    .map((m) => ({
+      text: (m.textContent ?? '').trim(),
+      links: Array.from(m.querySelectorAll('a')).map((a) => a.getAttribute('href') ?? a.getAttribute('data-href') ?? ''),
+    }));
+}
 
 /** Polls `probe` every 100 ms until it returns a value; fails after `timeoutMs`, saying what it waited for. */
 async function eventually<T>(
@@ -148,7 +161,11 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
     assert.strictEqual(told, 1, 'no notification while its terminal has the focus');
     assert.ok(again.attention.since > waiting.attention.since);
     vscode.window.activeTerminal!.sendText('1', false);
-    await eventually('claude idle at the end of its turn', () => tree(id)?.attention.state === 'idle');
+    await eventually('claude idle at the end of its turn', () => tree(id)?.attention.state === 'idle').catch((e: Error) => {
+      // Say which side lost it: the state and the hook calls taken (a key lost by claude leaves no Stop among them).
+      const calls = hooks.attention().hookCalls.map((c) => c.event ?? '?');
+      throw new Error(`${e.message}; attention ${JSON.stringify(tree(id)?.attention)}; hook calls ${calls.join(', ')}`);
+    });
     assert.ok(!fs.existsSync(second));
     await trees.kill(id);
     await eventually('the run ended', () => tree(id)?.attention.state === 'ended');
@@ -267,6 +284,32 @@ describe("Agent Trees: an agent's terminal notifications (bells, OSC 9)", functi
       other.dispose();
       await trees.kill(id);
       closeAgentTerminals(['bell-storm']);
+    }
+  });
+
+  it("an agent's words cannot put a link in its notification: a command link in an OSC 9 shows as text", async function () {
+    if (!hasPage()) this.skip(); // the notification is read through the host runner's page
+    // Any program of the tree (or a file it prints) writes the words; VS Code's notifications run command links.
+    const words = 'Approve? [Open settings](command:workbench.action.openSettings) or [docs](https://example.com)';
+    const go = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-link-')), 'go');
+    const script = `while [ ! -e '${go}' ]; do sleep 0.1; done; printf '\\033]9;%s\\007' '${words}'; exec sleep 300`;
+    const id = await trees.launch({ name: 'link-words', command: '/bin/sh', args: ['-c', script], timeoutSeconds: 0 });
+    const other = vscode.window.createTerminal({ name: 'in front of the link' });
+    other.show(false);
+    await eventually('the other terminal in front', () => vscode.window.activeTerminal === other, 10_000);
+    fs.writeFileSync(go, '');
+    try {
+      await eventually('waiting with its words', () => trees.list().find((t) => t.id === id)?.attention.state === 'waiting', 20_000);
+      const toast = await eventually('its notification on the screen', async () =>
+        (await evaluate(toasts)).find((t) => t.text.startsWith('link-words is waiting for you')),
+      );
+      assert.deepStrictEqual(toast.links, [], JSON.stringify(toast));
+      assert.match(toast.text, /\[Open settings\].*\(command:workbench\.action\.openSettings\)/, 'the words are shown as text');
+    } finally {
+      other.dispose();
+      await trees.kill(id);
+      closeAgentTerminals(['link-words']);
+      await vscode.commands.executeCommand('notifications.clearAll');
     }
   });
 });

@@ -36,6 +36,8 @@ export interface BudgetWatchOptions {
   deps: ListingDeps;
   /** A process's PSS (Linux: smaps_rollup); RSS is used where it is absent. */
   readPss?: PssReader;
+  /** A process's CPU time in ns, exact (Linux: schedstat); without it, the snapshot's clock ticks alone count. */
+  readCpuNs?: (pid: number) => number | undefined;
   /** A tree is past a limit: it is no longer watched (the owner ends it). */
   onBreach(id: string, breach: Breach): void;
   /** After each look: the use figures changed. */
@@ -53,6 +55,8 @@ interface WatchedTree {
   gauge: MemoryGauge;
   /** CPU time of each member (`pid:startKey`) at the last look; undefined before the first. */
   cpu?: Map<string, number>;
+  /** Each member's exact CPU time (ns) at the first look that saw it quiet; undefined while it is active. */
+  quietCpuNs?: Map<string, number | undefined>;
   lastActive: number;
   /** The kernel's OOM kills in its cgroup so far: none in a cgroup made for it. */
   oomKills: number;
@@ -197,10 +201,34 @@ export class BudgetWatch {
   private idleSeconds(tree: WatchedTree, members: ProcessInfo[], now: number): number {
     const cpu = new Map(members.map((p) => [`${p.pid}:${p.startKey}`, p.cpuMs]));
     const before = tree.cpu;
-    // The first look only learns: what ran before it is the start, which is where idle time counts from.
-    if (before && (before.size !== cpu.size || [...cpu].some(([key, ms]) => before.get(key) !== ms))) tree.lastActive = now;
     tree.cpu = cpu;
-    return Math.max(0, now - tree.lastActive) / 1000;
+    // Clock ticks round a short run away (a process that writes a line a second uses a few µs of CPU): idle time
+    // counts only while each member's exact CPU time is still what it was when the tree was first seen quiet.
+    if (!before) {
+      // The first look only learns: what ran before it is the start, which is where idle time counts from.
+      tree.quietCpuNs = this.cpuNs(members);
+    } else if (before.size !== cpu.size || [...cpu].some(([key, ms]) => before.get(key) !== ms)) {
+      tree.lastActive = now;
+      tree.quietCpuNs = undefined;
+    } else if (!tree.quietCpuNs) {
+      tree.quietCpuNs = this.cpuNs(members);
+      // Since the last look, only the ticks were quiet: it counts as active until now.
+      if (this.options.readCpuNs) tree.lastActive = now;
+    }
+    const idle = Math.max(0, now - tree.lastActive) / 1000;
+    if (idle < tree.limits.idleTimeoutSeconds! || !tree.quietCpuNs) return idle;
+    // Before a tree is ended as idle, its exact CPU time must not have moved either.
+    const exact = this.cpuNs(members);
+    if ([...exact].every(([key, ns]) => tree.quietCpuNs!.get(key) === ns)) return idle;
+    tree.lastActive = now;
+    tree.quietCpuNs = exact;
+    return 0;
+  }
+
+  /** Each member's exact CPU time (ns), where it can be read. */
+  private cpuNs(members: ProcessInfo[]): Map<string, number | undefined> {
+    const read = this.options.readCpuNs;
+    return new Map(members.map((p) => [`${p.pid}:${p.startKey}`, read?.(p.pid)]));
   }
 
   /** When the tree wants its next look: sooner near a limit the kernel does not hold, and at its idle deadline. */

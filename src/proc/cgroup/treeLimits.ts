@@ -17,7 +17,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupTier } from './probe';
-import { CgroupEntry, treeCgroupPath } from './treeCgroup';
+import { CgroupEntry, isOurCgroup, removeCgroup, treeCgroupPath } from './treeCgroup';
 
 /** What the kernel is asked to hold: bytes of memory, and a process limit. */
 export interface KernelRequest {
@@ -243,4 +243,13 @@ export function launchWithLimits(launch: LaunchToLimit, request: KernelRequest):
   }
   const pidsStep = `echo $$ > ${shellWord(path.join(dir, 'cgroup.procs'))} || exit 126`;
   return { entry, pidsStep, lines: { ...lines, pids: dir }, pidsCgroup: dir };
+}
+
+/**
+ * Removes a recorded tree's v1 `pids` cgroup once nothing of it runs (a sweep ended it): only where it is this
+ * hierarchy's cgroup of ours for that tree, made with it, never any other directory a record names.
+ */
+export function removeTreePidsCgroup(tree: { id: string; pidsCgroup?: string; trackedAt: number }, base = pidsV1Base()): boolean {
+  if (!tree.pidsCgroup || !base || !isOurCgroup({ kind: 'directory', base }, tree.pidsCgroup, tree.id, tree.trackedAt)) return false;
+  return removeCgroup(tree.pidsCgroup);
 }

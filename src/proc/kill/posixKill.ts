@@ -324,7 +324,7 @@ export class PosixTreeKill {
    * behind our back; each round resolves every kill from one snapshot. Leaves each kill's stopped members in
    * `stopped` (to be SIGCONTed or SIGKILLed).
    */
-  private freeze(kills: TargetKill[]): void {
+  private freeze(kills: TargetKill[]): Snapshot | undefined {
     for (const k of kills) k.beginFreeze();
     let pending = kills;
     let snap: Snapshot | undefined;
@@ -335,6 +335,7 @@ export class PosixTreeKill {
     }
     const quiet = kills.length === this.kills.length && kills.every((k) => k.stopped.length === 0);
     this.quietLook = quiet ? snap : undefined;
+    return snap;
   }
 
   /**
@@ -372,9 +373,13 @@ export class PosixTreeKill {
 
   /** SIGKILL for everything left, the atomic kills first, then round after round until a resolution finds no one. */
   private async escalate(kills: TargetKill[]): Promise<void> {
-    // One scan for every group proof (none where every tree goes by its cgroup).
+    // One scan for every group proof (none where every tree goes by its cgroup). The group's SIGKILL orphans a member
+    // outside the group that is one only through a parent in it (one born in the grace, or every such one when there
+    // was no grace): the trees that have members outside their group are frozen first, so those stay targets.
     let snap: Snapshot | undefined;
     const look = () => (snap ??= this.deps.table.snapshot());
+    const outside = kills.filter((k) => k.tree && !k.killsByCgroup && k.resolve(look()).members.some((p) => p.pgid !== k.tree!.pgid));
+    if (outside.length > 0) snap = this.freeze(outside);
     const hits = kills.map((k) => ({ k, hit: k.killAtomically(look) }));
     for (const { k, hit } of hits) if (hit.length > 0) this.escalated(k);
     // Let the kernel finish the exits it has started before scanning: a scan of a dying tree competes with
@@ -404,10 +409,10 @@ export class PosixTreeKill {
    * every other member, frozen first. Returns whether anything was signalled.
    */
   killNow(): boolean {
-    let snap: Snapshot | undefined;
+    // Stopped first, as in `escalate`: the group's SIGKILL must not orphan a member out of the tree.
+    let snap = this.freeze(this.kills);
     const look = () => (snap ??= this.deps.table.snapshot());
     const hit = this.kills.map((k) => k.killAtomically(look).length > 0);
-    this.freeze(this.kills);
     for (const k of this.kills) k.signalAll(k.stopped, 'SIGKILL');
     return hit.some(Boolean) || this.kills.some((k) => k.stopped.length > 0);
   }

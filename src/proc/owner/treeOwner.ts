@@ -16,7 +16,7 @@ import { ResolveOptions, resolveTreeMembers } from '../members/treeMembers';
 import { hostClock } from '../platform/bootClock';
 import { freshProcessTable } from '../platform/createProcessTable';
 import { Logger, silentLogger } from '../platform/log';
-import { readPssBytes } from '../platform/procFiles';
+import { readCpuNs, readPssBytes } from '../platform/procFiles';
 import { ProcessInfo, ProcessTable, Snapshot } from '../platform/processTable';
 import { PtyRoot } from '../pty/ptyRoot';
 import { PtySpawnOptions, spawnPtyTree } from '../pty/spawnPtyTree';
@@ -35,9 +35,10 @@ export type TreeState = 'running' | 'exited' | 'killing' | 'ended';
 /** The first look of the watch after a spawn (ms); see `TreeOwner.scheduleWatch`. */
 const FIRST_LOOK_MS = 2;
 /**
- * How long after a spawn the watch looks whether the root still runs (ms). Not longer: a running tree is not read
- * while nothing asks for it (the view hidden reads nothing), and a root that ran this long has been seen running
- * after whatever it started at once.
+ * How long after a spawn the watch reads whether a pseudo-terminal's root still runs (ms). Not longer: a running
+ * tree is not read while nothing asks for it (the view hidden reads nothing), and a root that ran this long has been
+ * seen running after whatever it started at once. A root with pipes needs no read (see `reapedWhenReported`): it is
+ * noted alive at every look while it runs.
  */
 const ROOT_LOOKS_MS = 1000;
 
@@ -139,6 +140,7 @@ export class TreeOwner extends EventEmitter {
       table: this.core.table,
       deps: this.core,
       readPss: this.core.platform === 'linux' ? readPssBytes : undefined,
+      readCpuNs: this.core.platform === 'linux' ? readCpuNs : undefined,
       onBreach: (id, breach) => this.limitExceeded(id, breach),
       onLook: () => this.emit('budget'),
       log: this.log,
@@ -492,7 +494,7 @@ export class TreeOwner extends EventEmitter {
    */
   private watchOnce(): void {
     const table = this.core.table;
-    for (const tree of this.trees.values()) if (tree.state === 'running' && this.inRootLooks(tree)) this.noteRootAlive(tree);
+    this.noteRootsAlive();
     // A running tree waits for its root's exit to be reported, as in checkAll: a pseudo-terminal root reports it
     // up to 200 ms after it died, and the tree must not end before. A tree being killed is its kill's to end.
     const trees = [...this.trees.values()].filter((t) => t.state !== 'running' && !this.beingKilled.has(t.record.id));
@@ -512,34 +514,45 @@ export class TreeOwner extends EventEmitter {
     }
   }
 
-  /**
-   * Notes that a running tree's root is alive now: the boot clock first, then the root itself, so the root was
-   * alive at that tick (see `TreeWitness.rootAliveAt`). Where there is no boot clock, nothing is noted.
-   */
-  /** Whether a running tree's root is still looked at: in the first ROOT_LOOKS_MS after its spawn. */
+  private rootReadAlive(tree: OwnedTree): boolean {
+    return this.core.table.read(tree.record.rootPid)?.startKey === tree.record.rootStartTicks;
+  }
+
+  /** Whether a running tree's root is still looked at in /proc: in the first ROOT_LOOKS_MS after its spawn. */
   private inRootLooks(tree: OwnedTree): boolean {
     const w = this.witnesses.get(tree.record.id);
     return w !== undefined && performance.now() - w.spawnedAt <= ROOT_LOOKS_MS;
   }
 
-  private noteRootAlive(tree: OwnedTree): void {
+  /**
+   * Notes, for each running tree whose root can be told to be alive now, that it is: the boot clock first, then
+   * the root, so the root held its pid at that tick (see `TreeWitness.rootAliveAt`). Where there is no boot clock,
+   * nothing is noted.
+   */
+  private noteRootsAlive(): void {
     const clock = hostClock();
-    const w = this.witnesses.get(tree.record.id);
-    if (!w || !clock?.procIsOurs || tree.record.rootStartTicks === undefined) return;
+    const running = [...this.trees.values()].filter((t) => t.state === 'running' && t.record.rootStartTicks !== undefined);
+    if (running.length === 0 || !clock?.procIsOurs) return;
     let at: number;
     try {
       at = clock.nowTicks();
     } catch {
       return;
     }
-    if (this.core.table.read(tree.record.rootPid)?.startKey === tree.record.rootStartTicks) w.rootAliveAt = at;
+    for (const tree of running) {
+      const w = this.witnesses.get(tree.record.id);
+      if (!w) continue;
+      const alive = reapedWhenReported(tree) ? rootRuns(tree) : this.inRootLooks(tree) && this.rootReadAlive(tree);
+      if (alive) w.rootAliveAt = at;
+    }
   }
 
   /**
    * Schedules the next look of the watch (see `watchOnce`). After a spawn (`fresh`) the first look comes after
-   * FIRST_LOOK_MS, then each twice as far apart as the last, up to the watch interval, and the root is looked at
-   * for ROOT_LOOKS_MS: a process a root started at once is seen to have been born while the root ran if the root
-   * lives about twice as long as it took to start it (see `TreeWitness`), at a handful of looks per spawn.
+   * FIRST_LOOK_MS, then each twice as far apart as the last, up to the watch interval: a process a root started at
+   * once is seen to have been born while the root ran if the root lives about twice as long as it took to start it
+   * (see `TreeWitness`). A pseudo-terminal's root is read for ROOT_LOOKS_MS, at a handful of looks per spawn; a root
+   * with pipes is noted alive at every look while it runs, at no read.
    */
   private scheduleWatch(fresh = false): void {
     if (this.disposed) return;
@@ -558,8 +571,10 @@ export class TreeOwner extends EventEmitter {
         this.log.warn(`checking owned trees failed: ${(e as Error).message}`);
       }
       this.watchDelay = Math.min(this.watchDelay * 2, interval);
-      // Watched while a root has exited (its tree ends once empty) or is still looked at after its spawn.
-      if ([...this.trees.values()].some((t) => t.rootExit || this.inRootLooks(t))) this.scheduleWatch();
+      // Watched while a root has exited (its tree ends once empty), is still looked at after its spawn, or can be
+      // told to be alive without a look (see `noteRootsAlive`).
+      if ([...this.trees.values()].some((t) => t.rootExit || this.inRootLooks(t) || (t.state === 'running' && reapedWhenReported(t))))
+        this.scheduleWatch();
     }, this.watchDelay);
     this.watchTimer.unref();
   }
@@ -616,6 +631,16 @@ interface TreeWitness {
    * the root's session born before it were born while the root lived (see `ResolveOptions.rootAliveAt`).
    */
   rootAliveAt?: number;
+}
+
+/**
+ * Whether the root's exit is reported in the same step of the event loop that reaps it: a root with pipes (a
+ * `ChildProcess`: libuv's waitpid and the exit callback run in one go), so while its exit is unreported, between two
+ * steps, its pid is still its own (alive, or a zombie only we can reap) and no one else can have it. A
+ * pseudo-terminal's root is reaped by node-pty's own thread before its exit is reported: only /proc can tell.
+ */
+function reapedWhenReported(tree: OwnedTree): boolean {
+  return tree.child instanceof ChildProcess && process.platform !== 'win32';
 }
 
 function rootRuns(tree: OwnedTree): boolean {

@@ -130,3 +130,13 @@ export function readPssBytes(pid: number): number | undefined {
   const m = text === undefined ? null : /^Pss:\s+(\d+) kB/m.exec(text);
   return m ? Number(m[1]) * 1024 : undefined;
 }
+
+/**
+ * A process's CPU time in ns (the first field of /proc/<pid>/schedstat: its time on a CPU, exact, where stat's
+ * clock ticks round a short run away); undefined where it cannot be read.
+ */
+export function readCpuNs(pid: number): number | undefined {
+  const text = readSmall(`/proc/${pid}/schedstat`);
+  const ns = text === undefined ? NaN : Number(text.split(' ')[0]);
+  return Number.isFinite(ns) ? ns : undefined;
+}

@@ -216,8 +216,10 @@ export class RecordFolder {
   /**
    * What watchdogs that could not end their owner's trees left (`watchdog-<pid>-<start key>.log`, see
    * owner/watchdog.ts), each read once (up to 4 KiB) and removed: files of ours only, through the trust checks.
+   * A trace whose watchdog is still at work (`atWork`: its owner's pid and start key) is not finished: it is left
+   * to that watchdog, which removes it when it succeeds.
    */
-  takeWatchdogLogs(): { file: string; ownerPid: number; text: string }[] {
+  takeWatchdogLogs(atWork: (owner: { pid: number; startKey: number }) => boolean): { file: string; ownerPid: number; text: string }[] {
     const out: { file: string; ownerPid: number; text: string }[] = [];
     if (this.folderProblem()) return out;
     let names: string[];
@@ -228,7 +230,7 @@ export class RecordFolder {
     }
     for (const name of names) {
       const m = WATCHDOG_LOG_NAME.exec(name);
-      if (!m) continue;
+      if (!m || atWork({ pid: Number(m[1]), startKey: Number(m[2]) })) continue;
       const file = path.join(this.dir, name);
       try {
         const text = readTrusted(file, this.uid);

@@ -21,7 +21,7 @@
 import * as path from 'path';
 import { CgroupMode, CgroupProber } from '../cgroup/probe';
 import { CgroupControl, cgroupVerified, removeUnnamedEmptyCgroups } from '../cgroup/treeCgroup';
-import { pidsV1Base } from '../cgroup/treeLimits';
+import { pidsV1Base, removeTreePidsCgroup } from '../cgroup/treeLimits';
 import { endHostProcesses, recordedHostQuery } from '../hostChildren/ending';
 import { OwnerInfo, ownerState, OwnerState, PresenceProbe, sameProcess } from '../identity/ownerIdentity';
 import { isRecordedRoot } from '../identity/startTimes';
@@ -30,7 +30,7 @@ import { TreeIdentity } from '../members/membership';
 import { resolveTreeMembers } from '../members/treeMembers';
 import { HostClock, hostClock } from '../platform/bootClock';
 import { localTime, Logger, processCount, silentLogger } from '../platform/log';
-import { ProcessInfo, ProcessTable, provesIdentity, Snapshot } from '../platform/processTable';
+import { ProcessInfo, ProcessTable, provesIdentity, Snapshot, WATCHDOG_VARIABLE } from '../platform/processTable';
 import { RecordStore } from '../records/claims';
 import { judgeRecord, OWNER_GONE, Verdict } from '../records/judge';
 import { HostProcessesRecord, OwnerRecord, RecordProblem, TreeRecord } from '../records/schema';
@@ -172,6 +172,8 @@ class Sweep {
   private claimed: Claimed[] = [];
   /** Cgroups some record still names (left, given back, or with survivors): never removed as unnamed. */
   private readonly namedCgroups = new Set<string>();
+  /** The look at the processes that tells which watchdogs are still at work (taken when a trace is found). */
+  private tidyLook: Snapshot | undefined;
 
   constructor(
     private readonly store: RecordStore,
@@ -331,10 +333,12 @@ class Sweep {
       this.claimed.forEach(({ file, record }, i) => {
         const swept = plans[i].map((p) => ('kill' in p ? this.killed(record, p, reportOf.get(p)!) : p));
         const remaining = record.trees.filter((_, j) => swept[j].outcome === 'survivors' || swept[j].outcome === 'refused');
-        for (const t of swept) {
+        swept.forEach((t, j) => {
+          // Nothing of it runs: its v1 pids cgroup goes with it, as its cgroup went with the kill.
+          if ((t.outcome === 'killed' || t.outcome === 'gone') && this.options.cgroups !== 'off') removeTreePidsCgroup(record.trees[j]);
           this.result.trees.push(t);
           this.result.killed += t.killed;
-        }
+        });
         this.keep(remaining);
         const { hostProcesses: _, ...rest } = record;
         const left = hostLeft[i];
@@ -445,10 +449,24 @@ class Sweep {
     const gone = (writer: OwnerInfo) => GONE.includes(ownerState(options.table, writer, clock));
     for (const file of this.store.removeStaleTempFiles(gone, clock))
       log.info(`removed ${file}: a record left half-written by a process that is gone`);
-    for (const w of this.store.takeWatchdogLogs()) {
+    for (const w of this.store.takeWatchdogLogs((owner) => this.watchdogAtWork(owner))) {
       const what = w.text ? w.text.split('\n').join('; ') : 'it left no message';
       this.problem({ file: w.file, problem: `the watchdog of process ${w.ownerPid} could not end its trees: ${what} (reported once, removed)` });
     }
+  }
+
+  /**
+   * Whether the watchdog of `owner` (or the sweep it runs) is still at work: a process carrying its variable
+   * (`<pid>:<start key>`, see owner/watchdog.ts) lives. Its trace is not finished until it exits. Read only when a
+   * trace is there, from one look at the processes started since that owner (a watchdog is younger than its owner).
+   */
+  private watchdogAtWork(owner: { pid: number; startKey: number }): boolean {
+    try {
+      this.tidyLook ??= this.options.table.snapshot();
+    } catch {
+      return true; // not known to be done: left for a later sweep
+    }
+    return this.tidyLook.tagged(WATCHDOG_VARIABLE, owner.startKey).has(`${owner.pid}:${owner.startKey}`);
   }
 
   private keep(trees: TreeRecord[]): void {

@@ -90,7 +90,7 @@ describe('launching agents with their own hooks', function () {
     try {
       const run = runs.launch({ name: 'claude', command: '/bin/sh', args: ['-c', `env > ${out}; echo "$@" >> ${out}`, 'x', 'arg'] });
       register(run.tree.record.rootPid);
-      await waitFor('its environment written', () => fs.existsSync(out) && /arg/.test(fs.readFileSync(out, 'utf8')));
+      await waitFor('its environment and arguments written', () => fs.existsSync(out) && /^arg$/m.test(fs.readFileSync(out, 'utf8')));
     } finally {
       if (inherited === undefined) delete process.env[NOTIFY_VARIABLE];
       else process.env[NOTIFY_VARIABLE] = inherited;

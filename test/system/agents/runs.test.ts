@@ -125,7 +125,7 @@ describe('agent runs on pipes (real processes)', () => {
     register(run.tree.child.pid!);
     const pids = await fixturePids(pidfile);
     assert.ok(run.deadline && run.deadline > Date.now());
-    await waitFor('timeout', () => !run.live, 8000);
+    await waitFor('timeout', () => !run.live, 20_000);
     assert.strictEqual(run.state, 'timed out');
     assert.match(run.endingText(), /^timed out after 0.5 s: ended [1-9]\d* processes$/);
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
@@ -152,7 +152,7 @@ describe('agent runs on pipes (real processes)', () => {
     assert.strictEqual(run.live, true);
     clock.advance(60_000);
     assert.strictEqual(run.state, 'timed out', 'killed at the new deadline');
-    await waitFor('ended', () => !run.live, 8000);
+    await waitFor('ended', () => !run.live, 20_000);
     assert.strictEqual(run.deadline, undefined);
   });
 
@@ -165,7 +165,7 @@ describe('agent runs on pipes (real processes)', () => {
       terminal: 'pipe',
     });
     register(run.tree.child.pid!);
-    await waitFor('ended', () => !run.live, 8000);
+    await waitFor('ended', () => !run.live, 20_000);
     assert.strictEqual(run.state, 'exited');
     assert.strictEqual(run.exitCode, 3);
     assert.match(run.output.text(), /hello\n/);
@@ -185,7 +185,7 @@ describe('agent runs on pipes (real processes)', () => {
     run.write('hi\n');
     await waitFor('echo', () => run.output.text().includes('you said hi'));
     assert.strictEqual(runs.interrupt(run.id), true);
-    await waitFor('interrupted', () => !run.live, 8000);
+    await waitFor('interrupted', () => !run.live, 20_000);
     assert.match(run.output.text(), /got-INT/);
   });
 
@@ -290,7 +290,7 @@ describe('agent runs on a terminal (real processes)', () => {
     register(run.tree.record.rootPid);
     const told: string[] = [];
     runs.on('finished', (r) => r === run && told.push(r.endingText()));
-    await waitFor('finished', () => run.finished && told.length > 0, 8000);
+    await waitFor('finished', () => run.finished && told.length > 0, 20_000);
     register(Number(fs.readFileSync(flag, 'utf8')));
     assert.deepStrictEqual(told, ['exited with code 3; ended 1 process it left running']);
     assert.match(run.output.text(), /^hello\r\n/, "output unchanged but for the tty's own \\r\\n");
@@ -309,7 +309,7 @@ describe('agent runs on a terminal (real processes)', () => {
     runs.prune(0);
     assert.deepStrictEqual(pruned, [], 'a live run stays');
     run.write('q\r');
-    await waitFor('finished', () => run.finished, 8000);
+    await waitFor('finished', () => run.finished, 20_000);
     runs.prune(0);
     assert.deepStrictEqual(pruned, [run.id]);
     assert.strictEqual(runs.get(run.id), undefined);

@@ -15,7 +15,7 @@ import { deadPid, identity, nowTicks, sweep } from '../../support/records';
 import { REPO, tmpDir } from '../../support/repo';
 import { register } from '../../support/started';
 import { waitFor } from '../../support/wait';
-import { requireCgroupTier, requireEnvironment, requireRoot } from '../../support/environment';
+import { requireCgroupTier, requireEnvironment, requireRoot, skipBecause } from '../../support/environment';
 
 const table = processCore().table;
 
@@ -201,6 +201,19 @@ describe('budgets: a tree past a limit is ended (real processes)', function () {
     await owner.kill(tree.record.id, 0);
   });
 
+  it('never ends as idle a process that writes a line a second, though each uses less CPU than a clock tick', async () => {
+    const owner = newOwner('off');
+    let breach: Breach | undefined;
+    owner.on('limit', (_t: OwnedTree, b: Breach) => (breach = b));
+    // Its output goes nowhere the owner sees (as an `agent-trees run` whose stdio is inherited): only CPU time tells.
+    const writer = '$| = 1; for (1 .. 7) { print "working\\n"; sleep 1 }';
+    const tree = owner.spawn({ command: 'perl', args: ['-e', writer], stdio: 'ignore', limits: { idleTimeoutSeconds: 2 } });
+    register(tree.child.pid!);
+    await waitFor('the writer to finish its 7 lines', () => tree.rootExit, 30_000);
+    assert.strictEqual(breach, undefined, `ended as ${breach && breachText(breach)}`);
+    await owner.kill(tree.record.id, 0);
+  });
+
   it("counts a member that left its tree's cgroup", async function () {
     const owner = newOwner('auto');
     // Moving a process between cgroups needs root.
@@ -253,6 +266,53 @@ describe("a tree's limits in its record, through claims and sweeps", () => {
     assert.strictEqual(store.restoreClaim(claim, store.readClaim(claim), sameProcess, true), 'restored');
     const back = store.read(owner.self.pid)!.trees[0];
     assert.deepStrictEqual([back.limits, back.pidsCgroup], [limits, tree.record.pidsCgroup]);
+  });
+
+  it("leave no cgroup v1 pids cgroup behind once a dead owner's sweep ended the tree", async function () {
+    const records = tmpDir();
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'auto' });
+    owners.push(owner);
+    const tree = owner.spawn({ command: 'sleep', args: ['100'], stdio: 'ignore', limits: { maxProcesses: 5 } });
+    register(tree.child.pid!);
+    const dir = tree.record.pidsCgroup;
+    if (dir === undefined) skipBecause(this, 'no cgroup v1 pids cgroup of its own here (cgroup v2 holds pids, or not root)');
+    // Its owner died without ending it (SIGKILL): its record names the tree, and nobody else does.
+    owner.release(tree.record.id);
+    const store = new RecordStore(records);
+    const { rootStartTicks, trackedAtTicks, rootStartTime } = tree.record;
+    const dead = identity(deadPid(), Math.min(rootStartTicks!, trackedAtTicks!) - 1, rootStartTime - 10);
+    store.write(dead, [tree.record]);
+    const result = await sweep(store, { onlyOwner: dead, cgroups: 'auto' });
+    assert.deepStrictEqual(result.trees.map((t) => t.outcome), ['killed']);
+    await waitFor(`${dir} to go with the tree`, () => !fs.existsSync(dir!), 15_000);
+  });
+
+  it("leave alone a pids cgroup a record names that is not the tree's own", async () => {
+    const store = new RecordStore(tmpDir());
+    const dead = identity(deadPid(), nowTicks() - 1);
+    const stranger = fs.mkdtempSync(path.join(tmpDir(), 'tree-'));
+    const gone = { pid: deadPid(), startTicks: nowTicks() - 1 };
+    store.write(dead, [
+      {
+        id: 'forged',
+        label: 'sleep',
+        command: ['sleep'],
+        rootPid: gone.pid,
+        pgid: gone.pid,
+        sid: gone.pid,
+        rootStartTime: Date.now() - 10,
+        rootStartTicks: gone.startTicks,
+        trackedAt: Date.now(),
+        trackedAtTicks: nowTicks(),
+        envTag: 'AGENT_TREES_TREE_ID=forged',
+        cgroup: null,
+        limits: { maxProcesses: 5 },
+        pidsCgroup: stranger,
+      },
+    ]);
+    const result = await sweep(store, { onlyOwner: dead, cgroups: 'auto' });
+    assert.deepStrictEqual(result.trees.map((t) => t.outcome), ['gone']);
+    assert.ok(fs.existsSync(stranger), 'a directory that is not its pids cgroup is never removed');
   });
 
   it("are kept unchanged by the watchdog's sweep of a dead owner when its tree stays recorded (refused)", async () => {

@@ -155,7 +155,7 @@ describe('agent-trees run', () => {
     register(cliPid);
     const pids = await fixturePids(pidfile);
     sh.kill('SIGKILL');
-    assert.deepStrictEqual(await waitAllDead([...pids.all, cliPid], 8000), []);
+    assert.deepStrictEqual(await waitAllDead([...pids.all, cliPid], 20_000), []);
   });
 
   it('with --mcp passes stdin on to CMD, and when stdin closes ends the whole tree at once, setsid grandchild too', async () => {
@@ -288,6 +288,21 @@ describe('agent-trees run with limits', function () {
       assert.strictEqual(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
       assert.deepStrictEqual(fs.readdirSync(records), [], 'the tree ended and its record went');
     }
+  });
+
+  it('ends the whole tree past a limit, and exits 125, even when SIGTERM comes while it is being ended', async () => {
+    const records = tmpDir();
+    const told = path.join(tmpDir(), 'told');
+    // Four members under a limit of 2; the root outlasts SIGTERM (it notes it), so the end takes the grace.
+    const root = `$SIG{TERM} = sub { open(my $f, '>>', '${told}'); print $f "TERM\\n"; close $f };
+      for (1 .. 3) { exec('sleep', '60') unless fork } sleep 1 while 1`;
+    const run = startCli(['run', '--records', records, '--no-watchdog', '--grace', '3', '--max-processes', '2', '--', 'perl', '-e', root]);
+    await waitFor('the limit to end the tree (its root told SIGTERM)', () => fs.existsSync(told), 30_000);
+    run.child.kill('SIGTERM');
+    const r = await run.done;
+    assert.strictEqual(r.code, 125, r.stderr);
+    assert.match(r.stderr, /^agent-trees: warning: process limit 2 exceeded \(4\): ended 4 processes\n$/);
+    assert.deepStrictEqual(fs.readdirSync(records), [], 'the tree ended and its record went');
   });
 
   it("ps shows a tree's limits and its use against them; the record carries them", async () => {

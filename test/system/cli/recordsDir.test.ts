@@ -65,6 +65,18 @@ describe('agent-trees with a records path that cannot hold records', () => {
       problem: /a symbolic link of uid 12345: only links of this user or root are followed/,
     },
     { what: 'a read-only folder (as another user)', make: () => dirFor(OTHER_UID, 0o555), asUid: OTHER_UID, problem: /not writable/ },
+    {
+      // Its owner could move the records away and put a folder of theirs in their place: a watchdog would then find
+      // no record to end the tree by.
+      what: "a folder inside another user's folder",
+      make: () => path.join(dirFor(OTHER_UID, 0o755), 'records'),
+      problem: /goes through .*, a folder of uid 12345: only folders of this user or root are trusted to hold it/,
+    },
+    {
+      what: 'a folder inside a folder anyone can write to (no sticky bit)',
+      make: () => path.join(dirFor(0, 0o777), 'records'),
+      problem: /goes through .*, which any user can write to \(no sticky bit\)/,
+    },
   ];
   for (const c of cases) {
     it(`${c.what}: a one-line error, exit 2, nothing spawned`, async function () {

@@ -11,10 +11,23 @@ import { runCli } from '../../support/cli';
 import { RESTORE_TERMINAL_MODES } from '../../../src/proc';
 import { events, OuterTerminal, probeEvent, PROBE, PYTHON, reportFile } from '../../support/tty';
 
-/** A shell line in the outer terminal: `run` on the probe, then its exit code and the terminal's mode. */
-function inTerminal(runArgs: string, size = { cols: 100, rows: 30 }, cli = CLI): OuterTerminal {
-  const line = `"${process.execPath}" "${cli}" run ${runArgs}; echo "exit=$?"; stty -a | tr -s ' \\n' ' '; echo; echo done`;
+/**
+ * A shell line in the outer terminal: `run` on the probe, then its exit code and the terminal's mode. With
+ * `holdOpen` the shell then waits for a line (see `endHeldLine`) instead of exiting: node-pty drops what its
+ * reader has not taken 200 ms after the shell exits, and a test that let output pile up may take longer than
+ * that to read it on a loaded machine, losing the line's end.
+ */
+function inTerminal(runArgs: string, size = { cols: 100, rows: 30 }, cli = CLI, holdOpen = false): OuterTerminal {
+  const line = `"${process.execPath}" "${cli}" run ${runArgs}; echo "exit=$?"; stty -a | tr -s ' \\n' ' '; echo; echo done${holdOpen ? '; read reply' : ''}`;
   return new OuterTerminal('/bin/sh', ['-c', line], size);
+}
+
+/** Ends a shell line started with `holdOpen`, once its output has been read: the line it waits for. */
+async function endHeldLine(t: OuterTerminal): Promise<void> {
+  let exited = false;
+  void t.exited.then(() => (exited = true));
+  t.pty.write('\n');
+  await waitFor('the shell to exit', () => exited, SHELL_LINE_MS);
 }
 
 /**
@@ -108,11 +121,14 @@ describe('agent-trees run in a terminal', function () {
   }
 
   for (const how of ['a timeout', 'SIGTERM to run'] as const) {
-    it(`ends the whole tree on ${how} while the caller's terminal has stopped reading (its writes would block)`, async () => {
+    it(`ends the whole tree on ${how} while the caller's terminal has stopped reading (its writes would block)`, async function () {
+      // Longer than its waits together, so that on a loaded machine a slow step fails with its own message.
+      this.timeout(5 * 10_000 + 2 * SHELL_LINE_MS);
       const records = tmpDir();
       const pidfile = path.join(tmpDir(), 'pid');
       // An agent that floods its terminal, and a helper that outlives it unless the tree is ended.
-      const t = inTerminal(`${how === 'a timeout' ? '--timeout 2 ' : ''}--grace 0.3 --records "${records}" -- sh -c 'sleep 371 & echo $! > ${pidfile}; exec yes'`);
+      const runArgs = `${how === 'a timeout' ? '--timeout 2 ' : ''}--grace 0.3 --records "${records}" -- sh -c 'sleep 371 & echo $! > ${pidfile}; exec yes'`;
+      const t = inTerminal(runArgs, undefined, CLI, true);
       const helper = Number(await waitFor('the helper', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
       register(helper);
       const runPid = await waitFor('run in the record', () =>
@@ -133,10 +149,14 @@ describe('agent-trees run in a terminal', function () {
       } finally {
         (t.pty as unknown as { resume(): void }).resume();
       }
-      // What the stalled terminal holds comes first: on a loaded machine that takes a while.
-      await t.waitOutput(/done/, 'the shell line to finish', 30_000);
-      assert.match(modeAfter(t), new RegExp(`exit=${how === 'a timeout' ? 124 : 143}`));
-      assert.match(modeAfter(t), / icanon .* echo /, "the caller's terminal restored");
+      try {
+        // What the stalled terminal holds comes first: on a loaded machine that takes a while.
+        await t.waitOutput(/done/, 'the shell line to finish', SHELL_LINE_MS);
+        assert.match(modeAfter(t), new RegExp(`exit=${how === 'a timeout' ? 124 : 143}`));
+        assert.match(modeAfter(t), / icanon .* echo /, "the caller's terminal restored");
+      } finally {
+        await endHeldLine(t);
+      }
     });
   }
 

@@ -54,6 +54,16 @@ describe('agent-trees run in a window terminal: the agent waiting', function () 
     assert.deepStrictEqual(fs.readdirSync(path.join(records, 'attention')), [], 'its state went with it');
   });
 
+  it("reads the agent's output as the terminal does, as UTF-8 text: the byte 0x9C in claude's title (✳) is no ST", async () => {
+    // Read byte by byte, 0x9C would be the C1 control ST: the title would end early and its BEL ring.
+    const records = tmpDir();
+    const t = typed(records, 'printf "\\033]0;\\342\\234\\263 Claude Code\\007"; printf "\\033]9;Prêt ✓\\007"; read a');
+    const first = await waitFor('waiting, published', () => published(records).find((s) => s.attention.state === 'waiting'));
+    assert.deepStrictEqual([first.attention.message, first.attention.waits], ['Prêt ✓', 1], 'the OSC 9 is the first wait');
+    t.pty.write('x\r');
+    await t.waitOutput(/exit=0/, 'run to end');
+  });
+
   it('outside a window terminal: nothing is published, the run is as before', async () => {
     const records = tmpDir();
     const t = typed(records, 'printf "\\a"; sleep 0.5', false);

@@ -13,6 +13,7 @@ import { spawnTree } from '../../../src/proc/spawn/spawnTree';
 import { fixturePids } from '../../support/fixtures';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { WATCHDOG_VARIABLE } from '../../../src/proc/owner/watchdog';
+import { TREE_ID_VARIABLE } from '../../../src/proc/platform/processTable';
 import { aliveOf, register, waitAllDead } from '../../support/started';
 import { waitFor } from '../../support/wait';
 import { requireCgroupTier, requireEnvironment } from '../../support/environment';
@@ -154,6 +155,46 @@ describe('killing a whole tree (real processes)', () => {
     assert.strictEqual(report.signalled, 3, `ended ${report.signalled}: the root, its sleep and the setsid member`);
   });
 
+  it('with no grace, stops every member before the group SIGKILL: one that is a member only through its parent still dies', async () => {
+    // As above, with no SIGTERM round (and so no freeze) before the group SIGKILL.
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
+    const pidfile = path.join(tmpDir(), 'pid');
+    const script = `trap '' TERM; setsid env -i /bin/sh -c 'trap "" TERM HUP; echo $$ > "$0"; exec sleep 472' "${pidfile}" & sleep 482`;
+    const tree = owner.spawn({ command: 'sh', args: ['-c', script], stdio: 'ignore', cgroups: 'off' });
+    register(tree.child.pid!);
+    const orphan = Number(await waitFor('the setsid member', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+    register(orphan);
+    await waitFor('the member to run sleep', () => table.read(orphan)?.name === 'sleep');
+    const report = await owner.kill(tree.record.id, 0);
+    assert.deepStrictEqual(await waitAllDead([orphan]), [], 'the member died with the tree');
+    assert.strictEqual(report.survivors, 0);
+    assert.strictEqual(report.signalled, 3, `ended ${report.signalled}: the root, its sleep and the setsid member`);
+  });
+
+  it('stops every member before the group SIGKILL: one born in the grace, a member only through its parent, still dies', async () => {
+    // Group tier: the root ignores SIGTERM, and on it starts an untagged helper in a session of its own, which no
+    // freeze before the grace saw; the group SIGKILL that ends the grace then makes its parent PID 1.
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
+    const pidfile = path.join(tmpDir(), 'pid');
+    const onTerm = `setsid env -i /bin/sh -c 'trap "" TERM HUP; echo $$ > "$0"; exec sleep 473' "${pidfile}" &`;
+    const script = `trap '${onTerm.replace(/'/g, `'\\''`)}' TERM; echo ready; while :; do sleep 0.05; done`;
+    const tree = owner.spawn({ command: 'sh', args: ['-c', script], stdio: ['ignore', 'pipe', 'ignore'], cgroups: 'off' });
+    register(tree.child.pid!);
+    await new Promise((resolve) => tree.child.stdout!.once('data', resolve));
+    let born = 0;
+    const killed = owner.kill(tree.record.id, 2000);
+    try {
+      born = Number(await waitFor('the helper born in the grace', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+      register(born);
+      const report = await killed;
+      assert.deepStrictEqual(await waitAllDead([born]), [], 'the helper born in the grace died with the tree');
+      assert.strictEqual(report.survivors, 0);
+    } finally {
+      await killed;
+      if (born && aliveOf([born]).length) process.kill(born, 'SIGKILL');
+    }
+  });
+
   for (const tier of ['cgroup', 'group'] as const) {
     it(`never kills a watchdog: a run inside the tree keeps its watchdog, which ends the inner tree once the outer kill took its run (${tier} tier)`, async function () {
       if (tier === 'cgroup') requireCgroupTier(this);
@@ -280,24 +321,36 @@ describe('killing a whole tree (real processes)', () => {
     assert.strictEqual(result.report.signalled, 0);
   });
 
-  it('reports who it signalled and who survived, and never signals itself', async () => {
+  it('reports who it signalled and who survived, and never signals itself or a process of its own group', async () => {
     const pidfile = path.join(tmpDir(), 'pids');
     const spawned = spawnTree({ command: FIXTURE, args: ['deep', pidfile], stdio: 'ignore', cgroups: 'off' }, core);
     register(spawned.child.pid!);
     const pids = await fixturePids(pidfile);
-    // A record whose group is our own (the session stays the fixture's): the guard must refuse our group.
-    const own = table.read(process.pid)!;
-    const report = await treeKiller.kill(
-      { ...spawned.record, id: 'own-group', pgid: own.pgid, rootPid: process.pid },
-      { graceMs: 0, continuouslyOwned: true, cgroupVerified: false },
-    );
-    assert.ok(
-      report.refused.some((r) => /our own process group|this process or its ancestor/.test(r)),
-      report.refused.join('; '),
-    );
-    assert.ok(table.read(process.pid), 'still alive');
-    assert.deepStrictEqual(await waitAllDead(pids.all), [], 'the fixture tree itself (its session) was killed');
-    assert.ok(!report.survivorPids.includes(process.pid), 'protected processes are not members at all');
+    // A record whose group is our own (the session stays the fixture's), and a process of our group carrying the
+    // record's tag: a member by its tag, were it not for the guard. Whether our group itself counts as the tree's
+    // depends on how this run was started (a group whose leader has exited is proven by nothing here), so only
+    // the tagged process makes the guard decide, whatever the layout.
+    const id = 'own-group';
+    const tagged = spawn('sleep', ['60'], { env: { ...process.env, [TREE_ID_VARIABLE]: id }, stdio: 'ignore' });
+    register(tagged.pid!);
+    try {
+      await waitFor('the tagged process of our group to run sleep', () => table.read(tagged.pid!)?.name === 'sleep');
+      const own = table.read(process.pid)!;
+      assert.strictEqual(table.read(tagged.pid!)!.pgid, own.pgid, 'the tagged process is in our group');
+      const report = await treeKiller.kill(
+        { ...spawned.record, id, pgid: own.pgid, rootPid: process.pid },
+        { graceMs: 0, continuouslyOwned: true, cgroupVerified: false },
+      );
+      assert.ok(report.refused.includes(`pid ${tagged.pid} is in our own process group`), report.refused.join('; '));
+      assert.ok(table.read(process.pid), 'still alive');
+      assert.deepStrictEqual(aliveOf([tagged.pid!]), [tagged.pid], 'the process of our own group was not signalled');
+      assert.deepStrictEqual(await waitAllDead(pids.all), [], 'the fixture tree itself (its session) was killed');
+      assert.ok(!report.survivorPids.includes(process.pid), 'protected processes are not members at all');
+      assert.ok(!report.survivorPids.includes(tagged.pid!), 'protected processes are not members at all');
+    } finally {
+      tagged.kill('SIGKILL');
+      assert.deepStrictEqual(await waitAllDead([tagged.pid!]), []);
+    }
   });
 });
 

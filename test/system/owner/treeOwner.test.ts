@@ -10,7 +10,7 @@ import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable'
 import { tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { roleIn } from '../../support/fixtures';
-import { register } from '../../support/started';
+import { aliveOf, register } from '../../support/started';
 import { requireEnvironment } from '../../support/environment';
 
 const core = processCore();
@@ -91,6 +91,44 @@ describe("the owner's watch", function () {
       }
     } finally {
       if (daemon) process.kill(daemon, 'SIGKILL');
+      await owner.dispose(0);
+    }
+  });
+});
+
+describe("an owned tree's process group, once its root has exited", function () {
+  this.timeout(30_000);
+
+  it('is still the tree\'s while a member holds it: one started with a scrubbed environment long after the spawn is ended with the tree (group tier)', async () => {
+    // An agent that starts a helper with an environment of its own (as MCP clients do: no tag) a while after it
+    // started, and exits before it: the helper stays in the root's group and session, and nothing else leads to it.
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 100 });
+    const pidfile = path.join(tmpDir(), 'pid');
+    const script = `read _; env -i /bin/sh -c 'echo $$ > "$0"; exec sleep 631' "${pidfile}" & read _; exit 0`;
+    const tree = owner.spawn({ command: 'sh', args: ['-c', script], stdio: ['pipe', 'ignore', 'ignore'] });
+    register(tree.child.pid!);
+    let helper = 0;
+    try {
+      const spawnedAt = Date.now();
+      await waitFor('the first seconds of the tree to pass', () => Date.now() - spawnedAt > 1500);
+      tree.child.stdin!.write('\n');
+      helper = Number(await waitFor('the helper', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+      register(helper);
+      const started = await waitFor('the helper to run sleep', () => core.table.read(helper)?.name === 'sleep' && core.table.read(helper));
+      assert.strictEqual(started.pgid, tree.record.pgid, "the helper is in the root's group");
+      // The root runs on for many of the owner's looks (100 ms apart) after the helper started; then it exits.
+      const running = Date.now();
+      await waitFor('the root to run on a while', () => Date.now() - running > 1000);
+      tree.child.stdin!.end('\n');
+      await waitFor('the root to exit', () => tree.rootExit);
+      await waitFor("the owner's watch to look at the exited tree", () => Date.now() - running > 1500);
+      assert.strictEqual(owner.list().length, 1, 'the tree is not dropped while its helper runs');
+      const report = await owner.kill(tree.record.id, 0);
+      assert.deepStrictEqual(aliveOf([helper]), [], 'the helper ended with the tree');
+      assert.strictEqual(report.survivors, 0);
+      assert.strictEqual(report.signalled, 1, `ended ${report.signalled}`);
+    } finally {
+      if (helper && aliveOf([helper]).length) process.kill(helper, 'SIGKILL');
       await owner.dispose(0);
     }
   });

@@ -333,6 +333,45 @@ describe("the owner's watchdog", () => {
     assert.deepStrictEqual(fs.readdirSync(records), [], 'the trace is removed once reported');
   });
 
+  it('leaves its trace alone to any other sweep while it still works, and removes it once it has succeeded', async () => {
+    // The watchdog's Node is held at a gate (a wrapper put where the owner's Node was), so the watchdog is busy with
+    // its owner's record for as long as the test likes: its trace file is there, written to, not finished.
+    const bin = tmpDir();
+    const node = path.join(bin, 'node');
+    try {
+      fs.linkSync(process.execPath, node);
+    } catch {
+      fs.copyFileSync(process.execPath, node);
+    }
+    const records = tmpDir();
+    const gate = path.join(tmpDir(), 'go');
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = spawn(node, [CLI, 'run', '--records', records, '--no-cgroup', '--', FIXTURE, 'ignore-term', pidfile], { stdio: 'ignore' });
+    register(run.pid!);
+    const pids = await fixturePids(pidfile);
+    await waitFor('the record', () => fs.existsSync(path.join(records, `${run.pid}.json`)));
+    const [watchdog] = await waitFor('the watchdog', () => {
+      const w = watchdogsOf(run.pid!);
+      return w.length === 1 && w;
+    });
+    register(watchdog);
+    const wrapper = path.join(bin, 'node.new');
+    fs.writeFileSync(wrapper, `#!/bin/sh\nwhile [ ! -e "${gate}" ]; do sleep 0.05; done\nexec "${process.execPath}" "$@"\n`, { mode: 0o755 });
+    fs.renameSync(wrapper, node);
+    run.kill('SIGKILL');
+    const trace = await waitFor('the watchdog at work', () => fs.readdirSync(records).find((f) => /^watchdog-.*\.log$/.test(f)));
+    try {
+      const swept = await runCli(['sweep', '--records', records, '--grace', '0']);
+      assert.doesNotMatch(swept.stdout, /watchdog of process/, `a sweep reported a watchdog that was still at work: ${swept.stdout}`);
+      assert.ok(fs.existsSync(path.join(records, trace)), 'its trace is left to it');
+    } finally {
+      fs.writeFileSync(gate, '');
+    }
+    assert.deepStrictEqual(await waitAllDead(pids.all, 10_000), [], 'the watchdog ended the tree');
+    assert.deepStrictEqual(await waitAllDead([watchdog], 10_000), []);
+    await waitFor('the record and the trace to be removed', () => fs.readdirSync(records).length === 0);
+  });
+
   it("outlives a kill of its owner's whole cgroup (root cgroup tier): it is in a cgroup of its own", async function () {
     const tier = requireCgroupTier(this, 'directory');
     // The owner runs in a cgroup of the test's, as a service's process would; killing that cgroup is a

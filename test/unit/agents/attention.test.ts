@@ -98,6 +98,22 @@ describe('attention state of an agent', () => {
     assert.strictEqual(t.current.state, 'working');
   });
 
+  it("claude's Notification gives words to the wait its PermissionRequest began, and starts none after a key ended it", () => {
+    const { t } = tracker();
+    t.signal({ state: 'waiting', source: 'terminal' });
+    t.signal(hookSignal('claude', { name: 'Notification', type: 'permission_prompt', message: 'Claude needs your permission' })!);
+    assert.strictEqual(t.current.message, 'Claude needs your permission', 'words for the wait a bell began');
+    t.typed();
+    t.signal(hookSignal('claude', { name: 'PermissionRequest', tool: 'Bash', toolDetail: 'rm -rf b' })!);
+    t.typed();
+    // Fired 6 s after the prompt showed, it may come after the key that answered it, or after the turn's end.
+    t.signal(hookSignal('claude', { name: 'Notification', type: 'permission_prompt', message: 'Claude needs your permission' })!);
+    assert.strictEqual(t.current.state, 'working');
+    t.signal(hookSignal('claude', { name: 'Stop' })!);
+    t.signal(hookSignal('claude', { name: 'Notification', type: 'permission_prompt', message: 'Claude needs your permission' })!);
+    assert.deepStrictEqual([t.current.state, t.current.waits], ['idle', 2]);
+  });
+
   it('cleans control characters out of words and bounds them', () => {
     const { t } = tracker();
     t.signal({ state: 'waiting', source: 'terminal', message: `a\x1b[31mb\n${'x'.repeat(1000)}` });
@@ -191,6 +207,7 @@ describe("agents' own hooks", () => {
         source: 'hook',
         message: 'Claude needs your permission',
         detail: undefined,
+        wordsOnly: true,
       },
     );
     assert.strictEqual(
