@@ -11,6 +11,7 @@ import { processCore } from '../../../src/proc';
 import { runCli } from '../../support/cli';
 import { CLI, tmpDir } from '../../support/repo';
 import { register, waitAllDead } from '../../support/started';
+import { waitFor } from '../../support/wait';
 import { requireCgroupTier, requireTools } from '../../support/environment';
 
 const table = processCore().table;
@@ -57,6 +58,8 @@ describe('spawning an owned tree', function () {
         // What the dead owner left is only what a sweep tidies: no record names a tree, and no tree runs.
         const swept = await runCli(['sweep', '--records', records, '--json']);
         assert.strictEqual(JSON.parse(swept.stdout).trees.length, 0, swept.stdout);
+        // The dead owner's watchdog sweeps too; its trace stays until its own sweep is done (records/store.ts).
+        await waitFor('the records folder empty', () => fs.readdirSync(records).length === 0, 20_000).catch(() => undefined);
         assert.deepStrictEqual(fs.readdirSync(records), []);
       } finally {
         if (pid && table.read(pid)) process.kill(pid, 'SIGKILL');
