@@ -9,6 +9,7 @@ import { SweepResults } from './sweep';
 import { AttentionResults, attentionMarkdown, attentionRatioLines, attentionTargets } from './attention';
 import { TerminalResults, ThroughputFigure } from './terminal';
 import { ViewCase, ViewResults } from './view';
+import { OthersBenchResults, OTHERS_VISIBLE_TARGET_PCT } from './otherExtensions';
 import { ViewHostResults } from './viewHost';
 import type { HostCondition, HostWindow } from './viewHostSuite';
 import { RELOAD_HOST, WATCHDOG_TITLES, WatchdogResults } from './watchdog';
@@ -38,6 +39,7 @@ export interface AllResults {
   terminal?: TerminalResults;
   view?: ViewResults;
   viewHost?: ViewHostResults;
+  otherExtensions?: OthersBenchResults;
   budget?: BudgetResults;
   attention?: AttentionResults;
 }
@@ -247,6 +249,7 @@ export function targets(r: AllResults): Target[] {
   if (r.watchdog) out.push(...watchdogTargets(r.watchdog));
   if (r.crowd) out.push(crowdTarget(r.crowd));
   if (r.terminal) out.push(...terminalTargets(r.terminal));
+  out.push(...othersTargets(r.otherExtensions));
   if (r.budget) out.push(...budgetTargets(r.budget));
   if (r.attention) out.push(...attentionTargets(r.attention));
   return out;
@@ -570,6 +573,7 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
   }
 
   if (r.view || r.viewHost) md.push(...viewMarkdown(r));
+  if (r.otherExtensions) md.push(...othersMarkdown(r.otherExtensions));
 
   if (r.watchdog) {
     const w = r.watchdog;
@@ -725,5 +729,51 @@ function viewMarkdown(r: AllResults): string[] {
       }
     }
   }
+  return md;
+}
+
+/** Issue 22: the section of other extensions visible against the host hidden, and the hidden look's own cost. */
+function othersTargets(o: OthersBenchResults | undefined): Target[] {
+  if (!o) return [];
+  const target = `other extensions' processes (15 host children): the view visible ≤ ${OTHERS_VISIBLE_TARGET_PCT} % of a core above the host hidden`;
+  if (!o.conditions) return [{ id: 'others-visible', target, measured: 'not measured', met: null, reason: o.error }];
+  const c = o.conditions;
+  const diff = c['end-visible'].median - c['end-hidden'].median;
+  return [
+    {
+      id: 'others-visible',
+      target,
+      measured: `visible ${fmt(c['end-visible'].median, 3)} %, hidden ${fmt(c['end-hidden'].median, 3)} %: ${fmt(diff, 3)} % (medians)`,
+      met: diff <= OTHERS_VISIBLE_TARGET_PCT,
+      reason: diff <= OTHERS_VISIBLE_TARGET_PCT ? undefined : `${fmt(diff, 3)} %`,
+    },
+  ];
+}
+
+function othersMarkdown(o: OthersBenchResults): string[] {
+  const md = ["## Other extensions' processes (issue 22)", ''];
+  if (!o.run || !o.conditions) return [...md, `Not measured: ${o.error}`, ''];
+  const c = o.conditions;
+  md.push(
+    `In the real host (code-server 4.100.3, \`bench/otherExtensionsSuite.ts\`, the stand-ins loaded): ${o.run.hostChildren} children of the extension host ` +
+      `(14 sleepers as language servers, one Claude Code stand-in session), ${o.run.processes} processes in all. The host's CPU (schedstat of every thread), ` +
+      '% of one core, per condition (median (min–max) over the rounds):',
+    '',
+  );
+  md.push('| condition | % of a core |', '|---|---|');
+  const titles: Record<string, string> = {
+    'off-hidden': '`otherExtensions.mode: "off"`, view hidden (nothing of theirs read)',
+    'end-hidden': '"end" (the default), view hidden: the look every 5 s, the record, the window lease',
+    'end-visible': '"end", view visible (1 Hz, the section included)',
+    'off-visible': '"off", view visible (1 Hz, no section)',
+  };
+  for (const [k, s] of Object.entries(c)) md.push(`| ${titles[k]} | ${fmtSummary(s, 3)} |`);
+  md.push(
+    '',
+    `The bounded look while hidden: ${fmt(c['end-hidden'].median - c['off-hidden'].median, 3)} % of a core (end hidden − off hidden); ` +
+      `the section in the visible view: ${fmt(c['end-visible'].median - c['off-visible'].median, 3)} %; visible − hidden (end): ` +
+      `${fmt(c['end-visible'].median - c['end-hidden'].median, 3)} %. Record rewrites in the hidden windows (nothing changed): ${o.run.recordWrites}.`,
+    '',
+  );
   return md;
 }

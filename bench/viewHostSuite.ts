@@ -13,7 +13,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesTestExports } from '../src/extension/testHooks';
-import { sleep, waitFor } from '../test/support/wait';
+import { measureWindow, show, sleep, until, writeSuiteResult } from './hostSuite';
 
 export type HostCondition = 'hidden' | 'visible-tracked';
 
@@ -87,13 +87,6 @@ const alive = (pid: number, startKey?: string) => {
   const f = stat(pid);
   return !!f && f[0] !== 'Z' && f[0] !== 'X' && (startKey === undefined || f[19] === startKey);
 };
-
-const until = (what: string, probe: () => boolean, timeoutMs: number) => waitFor(what, probe, { timeoutMs, everyMs: 50 });
-
-async function show(api: AgentTreesTestExports, visible: boolean): Promise<void> {
-  await vscode.commands.executeCommand(visible ? 'agentTrees.processTrees.focus' : 'workbench.view.explorer');
-  await until(`the view ${visible ? 'shown' : 'hidden'}`, () => api.testHooks.viewRefresh().visible === visible, 15_000);
-}
 
 async function escapeOnce(api: AgentTreesTestExports, capMs: number): Promise<HostEscape> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-escape-'));
@@ -191,19 +184,14 @@ export async function run(): Promise<void> {
           await sleep(2000);
         }
         const processes = processCount();
-        const s0 = api.testHooks.viewRefresh();
-        const c0 = hostCpuMs();
-        const t0 = performance.now();
-        await sleep(windowS * 1000);
-        const cpuMs = hostCpuMs() - c0;
-        const seconds = (performance.now() - t0) / 1000;
-        const s1 = api.testHooks.viewRefresh();
+        const w = await measureWindow(api, windowS, hostCpuMs);
+        const [s0, s1] = [w.before, w.after];
         result.windows.push({
           condition,
           round,
-          seconds,
-          cpuMs,
-          pct: cpuMs / (seconds * 10),
+          seconds: w.seconds,
+          cpuMs: w.cpuMs,
+          pct: w.pct,
           refreshes: s1.refreshes - s0.refreshes,
           fullScans: s1.fullScans - s0.fullScans,
           inWorker: s1.inWorker - s0.inWorker,
@@ -220,22 +208,7 @@ export async function run(): Promise<void> {
     if (agent) await api.kill(agent).catch(() => undefined);
     for (const t of terminals) t.dispose();
     fs.writeFileSync(out, JSON.stringify(result, null, 2));
-    const resultFile = process.env.AGENT_TREES_TEST_RESULT;
-    const ok = result.errors.length === 0;
-    if (resultFile) {
-      fs.writeFileSync(
-        resultFile,
-        JSON.stringify({
-          state: 'done',
-          pid: process.pid,
-          phase: null,
-          passed: ok ? 1 : 0,
-          failed: ok ? 0 : 1,
-          pending: 0,
-          failures: result.errors.map((e) => ({ title: 'view bench', error: e })),
-        }),
-      );
-    }
+    writeSuiteResult('view bench', result.errors);
   }
   if (result.errors.length) throw new Error(result.errors[0]);
 }

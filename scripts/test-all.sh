@@ -101,43 +101,59 @@ if [[ $(id -u) == 0 && (${AGENT_TREES_TESTS_REQUIRE_ALL:-} == 1 || ${AGENT_TREES
 fi
 
 # ---------------------------------------------------------------- integration, every host
+# `host_run LABEL LOG CMD...`: one run of the real-host runner (runTests.js), its output to $logdir/LOG.log; its
+# "N passed, N failed" added to the totals (an exit code without a failing test counts as one failure), and the
+# per-host lines it printed kept for the totals, prefixed with LABEL.
+host_lines=()
+host_run() {
+  local label=$1 log="$logdir/$2.log"
+  shift 2
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local line p=0 f=0
+  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)"
+  if [[ -n "$line" ]]; then
+    p="$(echo "$line" | awk '{print $1}')"
+    f="$(echo "$line" | awk '{print $3}')"
+  fi
+  if [[ $rc != 0 && $f == 0 ]]; then
+    f=1 # a host could not be installed or started
+    notes+=("$label: exited with code $rc without a failing test (see above)")
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+  local ran
+  ran="$(grep -E '^\[host\] VS Code [0-9.]+ \(.*\): [0-9]+ passed, [0-9]+ failed' "$log" | sed 's/^\[host\] //')"
+  if [[ -n "$ran" ]]; then
+    while IFS= read -r l; do host_lines+=("$label, $l"); done <<<"$ran"
+  else
+    host_lines+=("$label: $p passed, $f failed (no host reported)")
+  fi
+}
+
 echo "==> integration tests in real VS Code extension hosts (every host of scripts/host/hosts.json)"
 integration() {
   bash scripts/host/install.sh &&
     node scripts/host/runTests.js --host all --phases 6
 }
-integration 2>&1 | tee "$logdir/integration.log"
-int_rc=${PIPESTATUS[0]}
-line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logdir/integration.log" | tail -1)"
-ip=0
-if_=0
-if [[ -n "$line" ]]; then
-  ip="$(echo "$line" | awk '{print $1}')"
-  if_="$(echo "$line" | awk '{print $3}')"
-fi
-if [[ $int_rc != 0 && $if_ == 0 ]]; then
-  if_=1 # a host could not be installed or started
-  notes+=("integration: exited with code $int_rc without a failing test (see above)")
-fi
-passed=$((passed + ip))
-failed=$((failed + if_))
+host_run integration integration integration
 
 # ---------------------------------------------------------------- integration, Restricted Mode
 # A second run in every host, with workspace trust on and its folder not trusted: the suite's *.untrusted.test.js files.
 echo "==> integration tests in Restricted Mode (node scripts/host/runTests.js --host all --untrusted-workspace)"
-node scripts/host/runTests.js --host all --untrusted-workspace 2>&1 | tee "$logdir/untrusted.log"
-untrusted_rc=${PIPESTATUS[0]}
-line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$logdir/untrusted.log" | tail -1)"
-rp="$(echo "$line" | awk '{print $1}')"
-rf="$(echo "$line" | awk '{print $3}')"
-rp=${rp:-0}
-rf=${rf:-0}
-if [[ $untrusted_rc != 0 && $rf == 0 ]]; then
-  rf=1
-  notes+=("Restricted Mode: exited with code $untrusted_rc without a failing test (see above)")
-fi
-passed=$((passed + rp))
-failed=$((failed + rf))
+host_run "Restricted Mode" untrusted node scripts/host/runTests.js --host all --untrusted-workspace
+
+# ---------------------------------------------------------------- integration, with the stand-ins of other extensions
+# A third run in every host, with the stand-ins of Claude Code's and Codex's extensions loaded beside Agent Trees
+# (their real agent packages prepared first): the suite's *.standIns.* files, in 5 phases (a host SIGKILLed twice,
+# a reload).
+echo "==> integration tests with the stand-in extensions (node scripts/host/runTests.js --host all --phases 5 --extension ...)"
+standins() {
+  node test/fixtures/extensions/standIns.js >/dev/null &&
+    node scripts/host/runTests.js --host all --phases 5 \
+      --extension test/fixtures/extensions/claude-code --extension test/fixtures/extensions/codex
+}
+host_run "with the stand-ins" standins standins
 
 # ---------------------------------------------------------------- totals
 echo
@@ -145,20 +161,9 @@ for part in unit system; do
   echo "$part: ${part_passed[$part]} passed, ${part_failed[$part]} failed, ${part_pending[$part]} skipped"
 done
 [[ -n ${pp:-} || -n ${pf:-} ]] && echo "private clone (as another user, from a 0700 folder): $pp passed, $pf failed"
-# One line per host, as runTests.js printed them: "VS Code 1.139.1 (code-server 4.139.1, Node 24): N passed, ..."
-hosts_ran="$(grep -E '^\[host\] VS Code [0-9.]+ \(.*\): [0-9]+ passed, [0-9]+ failed' "$logdir/integration.log" | sed 's/^\[host\] //')"
-if [[ -n "$hosts_ran" ]]; then
-  while IFS= read -r l; do echo "integration, $l"; done <<<"$hosts_ran"
-else
-  echo "integration: $ip passed, $if_ failed (no host reported)"
-fi
-restricted_ran="$(grep -E '^\[host\] VS Code [0-9.]+ \(.*\): [0-9]+ passed, [0-9]+ failed' "$logdir/untrusted.log" | sed 's/^\[host\] //')"
-if [[ -n "$restricted_ran" ]]; then
-  while IFS= read -r l; do echo "Restricted Mode, $l"; done <<<"$restricted_ran"
-else
-  echo "Restricted Mode: $rp passed, $rf failed (no host reported)"
-fi
-echo "VS Code versions run: $(echo "$hosts_ran" | grep -oE '^VS Code [0-9.]+' | sed 's/VS Code //' | paste -sd, - | sed 's/,/, /g')"
+# One line per host and run, as runTests.js printed them: "integration, VS Code 1.139.1 (code-server 4.139.1, Node 24): N passed, ..."
+for l in "${host_lines[@]}"; do echo "$l"; done
+echo "VS Code versions run: $(printf '%s\n' "${host_lines[@]}" | grep -E '^integration, VS Code' | grep -oE 'VS Code [0-9.]+' | sed 's/VS Code //' | paste -sd, - | sed 's/,/, /g')"
 echo "time: $(($(date +%s) - started)) s"
 # Why each skipped test was skipped (kind<TAB>tests<TAB>reason<TAB>test lines), by reason.
 if [[ -s $AGENT_TREES_SKIP_LOG ]]; then

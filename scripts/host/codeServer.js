@@ -68,7 +68,7 @@ function hostEnv(dirs, marker, extra = {}) {
  * Starts `host`'s code-server with its own Node, in its own process group on 127.0.0.1 (`port`, or a free
  * one), and waits for "HTTP server listening". Its output goes to `logFile` (and to `onOutput` if given).
  * `workspaceTrust`: workspace trust on and the opened folder left untrusted (Restricted Mode).
- * Returns { pid, port, url, exited (promise), logFile, isRunning(), stop(graceMs) }.
+ * Returns { pid, port, url, exited (promise), logFile, isRunning(), stop(graceMs), stopOwn() }.
  */
 async function startCodeServer({
   host,
@@ -156,6 +156,31 @@ async function startCodeServer({
         fs.closeSync(out);
       } catch {}
       return left;
+    },
+    /**
+     * SIGKILLs code-server's own processes (those of its process group whose command line names its install:
+     * the server, its extension hosts, pty host, file watcher and agent host), not what the extension host started:
+     * a host's children share its process group, and what a killed host left is for the next phase to look at (the
+     * run's end kills it by its marker). Returns the pids still alive.
+     */
+    async stopOwn() {
+      const own = () =>
+        processes
+          .groupMembers(child.pid)
+          .filter((pid) => processes.commandLine(pid).includes(host.dir))
+          .map((pid) => processes.readStat(pid))
+          .filter(Boolean);
+      const until = Date.now() + 10000;
+      let left = own();
+      while (left.length > 0 && Date.now() < until) {
+        for (const s of left) processes.signalIfSame(s.pid, s.startTicks, 'SIGKILL');
+        await new Promise((r) => setTimeout(r, 50));
+        left = own();
+      }
+      try {
+        fs.closeSync(out);
+      } catch {}
+      return left.map((s) => s.pid);
     },
   };
   try {

@@ -203,7 +203,14 @@ async function crashAndReopen(p, session) {
  */
 async function tearDown(p, session, outcome) {
   const started = Date.now();
-  if (outcome.hostKilled || outcome.error) {
+  if (outcome.hostKilled) {
+    // The suite killed its extension host: what the host started (in code-server's process group, as a host's
+    // children are) stays for the next phase, as after a real crash; code-server itself goes.
+    await session.server.stopOwn();
+    p.active.server = undefined;
+    await session.browser.close();
+    p.active.browser = undefined;
+  } else if (outcome.error) {
     await session.server.stop(0);
     p.active.server = undefined;
     await session.browser.close();

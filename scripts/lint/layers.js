@@ -19,6 +19,7 @@ const CORE_LAYERS = [
   'spawn',
   'pty',
   'terminals',
+  'hostChildren',
   'tracking',
   'budget',
   'sweep',

@@ -505,6 +505,15 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
           '\n',
       );
     }
+    for (const h of result.hostProcesses) {
+      process.stdout.write(
+        `extension host ${h.ownerPid}\tother extensions' processes\tkilled ${h.killed}` +
+          (h.kept ? `\tkept ${h.kept}` : '') +
+          (h.survivors ? `\tsurvivors ${h.survivors}` : '') +
+          (h.note ? `\t(${h.note})` : '') +
+          '\n',
+      );
+    }
     for (const s of result.skipped) process.stdout.write(`left alone\t${s.file}\t${s.reason}\n`);
     for (const p of result.problems)
       process.stdout.write(`problem\t${p.file}\t${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}\n`);
@@ -538,6 +547,12 @@ async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promis
   };
   for (const o of owners) {
     process.stdout.write(`owner ${o.owner.pid} (${described[o.owner.state]})${o.note ? `: ${o.note}` : ''}\n`);
+    if (o.hostProcesses) {
+      process.stdout.write(
+        `  an extension host: ${processCount(o.hostProcesses.seen.length)} of other extensions recorded, and what carries its mark ` +
+          `AGENT_TREES_HOST=${o.hostProcesses.mark}: ended once it is gone\n`,
+      );
+    }
     for (const t of o.trees) {
       process.stdout.write(`  tree ${t.id}  ${t.label}  tier ${t.tier}  root ${t.rootPid}  ${t.members.length} live member(s)\n`);
       if (t.limits && t.use) {

@@ -36,6 +36,7 @@ export type CommandParts = Pick<
   | 'mcp'
   | 'sweeper'
   | 'statusBar'
+  | 'otherExtensions'
   | 'waiting'
 >;
 
@@ -90,13 +91,21 @@ async function launchAgent({ launcher, log }: CommandParts, arg?: AgentDefinitio
   }
 }
 
-/** A run, a tree `agent-trees run` keeps in a terminal of this window, or everything under a terminal. */
-async function killTree(parts: CommandParts, arg?: string | Row): Promise<KillResult | undefined> {
-  const { picks, runs, owner, log, mcp, windowTerminals } = parts;
+/**
+ * A run, a tree `agent-trees run` keeps in a terminal of this window, everything under a terminal, or processes
+ * of another extension (a whole extension's only once the user said yes: `{ confirmed: true }` says it for a caller
+ * that asked already).
+ */
+async function killTree(parts: CommandParts, arg?: string | Row, options?: { confirmed?: boolean }): Promise<KillResult | undefined> {
+  const { picks, runs, owner, log, mcp, windowTerminals, otherExtensions } = parts;
   const target = await picks.killTarget(arg);
   if (!target) return undefined;
   let report: KillReport;
-  if (target.run) {
+  if (target.host) {
+    if (target.host.ask && !options?.confirmed && !(await confirmOtherExtension(target.host.ask))) return undefined;
+    log.info(`${target.name}: ${target.host.roots.map((r) => r.pid).join(', ')} and their children ended at the user's word`);
+    report = await otherExtensions.endProcesses(target.host.roots, target.host.id);
+  } else if (target.run) {
     report = await runs.kill(target.run.id, 'killed');
   } else if (target.windowTree) {
     const { record, ownerPid } = target.windowTree;
@@ -107,6 +116,17 @@ async function killTree(parts: CommandParts, arg?: string | Row): Promise<KillRe
     report = await windowTerminals.endEverything(target.shellKey!);
   }
   return killed(parts, target.name, report, target.run);
+}
+
+/** Asks before ending another extension's processes: they are its, and it may still need them. */
+async function confirmOtherExtension(ask: { extension: string; count: number }): Promise<boolean> {
+  const end = vscode.l10n.t('End Them');
+  const message =
+    ask.count === 1
+      ? vscode.l10n.t('End 1 process of {0}?', ask.extension)
+      : vscode.l10n.t('End {0} processes of {1}?', ask.count, ask.extension);
+  const detail = vscode.l10n.t('They were started by another extension, {0}, which may still be using them.', ask.extension);
+  return (await vscode.window.showWarningMessage(message, { modal: true, detail }, end)) === end;
 }
 
 async function endTerminal(parts: CommandParts, arg?: string | Row): Promise<KillResult | undefined> {
@@ -120,13 +140,16 @@ async function endTerminal(parts: CommandParts, arg?: string | Row): Promise<Kil
 
 async function killProcess(parts: CommandParts, row?: Row): Promise<KillResult | undefined> {
   if (row?.target.kind !== 'process') return undefined;
-  const { owner, log } = parts;
+  const { owner, log, otherExtensions } = parts;
   const p = row.target;
-  // Our own trees through their owner (on Windows only it can prove them); others' by the start key alone.
+  // Our own trees through their owner (on Windows only it can prove them); another extension's through the host's
+  // rules (they share the editor's process group); others' by the start key alone.
   const report =
     p.top.kind === 'run'
       ? await owner.killProcess(p.pid, p.startKey, graceMs(parts))
-      : await owner.killForeignProcess(p.pid, p.startKey, graceMs(parts));
+      : p.top.kind === 'hostExtension'
+        ? await otherExtensions.endProcesses([{ pid: p.pid, startKey: p.startKey }], `process-${p.pid}-${p.startKey}`)
+        : await owner.killForeignProcess(p.pid, p.startKey, graceMs(parts));
   log.info(`process ${p.pid} and its children: ended ${processCount(report.signalled)}`);
   return killed(parts, `${p.pid}`, report);
 }

@@ -25,6 +25,7 @@ import { registerCommands } from './commands';
 import { ContextKeys } from './contextKeys';
 import { Launcher } from './launcher';
 import { McpServers } from './mcp';
+import { OtherExtensions } from './otherExtensions';
 import { OwnerRecordsReader } from './ownerRecords';
 import type { ExtensionParts } from './parts';
 import { Picks } from './picks';
@@ -40,6 +41,9 @@ import { ActivationFacts, AgentTreesTestHooks, createTestHooks } from './testHoo
 import { ProcessTreeProvider } from './treeView';
 import { ViewRefresh } from './viewRefresh';
 
+/** Between the window lease's round trips while only other extensions' processes are at stake. */
+const OTHERS_PROBE_MS = 5000;
+
 /** Grace at shutdown: short enough to fit in the ~5 s VS Code gives `deactivate()`. */
 const SHUTDOWN_GRACE_MS = 1500;
 
@@ -51,7 +55,10 @@ interface Basics {
 }
 
 /** The parts that own, run and read processes (no UI of their own). */
-type ProcessParts = Pick<ExtensionParts, 'owner' | 'runs' | 'terminals' | 'windowTerminals' | 'records' | 'source' | 'runMembers' | 'mcp'>;
+type ProcessParts = Pick<
+  ExtensionParts,
+  'owner' | 'runs' | 'terminals' | 'windowTerminals' | 'records' | 'source' | 'runMembers' | 'mcp' | 'otherExtensions'
+>;
 
 export class AgentTreesController implements vscode.Disposable {
   private readonly log: vscode.LogOutputChannel;
@@ -73,10 +80,10 @@ export class AgentTreesController implements vscode.Disposable {
     this.recordsProblem = checkRecordsFolder(processes.owner, log);
     const ui = buildUiParts(basics, processes, { settingProblems: this.settingProblems, recordsProblem: this.recordsProblem });
     this.parts = { log, settings: basics.settings, ...processes, ...ui };
-    this.contextKeys = new ContextKeys(this.parts.runs, this.parts.windowTerminals);
+    this.contextKeys = new ContextKeys(this.parts.runs, this.parts.windowTerminals, this.parts.otherExtensions);
     this.windowLease = this.leaseWindow();
-    const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting } = this.parts;
-    this.disposables.push(terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting);
+    const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting, otherExtensions } = this.parts;
+    this.disposables.push(terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting, otherExtensions);
     this.connectEvents(this.contextKeys, this.windowLease);
     this.disposables.push(...registerCommands(this.parts));
     this.start();
@@ -106,8 +113,13 @@ export class AgentTreesController implements vscode.Disposable {
    * window lease whether this host owns trees. Given what it connects, so it cannot run before they exist.
    */
   private connectEvents(contextKeys: ContextKeys, windowLease: WindowLease): void {
-    const { owner, runs, windowTerminals, viewRefresh, sweeper, mcp, waiting } = this.parts;
-    const owning = () => windowLease.setActive(owner.list().length > 0);
+    const { owner, runs, windowTerminals, viewRefresh, sweeper, mcp, waiting, otherExtensions } = this.parts;
+    // The window is watched while this host owns trees (a round trip every second), or other extensions' processes
+    // that end with it (every 5 s: a round trip costs the host ~0.8 ms of CPU, and these wait a little longer).
+    const owning = () => {
+      const trees = owner.list().length > 0;
+      windowLease.setActive(trees || otherExtensions.endsSomething(), trees ? undefined : OTHERS_PROBE_MS);
+    };
     owner.on('spawned', owning);
     owner.on('ended', owning);
     runs.on('changed', () => {
@@ -125,10 +137,16 @@ export class AgentTreesController implements vscode.Disposable {
         contextKeys.update();
         viewRefresh.schedule();
       }),
+      otherExtensions.onDidChange(() => {
+        contextKeys.update();
+        owning();
+      }),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (!e.affectsConfiguration('agentTrees')) return;
         this.settings = readSettings();
         this.settingProblems.report(this.settings);
+        otherExtensions.apply();
+        owning();
         sweeper.schedule(this.settings.sweepIntervalSeconds);
         mcp.definitionsMayHaveChanged();
         waiting.applyEnvironment();
@@ -187,13 +205,18 @@ export class AgentTreesController implements vscode.Disposable {
 
   /** This host's window is gone and a newer host of it runs: its trees end here, as at deactivation. */
   private async handOver(newer: ProcessIdentity): Promise<void> {
-    const { owner, runs } = this.parts;
+    const { owner, runs, otherExtensions } = this.parts;
     const trees = owner.list();
-    this.log.warn(`window gone: extension host ${newer.pid} now serves this window; ending ${trees.length} tree(s)`);
+    this.log.warn(
+      `window gone: extension host ${newer.pid} now serves this window; ending ${trees.length} tree(s) and other extensions' processes`,
+    );
     // The window is gone, as for a dead owner's watchdog: the same short grace.
-    const graceS = Math.min(this.settings.killGraceSeconds * 1000, WATCHDOG_GRACE_MS) / 1000;
-    const reports = await Promise.all(trees.map((t) => runs.kill(t.record.id, 'killed', graceS)));
-    this.log.info(`handed over: ended ${processCount(reports.reduce((n, r) => n + r.signalled, 0))}`);
+    const graceMs = Math.min(this.settings.killGraceSeconds * 1000, WATCHDOG_GRACE_MS);
+    const [reports, others] = await Promise.all([
+      Promise.all(trees.map((t) => runs.kill(t.record.id, 'killed', graceMs / 1000))),
+      otherExtensions.endAll(graceMs),
+    ]);
+    this.log.info(`handed over: ended ${processCount(reports.reduce((n, r) => n + r.signalled, 0) + others)}`);
   }
 
   dispose(): void {
@@ -217,6 +240,8 @@ function buildProcessParts({ context, log, settings }: Basics): ProcessParts {
     killTreesOnExit: true,
     watchdog: { cliPath: dist('cli.js'), graceMs: Math.min(graceMs(), WATCHDOG_GRACE_MS) },
   });
+  // As early as can be: every process this host starts from now on carries its mark.
+  const otherExtensions = new OtherExtensions({ owner, settings, log, self: { id: context.extension.id, folder: context.extensionPath } });
   const runs = new AgentRuns(owner, settings, log);
   const records = new OwnerRecordsReader(owner.store, owner.self);
   const source = new TreeMembersSource(owner.core, { workerScript: dist('cli.js') });
@@ -232,6 +257,7 @@ function buildProcessParts({ context, log, settings }: Basics): ProcessParts {
     source,
     runMembers: new RunMembers(runs, source),
     mcp: new McpServers({ store: owner.store, cliPath: dist('cli.js'), settings, liveRecords, log }),
+    otherExtensions,
   };
 }
 
@@ -241,7 +267,7 @@ function buildUiParts(
   processes: ProcessParts,
   found: { settingProblems: SettingProblems; recordsProblem: string | undefined },
 ): Omit<ExtensionParts, keyof ProcessParts | 'log' | 'settings'> {
-  const { owner, runs, terminals, windowTerminals, records, source, runMembers, mcp } = processes;
+  const { owner, runs, terminals, windowTerminals, records, source, runMembers, mcp, otherExtensions } = processes;
   const later: { viewRefresh?: ViewRefresh } = {};
   const waiting = new WaitingAgents({
     context,
@@ -262,6 +288,7 @@ function buildUiParts(
     showOrphans: () => !settings().sweepOnActivation,
     onError: (m) => log.warn(m),
     mcpServers: () => mcp.servers(),
+    otherExtensions,
     windowAttention: (id) => waiting.windowAttention(id),
   });
   const view = vscode.window.createTreeView('agentTrees.processTrees', { treeDataProvider: provider, showCollapseAll: true });
@@ -270,6 +297,7 @@ function buildUiParts(
     provider,
     source,
     windowTerminals,
+    otherExtensions,
     intervalMs: () => settings().refreshIntervalSeconds * 1000,
     log,
   });
@@ -289,7 +317,7 @@ function buildUiParts(
       folderProblemTold: found.recordsProblem !== undefined,
     }),
     launcher: new Launcher(owner, terminals, settings, () => found.settingProblems.report(settings(), true)),
-    picks: new Picks({ runs, provider, windowTerminals, mcp, runMembers }),
+    picks: new Picks({ runs, provider, windowTerminals, mcp, runMembers, otherExtensions }),
   };
 }
 

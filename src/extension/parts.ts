@@ -8,6 +8,7 @@ import type { WaitingAgents } from './attention';
 import type { TreeMembersSource, TreeOwner } from '../proc';
 import type { Launcher } from './launcher';
 import type { McpServers } from './mcp';
+import type { OtherExtensions } from './otherExtensions';
 import type { OwnerRecordsReader } from './ownerRecords';
 import type { Picks } from './picks';
 import type { RunMembers } from './runMembers';
@@ -36,6 +37,8 @@ export interface ExtensionParts {
   source: TreeMembersSource;
   runMembers: RunMembers;
   mcp: McpServers;
+  /** Other extensions' processes of this extension host: found, shown, recorded, ended when asked. */
+  otherExtensions: OtherExtensions;
   provider: ProcessTreeProvider;
   view: vscode.TreeView<Row>;
   viewRefresh: ViewRefresh;

@@ -5,12 +5,13 @@
  */
 import * as vscode from 'vscode';
 import { AgentRun, AgentRuns } from '../agents/runs';
-import { MemberInfo } from '../proc';
+import { MemberInfo, ProcessIdentity } from '../proc';
 import { McpServers } from './mcp';
+import { OtherExtensions } from './otherExtensions';
 import { RunMembers } from './runMembers';
 import { WindowTerminals } from './terminalTrees';
 import { ProcessTreeProvider, Row, WindowTree } from './treeView';
-import { formatDuration } from './viewFormat';
+import { commandLabel, formatDuration } from './viewFormat';
 
 /** What "Kill Agent Tree" acts on: a run, a tree `agent-trees run` keeps in one of the window's terminals, or a terminal. */
 export interface KillChoice {
@@ -19,6 +20,8 @@ export interface KillChoice {
   windowTree?: WindowTree;
   /** A terminal: everything under it but its shell. */
   shellKey?: string;
+  /** Processes of other extensions, each with its descendants; `ask`: a whole extension's, asked before ending. */
+  host?: { id: string; roots: ProcessIdentity[]; ask?: { extension: string; count: number } };
 }
 
 /** "pid 120 · 4 processes" for a pick. */
@@ -40,6 +43,7 @@ export interface PicksOptions {
   mcp: McpServers;
   /** Counts a run's processes the view has not counted. */
   runMembers: RunMembers;
+  otherExtensions: OtherExtensions;
 }
 
 export class Picks {
@@ -48,8 +52,11 @@ export class Picks {
   private readonly windowTerminals: WindowTerminals;
   private readonly mcp: McpServers;
   private readonly runMembers: RunMembers;
+  private readonly otherExtensions: OtherExtensions;
+  private killPickAnswer: ((items: readonly vscode.QuickPickItem[]) => number | undefined) | undefined;
 
   constructor(options: PicksOptions) {
+    this.otherExtensions = options.otherExtensions;
     this.runs = options.runs;
     this.provider = options.provider;
     this.windowTerminals = options.windowTerminals;
@@ -76,6 +83,7 @@ export class Picks {
       const terminal = this.windowTerminals.byShellKey(target.shellKey);
       return terminal && { name: terminalName(terminal.terminal), shellKey: terminal.shell.key };
     }
+    if (target?.kind === 'hostExtension' || target?.kind === 'hostLeftovers') return this.hostChoice(target);
     type Item = vscode.QuickPickItem & { pick: KillChoice };
     const count = this.processCounter();
     const items: Item[] = this.runs
@@ -97,6 +105,7 @@ export class Picks {
         pick: { name: w.record.label, windowTree: w },
       });
     }
+    items.push(...this.hostItems());
     for (const t of this.windowTerminals.list()) {
       items.push({
         label: `$(terminal) ${t.terminal.name}`,
@@ -109,7 +118,46 @@ export class Picks {
       void vscode.window.showInformationMessage(vscode.l10n.t('No agent is running'));
       return undefined;
     }
+    const answer = this.killPickAnswer;
+    this.killPickAnswer = undefined;
+    if (answer) return items[answer(items) ?? -1]?.pick;
     return (await vscode.window.showQuickPick(items, { title: vscode.l10n.t('Kill which agent tree?') }))?.pick;
+  }
+
+  /** Tests only (testHooks.ts): answers the next Kill Agent Tree pick, given what it offers, in place of the user. */
+  answerNextKillPick(answer: (items: readonly vscode.QuickPickItem[]) => number | undefined): void {
+    this.killPickAnswer = answer;
+  }
+
+  /** A whole extension's processes (asked before ending), or what its exited processes left. */
+  private hostChoice(target: { kind: 'hostExtension' | 'hostLeftovers'; extensionId: string }): KillChoice | undefined {
+    const which = target.kind === 'hostLeftovers' ? 'left' : 'all';
+    const roots = this.otherExtensions.rootsOf(target.extensionId, which);
+    if (roots.length === 0) return undefined;
+    const extension = this.otherExtensions.nameOf(target.extensionId);
+    const count = this.provider.processCount(`host${which === 'left' ? 'Left' : 'Extension'}:${target.extensionId}`) ?? roots.length;
+    const name = which === 'left' ? vscode.l10n.t('What {0} left', extension) : extension;
+    return { name, host: { id: `host-${which}-${target.extensionId}`, roots, ...(which === 'all' ? { ask: { extension, count } } : {}) } };
+  }
+
+  /** Each process tree of another extension (a child of this host, or what an exited one left), for the pick. */
+  private hostItems(): (vscode.QuickPickItem & { pick: KillChoice })[] {
+    const items: (vscode.QuickPickItem & { pick: KillChoice })[] = [];
+    for (const e of this.otherExtensions.viewInput() ?? []) {
+      const all = [...e.members, ...e.left];
+      const pids = new Set(all.map((p) => p.pid));
+      for (const root of all.filter((p) => !pids.has(p.ppid))) {
+        const count = 1 + descendantsIn(all, root.pid);
+        const label = commandLabel(root.command);
+        items.push({
+          label: `$(extensions) ${label}`,
+          description: pidAndCount(root.pid, count),
+          detail: vscode.l10n.t('Started by the extension {0}', e.name),
+          pick: { name: `${e.name}: ${label}`, host: { id: `process-${root.pid}-${root.startKey}`, roots: [{ pid: root.pid, startKey: root.startKey }] } },
+        });
+      }
+    }
+    return items;
   }
 
   /** The run an argument names (tree id or view row), or one the user picks among `among` (default: the live runs). */
@@ -198,4 +246,18 @@ export function terminalName(terminal: vscode.Terminal): string {
 /** The top row a row belongs to: itself, or the run, window tree or terminal a process row sits under. */
 function topTarget(row: Row): Row['target'] {
   return row.target.kind === 'process' ? row.target.top : row.target;
+}
+
+/** How many of `list` descend from `pid`, by parent links. */
+function descendantsIn(list: MemberInfo[], pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const p of list) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
+  let n = 0;
+  const queue = [...(children.get(pid) ?? [])];
+  while (queue.length > 0) {
+    const next = queue.pop()!;
+    n++;
+    queue.push(...(children.get(next) ?? []));
+  }
+  return n;
 }

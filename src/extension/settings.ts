@@ -26,6 +26,10 @@ export interface Settings {
   cgroups: 'auto' | 'off';
   /** What happens to the processes a terminal's shell leaves running when the terminal closes. */
   terminalsOnClose: 'ask' | 'end' | 'keep';
+  /** Other extensions' processes of this extension host: shown and ended when the host goes, shown only, or neither. */
+  otherExtensionsMode: 'end' | 'keep' | 'off';
+  /** Extensions whose processes are never ended (ids, `publisher.name`; `vscode` for VS Code's own). */
+  otherExtensionsKeep: string[];
   /** `agentTrees.limits.*`: the limits of every owned tree whose definition sets none of its own (0 = none). */
   limits: GivenLimits;
   /** Whether Claude Code and Codex get their notification hooks at launch (`agentTrees.attention.hooks`). */
@@ -101,6 +105,12 @@ export function readSettings(): Settings {
   const onClose = config.get<unknown>('terminals.onClose', 'ask');
   if (onClose !== 'ask' && onClose !== 'end' && onClose !== 'keep')
     problems.push(vscode.l10n.t('agentTrees.terminals.onClose must be "ask", "end" or "keep"; using "ask"'));
+  const otherMode = config.get<unknown>('otherExtensions.mode', 'end');
+  if (otherMode !== 'end' && otherMode !== 'keep' && otherMode !== 'off')
+    problems.push(vscode.l10n.t('agentTrees.otherExtensions.mode must be "end", "keep" or "off"; using "end"'));
+  const otherKeep = config.get<unknown>('otherExtensions.keep', []);
+  const keepOk = Array.isArray(otherKeep) && otherKeep.every((k) => typeof k === 'string');
+  if (!keepOk) problems.push(vscode.l10n.t('agentTrees.otherExtensions.keep must be a list of extension ids; using none'));
   const limits: GivenLimits = {};
   for (const field of LIMIT_FIELDS) {
     const v = config.get<unknown>(`limits.${field}`, 0);
@@ -126,6 +136,8 @@ export function readSettings(): Settings {
     killDescendantsOnExit: bool('killDescendantsOnExit', true),
     cgroups: cgroupsValue === 'off' ? 'off' : 'auto',
     terminalsOnClose: onClose === 'end' || onClose === 'keep' ? onClose : 'ask',
+    otherExtensionsMode: otherMode === 'keep' || otherMode === 'off' ? otherMode : 'end',
+    otherExtensionsKeep: keepOk ? (otherKeep as string[]) : [],
     limits,
     attentionHooks: bool('attention.hooks', true),
     problems,

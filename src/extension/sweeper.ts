@@ -13,11 +13,15 @@ function sweepSummary(result: SweepResult): string {
     n === 0
       ? 'no agent tree left by a stopped window or agent-trees run'
       : `${n === 1 ? '1 agent tree' : `${n} agent trees`} left by a stopped window or agent-trees run ` +
-        `(${result.trees.map((t) => t.label).join(', ')}): ended ${processCount(result.killed)}`;
+        `(${result.trees.map((t) => t.label).join(', ')}): ended ${processCount(result.trees.reduce((sum, t) => sum + t.killed, 0))}`;
+  const hostEnded = result.hostProcesses.reduce((sum, h) => sum + h.killed, 0);
+  const hosts = hostEnded
+    ? `; ended ${processCount(hostEnded)} other extensions had started in ${result.hostProcesses.length} stopped extension host(s)`
+    : '';
   const cgroups = result.cgroupsRemoved.length ? `; removed ${result.cgroupsRemoved.length} empty cgroup(s) of such trees` : '';
   const live = result.liveOwners ? `; left alone the trees of ${result.liveOwners} window(s) or run(s) still running` : '';
   const bad = result.problems.length ? `; ${result.problems.length} record file(s) could not be read` : '';
-  return found + cgroups + live + bad;
+  return found + hosts + cgroups + live + bad;
 }
 
 const RECHECK_LIVE_OWNERS_MS = 6000;

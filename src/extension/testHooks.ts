@@ -5,7 +5,7 @@
  * `Test`), as `testHooks`; an installed extension (`Production`) has none.
  */
 import * as vscode from 'vscode';
-import { SourceStats } from '../proc';
+import { HostProcessesRecord, SourceStats } from '../proc';
 import type { HookCallOutcome } from '../agents/attentionInbox';
 import type { AgentTreesApi } from './api';
 import type { AttentionEntry, ShownNotification } from './attention';
@@ -52,6 +52,31 @@ export interface AgentTreesTestHooks {
    * waiting count in the status bar, the notifications shown, and the hook calls taken or refused.
    */
   attention(): AttentionFacts;
+  /**
+   * Other extensions' processes as last looked at (the view's or the hidden look's), whose each is, and what this
+   * host's record names of them; `look()` takes a fresh look first.
+   */
+  otherExtensions(look?: boolean): Promise<OtherExtensionsState>;
+  /**
+   * Answers the next Kill Agent Tree quick pick in place of the user: `choose` gets the items it offers and returns
+   * the index of the one to pick (undefined: none, as Escape).
+   */
+  answerKillPick(choose: (items: KillPickItem[]) => number | undefined): void;
+}
+
+/** An item of Kill Agent Tree's quick pick, as the user sees it. */
+export interface KillPickItem {
+  label: string;
+  description?: string;
+  detail?: string;
+}
+
+export interface OtherExtensionsState {
+  /** This host's mark (`AGENT_TREES_HOST`), and whether other extensions are tracked (the mode is not "off"). */
+  mark: string | undefined;
+  enabled: boolean;
+  extensions: { id: string; name: string; pids: number[]; left: number[] }[];
+  recorded: HostProcessesRecord | undefined;
 }
 
 export interface AttentionFacts {
@@ -91,7 +116,17 @@ export function exposesTestHooks(mode: vscode.ExtensionMode): boolean {
 /** What the hooks look through. */
 export type TestHookParts = Pick<
   ExtensionParts,
-  'settings' | 'statusBar' | 'view' | 'provider' | 'source' | 'windowTerminals' | 'terminals' | 'runs' | 'waiting'
+  | 'settings'
+  | 'statusBar'
+  | 'view'
+  | 'provider'
+  | 'source'
+  | 'windowTerminals'
+  | 'terminals'
+  | 'runs'
+  | 'waiting'
+  | 'otherExtensions'
+  | 'picks'
 >;
 
 /** What activation measured and found. */
@@ -118,6 +153,21 @@ export function createTestHooks(parts: TestHookParts, facts: ActivationFacts): A
     terminalState: (treeId) => terminals.state(treeId),
     terminalCount: () => terminals.openCount,
     output: (treeId) => runs.get(treeId)?.output.text(),
+    otherExtensions: async (look = false) => {
+      const others = parts.otherExtensions;
+      if (look) {
+        const result = await source.query([], { host: others.query() }, 'test hooks');
+        others.observe(result.host, result.takenAt);
+      }
+      return {
+        mark: others.mark,
+        enabled: others.enabled,
+        extensions: (others.viewInput() ?? []).map((e) => ({ id: e.id, name: e.name, pids: e.members.map((p) => p.pid), left: e.left.map((p) => p.pid) })),
+        recorded: others.recorded(),
+      };
+    },
+    answerKillPick: (choose) =>
+      parts.picks.answerNextKillPick((items) => choose(items.map(({ label, description, detail }) => ({ label, description, detail })))),
     attention: () => ({
       entries: parts.waiting.entries(),
       statusBar: parts.waiting.statusBar(),

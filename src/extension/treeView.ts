@@ -15,6 +15,7 @@ import { AgentRuns } from '../agents/runs';
 import { recordedTreeQuery, TreeMembersSource } from '../proc';
 import type { AttentionInput } from './attentionView';
 import type { McpServerState } from './mcp';
+import type { OtherExtensions } from './otherExtensions';
 import { OwnerRecordsReader } from './ownerRecords';
 import { WindowTerminals } from './terminalTrees';
 import { viewInputOf, WindowTree } from './viewInput';
@@ -34,6 +35,8 @@ export interface ProcessTreeProviderOptions {
   onError: (message: string) => void;
   /** The MCP servers VS Code runs through the wrapper in this window. */
   mcpServers: () => McpServerState[];
+  /** Other extensions' processes of this extension host. */
+  otherExtensions: OtherExtensions;
   /** Whether the agent of another owner's tree waits (attention.ts). */
   windowAttention?: (treeId: string) => AttentionInput | undefined;
 }
@@ -65,7 +68,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
 
   /** One snapshot of the members of everything shown, then the view's input from it (viewInput.ts), then the rows. */
   private async doRefresh(): Promise<void> {
-    const { runs, windowTerminals, source } = this.options;
+    const { runs, windowTerminals, source, otherExtensions } = this.options;
     const owner = runs.owner;
     const runList = runs.list();
     const records = this.options.records.get();
@@ -75,12 +78,13 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
     for (const s of mcpServers) if (s.state === 'running') queries.push(recordedTreeQuery(s.tree, owner.core));
     let snapshot;
     try {
-      snapshot = await source.query(queries, { terminals: windowTerminals.query(), liveRecords: records.live });
+      snapshot = await source.query(queries, { terminals: windowTerminals.query(), liveRecords: records.live, host: otherExtensions.query() });
     } catch (e) {
       this.options.onError(`reading the process table failed: ${(e as Error).message}`);
       return;
     }
     windowTerminals.observe(snapshot.terminals);
+    otherExtensions.observe(snapshot.host, snapshot.takenAt);
     const { input, windowTrees } = viewInputOf({
       now: Date.now(),
       runs: runList,
@@ -89,6 +93,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
       liveRecords: records.live,
       orphanRecords: this.options.showOrphans() ? records.gone : [],
       mcpServers,
+      otherExtensions: otherExtensions.viewInput(),
       cpu: this.cpu,
       l10n: vscode.l10n,
       budgetUse: (id) => owner.budgetUse(id),
@@ -170,7 +175,11 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
     const expandable = row.children.length > 0;
     const item = new vscode.TreeItem(
       row.label,
-      expandable ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
+      !expandable
+        ? vscode.TreeItemCollapsibleState.None
+        : row.collapsed
+          ? vscode.TreeItemCollapsibleState.Collapsed
+          : vscode.TreeItemCollapsibleState.Expanded,
     );
     item.id = row.id;
     item.description = row.description;

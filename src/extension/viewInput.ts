@@ -8,6 +8,7 @@ import type { AgentRun, Localizer } from '../agents/runs';
 import { BudgetUse, MemberInfo, TreeRecord, useOfMembers } from '../proc';
 import type { AttentionInput } from './attentionView';
 import type { BudgetInput } from './budgetView';
+import type { OtherExtensionInput } from './otherExtensionsInput';
 import type { CpuSamples, OrphanInput, RunInput, TerminalInput, ViewInput, WindowTreeInput } from './viewModel';
 
 /** A tree of another live owner of this window, as the view last saw it. */
@@ -60,6 +61,8 @@ export interface ViewSources {
   /** Records of owners that are gone, listed as orphans: none while the automatic sweep ends them. */
   orphanRecords: RecordSource[];
   mcpServers: McpServerSource[];
+  /** Other extensions' processes of this extension host, by extension; undefined when not shown. */
+  otherExtensions?: OtherExtensionInput[];
   /** The previous build's CPU samples. */
   cpu: CpuSamples;
   /** Localizes the words of a run's ending line. */
@@ -109,6 +112,7 @@ export function viewInputOf(sources: ViewSources): ViewInputs {
     orphans: sources.orphanRecords.flatMap(orphanInputs),
     members,
     cpu: sources.cpu,
+    otherExtensions: sources.otherExtensions,
   };
   return { input, windowTrees };
 }

@@ -9,6 +9,7 @@ import type { Localizer, RunState } from '../agents/runs';
 import { formatBytes, MemberInfo } from '../proc';
 import { AttentionInput, attentionShown, waitingFirst } from './attentionView';
 import { BudgetInput, budgetSizeParts, budgetTooltip, nearLimit, NEAR_LIMIT_ICON } from './budgetView';
+import type { OtherExtensionInput } from './otherExtensionsInput';
 import { commandLabel, escapeMarkdown, formatDuration } from './viewFormat';
 
 export type { Localizer } from '../agents/runs';
@@ -87,17 +88,25 @@ export interface ViewInput {
   members: Map<string, MemberInfo[]>;
   /** The previous build's samples. */
   cpu: CpuSamples;
+  /** Other extensions' processes of this extension host, by extension (otherExtensionsInput.ts); undefined: not shown. */
+  otherExtensions?: OtherExtensionInput[];
 }
 
 /** What a top row with processes beneath stands for. */
 export type TopTarget =
   | { kind: 'run'; runId: string }
   | { kind: 'windowTree'; treeId: string; ownerPid: number }
-  | { kind: 'terminal'; shellKey: string; shellPid: number };
+  | { kind: 'terminal'; shellKey: string; shellPid: number }
+  | { kind: 'hostExtension'; extensionId: string };
 
 /** What a row's commands act on. A process row names the top row it sits under too. */
 export type RowTarget =
-  TopTarget | { kind: 'process'; pid: number; startKey: number; top: TopTarget } | { kind: 'orphans' } | { kind: 'orphan'; treeId: string };
+  | TopTarget
+  | { kind: 'process'; pid: number; startKey: number; top: TopTarget }
+  | { kind: 'orphans' }
+  | { kind: 'orphan'; treeId: string }
+  | { kind: 'otherExtensions' }
+  | { kind: 'hostLeftovers'; extensionId: string };
 
 export interface Row {
   /** The TreeItem id: unique in the view, stable across refreshes (pid + start time for processes). */
@@ -113,6 +122,8 @@ export interface Row {
   command?: { command: string; title: string };
   /** Top rows only: changes whenever anything this row or its subtree shows changes. */
   signature: string;
+  /** Shown collapsed until opened (rows with children are shown open otherwise). */
+  collapsed?: boolean;
 }
 
 export interface ViewModel {
@@ -162,6 +173,7 @@ export function buildView(input: ViewInput, l10n: Localizer): ViewModel {
     const top: TopTarget = { kind: 'terminal', shellKey: t.shellKey, shellPid: t.shellPid };
     rows.push(terminalRow(id, t, subtree(build, { topId: id, top, members: membersOf(input, t.shellKey) }), build.l10n));
   }
+  if (input.otherExtensions?.length) rows.push(otherExtensionsRow(input.otherExtensions, build));
   if (input.orphans.length > 0) rows.push(orphansRow(input.orphans, l10n));
   return { rows, cpu: build.cpu, processCount: build.processCount };
 }
@@ -174,6 +186,9 @@ function waitingSince(running: boolean, attention: AttentionInput | undefined, l
 function membersOf(input: ViewInput, key: string): MemberInfo[] {
   return input.members.get(key) ?? [];
 }
+
+/** How many processes, how much CPU (% of a core) and memory. */
+type Size = Pick<Subtree, 'count' | 'cpuPercent' | 'rssBytes'>;
 
 interface Subtree {
   roots: Row[];
@@ -281,7 +296,7 @@ function timeLeft(deadline: number | undefined, now: number, l10n: Localizer): s
   return deadline ? l10n.t('{0} left', formatDuration(deadline - now)) : undefined;
 }
 
-function sizeParts(tree: Subtree, l10n: Localizer, budget?: BudgetInput): string[] {
+function sizeParts(tree: Size, l10n: Localizer, budget?: BudgetInput): string[] {
   const count = tree.count === 1 ? l10n.t('1 process') : l10n.t('{0} processes', tree.count);
   return budgetSizeParts({ count, cpu: `${tree.cpuPercent.toFixed(0)}% CPU`, memory: formatBytes(tree.rssBytes) }, budget, l10n);
 }
@@ -436,4 +451,89 @@ function orphansRow(orphans: OrphanInput[], l10n: Localizer): Row {
     children,
     signature: orphans.map((o) => o.treeId).join(','),
   };
+}
+
+/**
+ * The section of other extensions' processes in this extension host: one row per extension (what it started, and
+ * beneath, what an exited process of it left), each with its process trees. Collapsed per extension until opened.
+ */
+function otherExtensionsRow(entries: OtherExtensionInput[], build: Build): Row {
+  const { l10n } = build;
+  const total: Size = { count: 0, cpuPercent: 0, rssBytes: 0 };
+  const children = entries.map((e) => {
+    const { row, size } = otherExtensionRow(e, build);
+    total.count += size.count;
+    total.cpuPercent += size.cpuPercent;
+    total.rssBytes += size.rssBytes;
+    return row;
+  });
+  return {
+    id: 'otherExtensions',
+    target: { kind: 'otherExtensions' },
+    label: l10n.t('Other extensions'),
+    description: sizeParts(total, l10n).join(' · '),
+    tooltip: {
+      text: l10n.t(
+        'Processes that other extensions (and VS Code) started in this extension host, by the extension whose install folder holds what they run. Nothing of theirs is ended unless you ask; when this extension host is gone, what is left of them is ended (agentTrees.otherExtensions.mode).',
+      ),
+      markdown: false,
+    },
+    icon: { id: 'extensions' },
+    contextValue: 'hostProcesses',
+    children,
+    signature: children.map((c) => c.signature).join('||'),
+  };
+}
+
+/** One extension's row: its process trees, and a row for what its exited processes left. */
+function otherExtensionRow(e: OtherExtensionInput, build: Build): { row: Row; size: Size } {
+  const { l10n } = build;
+  const id = `hostExtension:${e.id}`;
+  const top: TopTarget = { kind: 'hostExtension', extensionId: e.id };
+  const attached = subtree(build, { topId: id, top, members: e.members });
+  const children = [...attached.roots];
+  const size: Size = { count: attached.count, cpuPercent: attached.cpuPercent, rssBytes: attached.rssBytes };
+  let leftSignature = '';
+  if (e.left.length > 0) {
+    const leftId = `hostLeft:${e.id}`;
+    const left = subtree(build, { topId: leftId, top, members: e.left });
+    size.count += left.count;
+    size.cpuPercent += left.cpuPercent;
+    size.rssBytes += left.rssBytes;
+    leftSignature = left.signature;
+    children.push({
+      id: leftId,
+      target: { kind: 'hostLeftovers', extensionId: e.id },
+      label: l10n.t('left by an exited process'),
+      description: sizeParts(left, l10n).join(' · '),
+      tooltip: {
+        text: l10n.t(
+          'Processes of {0} whose parent exited: they no longer hang from this extension host. They may be a server the extension keeps on purpose; end them if they are not.',
+          e.name,
+        ),
+        markdown: false,
+      },
+      icon: { id: 'debug-disconnect', color: 'list.warningForeground' },
+      contextValue: 'hostLeftovers',
+      children: left.roots,
+      signature: '',
+    });
+  }
+  build.processCount.set(id, size.count);
+  const row: Row = {
+    id,
+    target: top,
+    label: e.name,
+    description: sizeParts(size, l10n).join(' · '),
+    tooltip: {
+      text: l10n.t('Processes the extension {0} ({1}) started in this extension host, and everything they started', e.name, e.id),
+      markdown: false,
+    },
+    icon: { id: 'extensions' },
+    contextValue: 'otherExtension',
+    children,
+    collapsed: true,
+    signature: [e.id, e.name, attached.signature, leftSignature].join('|'),
+  };
+  return { row, size };
 }

@@ -1,16 +1,22 @@
 /**
  * When the Process Trees view refreshes: every `refreshIntervalSeconds` while it is visible, never while it is hidden.
  * While hidden, the window's terminals (if any) are still looked at every few seconds and soon after each command
- * (what a terminal leaves when it closes includes what was seen in it while open); nothing else is read.
+ * (what a terminal leaves when it closes includes what was seen in it while open), and in the same look the
+ * processes of other extensions of this host (what the host's record names of them must stay true); nothing else
+ * is read.
  */
 import * as vscode from 'vscode';
 import { TreeMembersSource } from '../proc';
 import { inBackground } from './background';
+import type { OtherExtensions } from './otherExtensions';
 import { WindowTerminals } from './terminalTrees';
 import { ProcessTreeProvider, Row } from './treeView';
 
-/** While the view is hidden, how often the window's terminals are looked at (what they hold, shells that exited). */
-const HIDDEN_TERMINAL_LOOK_MS = 5000;
+/**
+ * While the view is hidden, how often the window's terminals (what they hold, shells that exited) and the host's
+ * other processes (what its record names) are looked at.
+ */
+const HIDDEN_LOOK_MS = 5000;
 /** A command started or ended in a terminal: look at it this much later (what it started has started by then). */
 const AFTER_COMMAND_LOOK_MS = 1000;
 
@@ -19,6 +25,7 @@ export interface ViewRefreshDeps {
   provider: ProcessTreeProvider;
   source: TreeMembersSource;
   windowTerminals: WindowTerminals;
+  otherExtensions: OtherExtensions;
   /** `agentTrees.refreshIntervalSeconds` in ms, read at each (re)schedule. */
   intervalMs: () => number;
   log: vscode.LogOutputChannel;
@@ -51,7 +58,7 @@ export class ViewRefresh implements vscode.Disposable {
       this.refreshInBackground();
       this.timer = setInterval(() => this.refreshInBackground(), this.deps.intervalMs());
     } else {
-      this.timer = setInterval(() => this.lookInBackground(), HIDDEN_TERMINAL_LOOK_MS);
+      this.timer = setInterval(() => this.lookInBackground(), HIDDEN_LOOK_MS);
     }
   }
 
@@ -69,11 +76,13 @@ export class ViewRefresh implements vscode.Disposable {
   }
 
   private async lookAtTerminals(): Promise<void> {
-    const { windowTerminals, source } = this.deps;
-    if (windowTerminals.list().length === 0) return;
+    const { windowTerminals, source, otherExtensions } = this.deps;
+    const host = otherExtensions.query();
+    if (windowTerminals.list().length === 0 && !host) return;
     try {
-      const result = await source.query([], { terminals: windowTerminals.query() }, 'hidden terminals');
+      const result = await source.query([], { terminals: windowTerminals.query(), host }, 'hidden terminals');
       windowTerminals.observe(result.terminals);
+      otherExtensions.observe(result.host, result.takenAt);
     } catch (e) {
       this.deps.log.warn(`looking at the terminals failed: ${(e as Error).message}`);
     }

@@ -5,14 +5,14 @@
  */
 export { localSweepParts, processCore } from './core';
 export { asWritten, formatBytes, Localizer, Logger, processCount, silentLogger, stderrLogger } from './platform/log';
-export { SIGHUP_IGNORED_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
+export { HOST_MARK_VARIABLE, SIGHUP_IGNORED_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
 export { guardedPidOf } from './identity/guard';
 export { OwnerInfo, OwnerState, ownerIsChildOf, selfIdentity } from './identity/ownerIdentity';
 export { parseOwnerSpec, ProcessIdentity, processKey } from './identity/processIdentity';
 export { CgroupMode } from './cgroup/probe';
 export { RecordStore } from './records/claims';
 export { classifyRecords, OwnerRecords } from './records/judge';
-export { LIMIT_FIELDS, RecordFile, TreeLimits, TreeRecord } from './records/schema';
+export { HostProcessesRecord, LIMIT_FIELDS, RecordFile, TreeLimits, TreeRecord } from './records/schema';
 export { euid, makeFolders, readTrusted, UntrustedFileError } from './records/trustedFiles';
 export { KillReport } from './kill/killTarget';
 export { SpawnError } from './spawn/spawnError';
@@ -27,6 +27,10 @@ export { DEFAULT_TERM, RESTORE_TERMINAL_MODES } from './pty/terminalModes';
 export { endLeftovers, endTerminalTree } from './terminals/ending';
 export { deferredLeftoversNow, liveOwnership, settleLeftovers, terminalLeftovers } from './terminals/leftovers';
 export { readShell, TerminalQuery, TerminalShell } from './terminals/membership';
+export { attribute, InstallFolder, OTHER_ID, VSCODE_ID } from './hostChildren/attribution';
+export { endHostProcesses, endHostSubtrees, liveHostTarget } from './hostChildren/ending';
+export { HostProcessPlace, LONG_LIVED_MS, placeHostProcesses, recordedHostProcesses } from './hostChildren/grouping';
+export { hostMark, HostQuery } from './hostChildren/membership';
 export { MemberInfo, recordedTreeQuery, TerminalMembers } from './tracking/listing';
 export {
   Breach,

@@ -11,8 +11,10 @@ const API_MEMBERS = ['agents', 'kill', 'launch', 'list', 'mcp', 'recordsDir', 's
 
 /** What only tests and the benchmark use: never on the API itself. */
 const HOOK_MEMBERS = [
+  'answerKillPick',
   'answerTerminalQuestion',
   'attention',
+  'otherExtensions',
   'output',
   'recordsProblem',
   'settings',

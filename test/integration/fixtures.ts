@@ -3,6 +3,7 @@
 import * as assert from 'assert';
 import { spawn } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { AgentTreesApi } from '../../src/extension/api';
@@ -92,8 +93,24 @@ export interface MonitorReport {
 export const PHASE_OUTLIVING_S = 600;
 
 /**
- * Starts test/fixtures/monitor.js outside every tree (detached, a child of this host only until the host dies):
- * it watches this host, `pids` and `recordFile`, and writes when each was gone to `<global storage>/<name>-monitor.json`.
+ * Starts a helper of the harness outside this extension host, so that it is none of the host's processes (which
+ * Agent Trees ends when the host is gone: see src/proc/hostChildren): without the host's mark (`AGENT_TREES_HOST`),
+ * and re-parented to PID 1 at once (`setsid -f`), no parent link or mark leads to it. What must outlive a phase
+ * (a monitor, a child a later phase looks at) is started this way. Resolves with its pid.
+ */
+export async function startOutsideHost(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
+  const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-outside-')), 'pid');
+  const outside: NodeJS.ProcessEnv = { ...process.env, ELECTRON_RUN_AS_NODE: '1', ...env };
+  delete outside.AGENT_TREES_HOST;
+  const script = 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec "$@"';
+  spawn('setsid', ['-f', 'sh', '-c', script, pidFile, command, ...args], { stdio: 'ignore', env: outside }).unref();
+  await waitFor(`${command} to start`, () => fs.existsSync(pidFile), 10_000);
+  return Number(fs.readFileSync(pidFile, 'utf8').trim());
+}
+
+/**
+ * Starts test/fixtures/monitor.js outside every tree and outside this host (startOutsideHost): it watches this
+ * host, `pids` and `recordFile`, and writes when each was gone to `<global storage>/<name>-monitor.json`.
  */
 export async function startMonitor(name: string, recordFile: string, pids: number[]): Promise<string> {
   const trees = await api();
@@ -104,12 +121,9 @@ export async function startMonitor(name: string, recordFile: string, pids: numbe
     record: recordFile,
     processes: pids.map((pid) => ({ pid, startTicks: processes.readStat(pid)!.startTicks })),
   };
-  const child = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'monitor.js'), out, JSON.stringify(spec)], {
-    detached: true,
-    stdio: 'ignore',
-    env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', LIFETIME: String(PHASE_OUTLIVING_S) },
+  await startOutsideHost(process.execPath, [path.join(REPO, 'test', 'fixtures', 'monitor.js'), out, JSON.stringify(spec)], {
+    LIFETIME: String(PHASE_OUTLIVING_S),
   });
-  child.unref();
   await waitFor('the monitor started', () => fs.existsSync(out), 10_000);
   return out;
 }

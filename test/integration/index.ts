@@ -35,16 +35,21 @@ interface Failure {
   error: string;
 }
 
+/** The stand-in extensions (test/fixtures/extensions) a run with stand-ins loads beside Agent Trees. */
+const STAND_IN = 'agent-trees-tests.claude-code-stand-in';
+
 /**
  * Compiled test files under `dir`: every `*.test.js`, or in phase 2+ only the `*.phased.test.js` ones; after a
- * reload, only the `*.afterReload.test.js` ones (which run nowhere else).
+ * reload, only the `*.afterReload.test.js` ones (which run nowhere else). A run that loads the stand-in extensions
+ * (runTests.js --extension test/fixtures/extensions/...) runs the `*.standIns.*` files, and only those; any other
+ * run, none of them.
  */
 function testFiles(dir: string, afterReload = false): string[] {
   const files: string[] = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) files.push(...testFiles(full, afterReload));
-    else if (entry.name.endsWith('.test.js')) files.push(full);
+    else if (entry.name.endsWith('.test.js') && entry.name.includes('.standIns.') === withStandIns) files.push(full);
   }
   if (afterReload) return files.filter((f) => f.endsWith('.afterReload.test.js')).sort();
   const later = currentPhase !== undefined && currentPhase > 1;
@@ -55,6 +60,8 @@ function testFiles(dir: string, afterReload = false): string[] {
     .filter((f) => !later || f.endsWith('.phased.test.js'))
     .sort();
 }
+
+const withStandIns = vscode.extensions.getExtension(STAND_IN) !== undefined;
 
 function writeAtomically(file: string, data: unknown): void {
   const tmp = `${file}.${process.pid}.tmp`;

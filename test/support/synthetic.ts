@@ -13,7 +13,16 @@ import { KillOptions } from '../../src/proc/kill/killTarget';
 import { TreeIdentity } from '../../src/proc/members/membership';
 import { HostClock } from '../../src/proc/platform/bootClock';
 import { ExecAsync } from '../../src/proc/platform/execAsync';
-import { childrenOf, ProcessInfo, ProcessTable, Snapshot, StartPrecision } from '../../src/proc/platform/processTable';
+import {
+  childrenOf,
+  HOST_MARK_VARIABLE,
+  ProcessInfo,
+  ProcessTable,
+  Snapshot,
+  StartPrecision,
+  TREE_ID_VARIABLE,
+  WATCHDOG_VARIABLE,
+} from '../../src/proc/platform/processTable';
 import { TreeRecord } from '../../src/proc/records/schema';
 import { Signaller, SignalResult } from '../../src/proc/platform/signaller';
 import { WindowsProcessTable } from '../../src/proc/platform/windowsProcessTable';
@@ -23,6 +32,12 @@ export const LINUX_PRECISION: StartPrecision = { unit: 'ticks', errorMs: 50 };
 export interface FakeProcess extends ProcessInfo {
   /** Value of AGENT_TREES_TREE_ID in its environment, if any. */
   tag?: string;
+  /** Value of AGENT_TREES_HOST (an extension host's mark) in its environment, if any. */
+  mark?: string;
+  /** Value of AGENT_TREES_WATCHDOG (an owner's watchdog) in its environment, if any. */
+  watchdog?: string;
+  /** The file it runs. */
+  exe?: string;
   /** SIGTERM does not end it. */
   ignoresTerm?: boolean;
   /** We may not signal it (EPERM). */
@@ -77,14 +92,24 @@ export class FakeTable implements ProcessTable, PresenceProbe {
 
   snapshot(): Snapshot {
     const processes = new Map<number, ProcessInfo>([...this.processes].map(([pid, p]) => [pid, { ...p, uid: -1 }]));
-    const tagged = new Map<string, ProcessInfo[]>();
-    for (const p of this.processes.values()) if (p.tag) tagged.set(p.tag, [...(tagged.get(p.tag) ?? []), processes.get(p.pid)!]);
+    const byVariable = (value: (p: FakeProcess) => string | undefined) => {
+      const tagged = new Map<string, ProcessInfo[]>();
+      for (const p of this.processes.values()) {
+        const v = value(p);
+        if (v) tagged.set(v, [...(tagged.get(v) ?? []), processes.get(p.pid)!]);
+      }
+      return tagged;
+    };
+    const trees = byVariable((p) => p.tag);
+    const marks = byVariable((p) => p.mark);
+    const watchdogs = byVariable((p) => p.watchdog);
     return {
       takenAt: Date.now(),
       processes,
       startPrecision: this.startPrecision,
-      commandLine: (pid) => processes.get(pid)?.name ?? '',
-      tagged: () => tagged,
+      commandLine: (pid) => this.processes.get(pid)?.command ?? processes.get(pid)?.name ?? '',
+      executable: (pid) => this.processes.get(pid)?.exe,
+      tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? marks : variable === WATCHDOG_VARIABLE ? watchdogs : trees),
       children: () => childrenOf(processes),
     };
   }

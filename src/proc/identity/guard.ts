@@ -64,6 +64,16 @@ export class SignalGuard {
     return undefined;
   }
 
+  /**
+   * Why `p` may never be signalled even on its own, or undefined: this process, an ancestor, or PID 0/1. What
+   * `protectedReason` adds, our own group, a kill may reach one by one where its resolution proved each member
+   * (an extension host's own children share its editor's process group: see kill/killTarget.ts).
+   */
+  protectedPidReason(p: Pick<ProcessInfo, 'pid'>): string | undefined {
+    if (!this.protectedPids.has(p.pid)) return undefined;
+    return p.pid <= 1 ? `pid ${p.pid}` : `pid ${p.pid} ${SELF_OR_ANCESTOR}`;
+  }
+
   /** This process, an ancestor, or PID 0/1. */
   isProtectedPid(pid: number): boolean {
     return this.protectedPids.has(pid);

@@ -10,14 +10,20 @@ import { Snapshot } from '../platform/processTable';
 
 /**
  * What a kill acts on: a whole owned tree; one process (proven by its start key) and its descendants; or a
- * member set that is no owned tree (what a terminal's shell left running), resolved afresh by the caller's
- * function in every round. `resolve` must return only proven members (pid + start time, or a parent link from
- * one) and never a protected process (it gets the kill's guard); they are signalled one by one, never as a group.
+ * member set that is no owned tree (what a terminal's shell left running, an extension host's children),
+ * resolved afresh by the caller's function in every round. `resolve` must return only proven members (pid +
+ * start time, or a parent link from one) and never a protected process (it gets the kill's guard); they are
+ * signalled one by one, never as a group.
+ *
+ * `ownGroup: 'one-by-one'`: members in our own process group are signalled too, each on its own proof. An
+ * extension host shares its process group with its editor (the server, the pty host, other windows' hosts), and
+ * so do its children: the guard's own-group rule would refuse every one of them. Such a kill still never sends
+ * a group signal, and never signals PID 1, this process or its ancestors.
  */
 export type KillTarget =
   | { kind: 'tree'; tree: TreeIdentity }
   | { kind: 'subtree'; pid: number; startKey: number }
-  | { kind: 'members'; id: string; resolve: (snap: Snapshot, guard: SignalGuard) => Membership };
+  | { kind: 'members'; id: string; resolve: (snap: Snapshot, guard: SignalGuard) => Membership; ownGroup?: 'one-by-one' };
 
 /** The id a kill of `target` reports and joins on: the tree id, `process-<pid>-<start key>`, or the caller's id. */
 export function targetId(target: KillTarget): string {

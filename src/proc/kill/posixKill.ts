@@ -138,7 +138,8 @@ class TargetKill {
   }
 
   private signalOne(p: ProcessInfo, signal: NodeJS.Signals, opts: SignalOptions): boolean {
-    const why = this.deps.guard.protectedReason(p);
+    const oneByOne = this.target.kind === 'members' && this.target.ownGroup === 'one-by-one';
+    const why = oneByOne ? this.deps.guard.protectedPidReason(p) : this.deps.guard.protectedReason(p);
     if (why) {
       this.refused.add(why);
       return false;

@@ -22,7 +22,7 @@ import { PtyRoot } from '../pty/ptyRoot';
 import { PtySpawnOptions, spawnPtyTree } from '../pty/spawnPtyTree';
 import { RecordStore } from '../records/claims';
 import { setAsidePreviousRecord } from '../records/previousRecord';
-import { TreeRecord } from '../records/schema';
+import { HostProcessesRecord, TreeRecord } from '../records/schema';
 import { UntrustedFileError } from '../records/trustedFiles';
 import { SpawnError } from '../spawn/spawnError';
 import { SpawnedTree, spawnTree, SpawnTreeOptions, TreeRoot } from '../spawn/spawnTree';
@@ -85,9 +85,11 @@ export interface TreeOwnerOptions {
   killTreesOnExit?: boolean;
   /**
    * A watchdog that outlives this process and sweeps its record the moment it dies (see watchdog.ts): started
-   * with the first tree, told to quit when the record goes. None when omitted.
+   * with the first tree (or the first host processes recorded), told to quit when the record goes. None when omitted.
    */
   watchdog?: WatchdogOptions;
+  /** Least time between two writes of the record for a change of its host processes alone (ms; default 1000). */
+  hostProcessesWriteMs?: number;
 }
 
 /** What `spawn` takes: what to run and how (SpawnTreeOptions), and when the tree is due to be killed. */
@@ -121,6 +123,11 @@ export class TreeOwner extends EventEmitter {
   private readonly watchTracker: MemberTracker;
   private disposed = false;
   private watchdog: Watchdog | undefined;
+  /** What this owner records of its extension host's other processes (see hostChildren/), if anything. */
+  private hostRecord: HostProcessesRecord | undefined;
+  /** When the record was last written for a change of `hostRecord` (monotonic ms), and the write waiting, if any. */
+  private hostWrittenAt = -Infinity;
+  private hostWriteTimer: NodeJS.Timeout | undefined;
   private readonly budget: BudgetWatch;
 
   constructor(private readonly options: TreeOwnerOptions) {
@@ -221,7 +228,7 @@ export class TreeOwner extends EventEmitter {
     try {
       spawned = start();
     } catch (e) {
-      if (this.trees.size === 0) this.stopWatchdog();
+      if (this.trees.size === 0 && !this.hostRecord) this.stopWatchdog();
       throw e;
     }
     if (deadline !== undefined) spawned.record.deadline = Math.round(deadline);
@@ -243,7 +250,7 @@ export class TreeOwner extends EventEmitter {
       this.witnesses.delete(tree.record.id);
       spawned.child.on('error', () => {});
       for (const dir of [spawned.record.cgroup, spawned.record.pidsCgroup]) if (dir) this.core.cgroups.remove(dir);
-      if (this.trees.size === 0) this.stopWatchdog();
+      if (this.trees.size === 0 && !this.hostRecord) this.stopWatchdog();
       throw new SpawnError(`${problem}: nothing was started, since a tree no record names could outlive this process`, 'EACCES');
     }
     spawned.release?.();
@@ -397,14 +404,46 @@ export class TreeOwner extends EventEmitter {
   }
 
   /**
+   * What this owner, an extension host, records of the processes its other extensions started (or undefined:
+   * nothing). The record names them beside the trees, so that the watchdog, or any sweep, ends them once this
+   * process is gone; it exists, and the watchdog runs, while either is recorded. A change is written at once,
+   * unless the last was less than `hostProcessesWriteMs` ago: then once that much time has passed.
+   */
+  setHostProcesses(hostProcesses: HostProcessesRecord | undefined): void {
+    if (JSON.stringify(hostProcesses) === JSON.stringify(this.hostRecord)) return;
+    this.hostRecord = hostProcesses;
+    if (this.hostWriteTimer) return; // the write waiting takes the latest
+    const wait = this.hostWrittenAt + (this.options.hostProcessesWriteMs ?? 1000) - performance.now();
+    if (wait <= 0 || this.disposed) return this.writeHostProcesses();
+    this.hostWriteTimer = setTimeout(() => this.writeHostProcesses(), wait);
+    this.hostWriteTimer.unref();
+  }
+
+  /** What the record names of the host's other processes now (see `setHostProcesses`). */
+  get hostProcesses(): HostProcessesRecord | undefined {
+    return this.hostRecord;
+  }
+
+  private writeHostProcesses(): void {
+    if (this.hostWriteTimer) clearTimeout(this.hostWriteTimer);
+    this.hostWriteTimer = undefined;
+    this.hostWrittenAt = performance.now();
+    this.writeRecord();
+    // Once the record is there (its folder made if it was missing): a folder others could write gets none.
+    if (this.hostRecord && this.store.folderProblem() === undefined) this.startWatchdog();
+  }
+
+  /**
    * Kills every tree (grace `graceMs`) and stops owning them. Trees that left survivors stay in the record, so a
-   * later sweep retries them; with none, the record is removed.
+   * later sweep retries them; with none, the record is removed, unless it names host processes: then it stays, with
+   * the watchdog, which ends what of them outlives this process.
    */
   async dispose(graceMs: number): Promise<KillReport[]> {
     this.disposed = true;
     this.budget.dispose();
     if (this.watchTimer) clearTimeout(this.watchTimer);
     this.watchTimer = undefined;
+    if (this.hostWriteTimer) this.writeHostProcesses();
     const reports = await this.killAll(graceMs);
     for (const report of reports) {
       if (report.survivors === 0) this.trees.delete(report.treeId);
@@ -547,12 +586,13 @@ export class TreeOwner extends EventEmitter {
       this.store.write(
         this.self,
         [...this.trees.values()].map((t) => t.record),
+        this.hostRecord,
       );
     } catch (e) {
       problem = `cannot write the owned-trees record in ${this.store.dir}: ${(e as Error).message}`;
       this.log.error(problem);
     }
-    if (this.trees.size === 0) this.stopWatchdog();
+    if (this.trees.size === 0 && !this.hostRecord) this.stopWatchdog();
     return problem;
   }
 

@@ -26,7 +26,7 @@ import { ProcessIdentity, processKey } from '../identity/processIdentity';
 import { hostClock, START_KEYS_ARE_BOOT_TICKS, TICKS_PER_SECOND } from '../platform/bootClock';
 import { Logger, silentLogger } from '../platform/log';
 import { pidPresence } from '../platform/pidPresence';
-import { ProcessTable, TREE_ID_VARIABLE, WATCHDOG_VARIABLE } from '../platform/processTable';
+import { HOST_MARK_VARIABLE, ProcessTable, TREE_ID_VARIABLE, WATCHDOG_VARIABLE } from '../platform/processTable';
 import { watchdogLogPath } from '../records/fileNames';
 
 export { WATCHDOG_VARIABLE };
@@ -132,6 +132,7 @@ export class Watchdog {
     const spec = processKey(owner);
     const env: NodeJS.ProcessEnv = { ...process.env, [WATCHDOG_VARIABLE]: spec, ELECTRON_RUN_AS_NODE: '1' };
     delete env[TREE_ID_VARIABLE]; // an owner running inside another tree: its watchdog is not that tree's member
+    delete env[HOST_MARK_VARIABLE]; // nor another extension's process of the host it watches
     const node = options.nodePath ?? process.execPath;
     const grace = String((options.graceMs ?? WATCHDOG_GRACE_MS) / 1000);
     let child: ChildProcess;
@@ -181,7 +182,7 @@ export class Watchdog {
     } catch {
       /* gone already */
     }
-    this.log.info(`watchdog ${this.child.pid}: told to quit (no tree left)`);
+    this.log.info(`watchdog ${this.child.pid}: told to quit (its owner records nothing now)`);
   }
 }
 

@@ -95,6 +95,8 @@ export class WindowLease extends EventEmitter {
   /** When the round trip in flight was sent (ms, monotonic), if one is. */
   private pendingSince: number | undefined;
   private goneReported = false;
+  /** Between round trips while active, when `setActive` said (ms). */
+  private probeIntervalMs: number | undefined;
 
   constructor(private readonly options: WindowLeaseOptions) {
     super();
@@ -125,8 +127,13 @@ export class WindowLease extends EventEmitter {
     }
   }
 
-  /** Watches the window while `active` (this host owns trees); stops when not. */
-  setActive(active: boolean): void {
+  /**
+   * Watches the window while `active` (this host owns trees, or records other extensions' processes); stops when
+   * not. `probeIntervalMs`: between round trips from now on (default the option's): a host with nothing but other
+   * extensions' processes at stake probes less often, and takes a little longer to notice it was replaced.
+   */
+  setActive(active: boolean, probeIntervalMs?: number): void {
+    this.probeIntervalMs = probeIntervalMs;
     if (this.disposed || !this.self || active === this.active) return;
     this.active = active;
     if (active) {
@@ -170,7 +177,7 @@ export class WindowLease extends EventEmitter {
         this.options.onGone(newer);
       }
     }
-    this.schedule(silent ? (this.options.scanIntervalMs ?? 250) : (this.options.probeIntervalMs ?? 1000));
+    this.schedule(silent ? (this.options.scanIntervalMs ?? 250) : (this.probeIntervalMs ?? this.options.probeIntervalMs ?? 1000));
     this.emit('checked', silent);
   }
 

@@ -12,6 +12,7 @@ import {
   ProcessTable,
   Snapshot,
   StartPrecision,
+  HOST_MARK_VARIABLE,
   TagVariable,
   TREE_ID_VARIABLE,
   WATCHDOG_VARIABLE,
@@ -55,6 +56,10 @@ interface CacheEntry {
   commandYoung?: boolean;
   /** Values of the tag variables (undefined until read; null when absent or unreadable). */
   tags?: Record<TagVariable, string | null>;
+  /** `/proc/<pid>/exe` (undefined until read; null when unreadable). */
+  executable?: string | null;
+  /** `comm` when the executable was read: a new one means the process exec'd another program. */
+  executableName?: string;
   /** `comm` when the environment was read, and whether the process was young then (as for the command line). */
   tagsName?: string;
   tagsYoung?: boolean;
@@ -257,6 +262,40 @@ export class LinuxProcessTable implements ProcessTable {
     return e;
   }
 
+  /**
+   * The tag variables of a process's initial environment (all of them in one read), read again after an exec
+   * (`env -i`, say, replaces the environment: a read before it says nothing of the process now), at most once per
+   * snapshot (`environRead`).
+   */
+  private tagsOf(p: ProcessInfo, takenAt: number, environRead: Set<number>): Record<TagVariable, string | null> {
+    const e = this.entry(p);
+    if (e.tags === undefined || ((e.tagsYoung || e.tagsName !== p.name) && !environRead.has(p.pid))) {
+      environRead.add(p.pid);
+      this.reads++;
+      const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
+      e.tags = {
+        [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
+        [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
+        [WATCHDOG_VARIABLE]: env ? envValue(env, WATCHDOG_VARIABLE) : null,
+        [HOST_MARK_VARIABLE]: env ? envValue(env, HOST_MARK_VARIABLE) : null,
+      };
+      e.tagsName = p.name;
+      e.tagsYoung = takenAt - p.startTime < COMMAND_SETTLES_MS;
+    }
+    return e.tags;
+  }
+
+  /** The file a process runs, read once per process, and again after it exec'd (its `comm` changed). */
+  private executableOf(p: ProcessInfo): string | undefined {
+    const e = this.entry(p);
+    if (e.executable === undefined || e.executableName !== p.name) {
+      this.reads++;
+      e.executable = readExecutable(`${this.procRoot}/${p.pid}/exe`);
+      e.executableName = p.name;
+    }
+    return e.executable ?? undefined;
+  }
+
   private makeSnapshot(takenAt: number, processes: Map<number, ProcessInfo>): Snapshot {
     let childMap: Map<number, ProcessInfo[]> | undefined;
     const tagMaps = new Map<string, Map<string, ProcessInfo[]>>();
@@ -290,21 +329,7 @@ export class LinuxProcessTable implements ProcessTable {
         for (const p of processes.values()) {
           if (p.ppid === 2 || p.pid === 2) continue; // kernel threads have no environment
           if (p.startKey < since) continue; // older than what is asked for: its environment is not read
-          const e = this.entry(p);
-          // An exec (`env -i`, say) replaces the environment: one read before it says nothing of the process now.
-          if (e.tags === undefined || ((e.tagsYoung || e.tagsName !== p.name) && !environRead.has(p.pid))) {
-            environRead.add(p.pid);
-            this.reads++;
-            const env = readWhole(`${this.procRoot}/${p.pid}/environ`);
-            e.tags = {
-              [TREE_ID_VARIABLE]: env ? envValue(env, TREE_ID_VARIABLE) : null,
-              [WINDOW_TAG_VARIABLE]: env ? envValue(env, WINDOW_TAG_VARIABLE) : null,
-              [WATCHDOG_VARIABLE]: env ? envValue(env, WATCHDOG_VARIABLE) : null,
-            };
-            e.tagsName = p.name;
-            e.tagsYoung = takenAt - p.startTime < COMMAND_SETTLES_MS;
-          }
-          const tag = e.tags[variable];
+          const tag = this.tagsOf(p, takenAt, environRead)[variable];
           if (tag === null) continue;
           const list = tagMap.get(tag);
           if (list) list.push(p);
@@ -312,7 +337,20 @@ export class LinuxProcessTable implements ProcessTable {
         }
         return tagMap;
       },
+      executable: (pid) => {
+        const p = processes.get(pid);
+        return p && this.executableOf(p);
+      },
       children: () => (childMap ??= childrenOf(processes)),
     };
+  }
+}
+
+/** The target of `/proc/<pid>/exe`, without the kernel's " (deleted)" for a file replaced since; null when unreadable. */
+function readExecutable(link: string): string | null {
+  try {
+    return fs.readlinkSync(link).replace(/ \(deleted\)$/, '');
+  } catch {
+    return null;
   }
 }

@@ -54,10 +54,16 @@ export interface Snapshot {
   /** Command line of a process in the snapshot ('' when unreadable). Cached per pid and start time. */
   commandLine(pid: number): string;
   /**
+   * The file a process in the snapshot runs (Linux: `/proc/<pid>/exe`), undefined when unreadable (another
+   * user's) or where the platform does not say. Cached per pid and start time.
+   */
+  executable?(pid: number): string | undefined;
+  /**
    * Processes by the value of a tag variable in their initial environment (exact values only), built on first
-   * use: `AGENT_TREES_TREE_ID` by default, `AGENT_TREES_WINDOW` or `AGENT_TREES_WATCHDOG`. Processes whose environment cannot be read
-   * (other users, platforms without it) are not in it. With `since` (a start key), processes that started before
-   * it may be left out, their environments unread: a tree's tag is on nothing older than its root.
+   * use: `AGENT_TREES_TREE_ID` by default, `AGENT_TREES_WINDOW`, `AGENT_TREES_WATCHDOG` or `AGENT_TREES_HOST`.
+   * Processes whose environment cannot be read (other users, platforms without it) are not in it. With `since` (a
+   * start key), processes that started before it may be left out, their environments unread: a tree's tag is on
+   * nothing older than its root.
    */
   tagged(variable?: TagVariable, since?: number): Map<string, ProcessInfo[]>;
   /** Children by parent pid, built on first use. */
@@ -105,6 +111,13 @@ export const TREE_ID_VARIABLE = 'AGENT_TREES_TREE_ID';
  */
 export const WINDOW_TAG_VARIABLE = 'AGENT_TREES_WINDOW';
 /**
+/**
+ * The environment variable that marks every process an extension host started after Agent Trees activated in it
+ * (`<host pid>:<host start key>`, set in the host's own environment, so every later child inherits it): what such
+ * a process leaves behind is found again after its parent died, and after the host died.
+ */
+export const HOST_MARK_VARIABLE = 'AGENT_TREES_HOST';
+/**
  * Set to `ignore` by the `agent-trees` launcher (a shell) when it was started with SIGHUP ignored (`nohup`): Node
  * resets an inherited SIG_IGN at its start, so the command line would not know otherwise.
  */
@@ -115,7 +128,11 @@ export const SIGHUP_IGNORED_VARIABLE = 'AGENT_TREES_SIGHUP';
  */
 export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';
 /** The variables a snapshot indexes processes by (all read from one pass over the environment). */
-export type TagVariable = typeof TREE_ID_VARIABLE | typeof WINDOW_TAG_VARIABLE | typeof WATCHDOG_VARIABLE;
+export type TagVariable =
+  | typeof TREE_ID_VARIABLE
+  | typeof WINDOW_TAG_VARIABLE
+  | typeof WATCHDOG_VARIABLE
+  | typeof HOST_MARK_VARIABLE;
 
 export function childrenOf(processes: Map<number, ProcessInfo>): Map<number, ProcessInfo[]> {
   const map = new Map<number, ProcessInfo[]>();

@@ -163,13 +163,13 @@ export class RecordStore extends RecordFolder {
   }
 
   /**
-   * Ends a sweep of a claimed record: the trees still alive (`remaining`) go back under the owner's name for a
-   * later sweep, never over a record written since under that name (then they stay in the claim, rewritten);
-   * with none left, the claim is deleted.
+   * Ends a sweep of a claimed record: the trees still alive (`remaining`), and the host processes `record` still
+   * names, go back under the owner's name for a later sweep, never over a record written since under that name
+   * (then they stay in the claim, rewritten); with nothing left, the claim is deleted.
    */
   finishClaim(claimFile: string, record: OwnerRecord, remaining: TreeRecord[], writer: OwnerInfo): void {
     rmQuiet(this.currentOf(record.owner)); // the owner is gone: this sweep's word replaces its own
-    if (remaining.length === 0) {
+    if (remaining.length === 0 && !record.hostProcesses) {
       rmQuiet(claimFile);
       return;
     }

@@ -10,6 +10,9 @@
  * by these (see identity/); the epoch fields are for display. A record without them is an older writer's.
  * Also optional: `trees[].limits` (the tree's budget, see budget/) and `trees[].pidsCgroup` (a cgroup v1 pids
  * cgroup that holds its process line in the kernel, beside its own cgroup).
+ * Also optional: `hostProcesses`, what an extension host records of the processes other extensions started in it
+ * (see hostChildren/), for its watchdog or a sweep to end once the host is gone. An owner may record those and no
+ * tree (`trees: []`).
  */
 import { OwnerInfo } from '../identity/ownerIdentity';
 import { TreeTimes } from '../identity/startTimes';
@@ -72,10 +75,35 @@ function limitsProblem(limits: unknown): string | undefined {
   return undefined;
 }
 
+/** A process of another extension an extension host saw: pid and start in clock ticks since boot, whose it is. */
+export interface SeenHostProcess {
+  pid: number;
+  startTicks: number;
+  /** The extension it was attributed to (`publisher.name`), `vscode` or `other`. */
+  extensionId: string;
+}
+
+/** An extension whose processes are never ended, and its install folder (to know its processes by). */
+export interface KeptExtension {
+  extensionId: string;
+  folder: string;
+}
+
+/**
+ * The processes of other extensions an extension host records (see hostChildren/): its mark (the value of
+ * `AGENT_TREES_HOST` every process it starts inherits), the long-lived ones it saw, and the extensions never ended.
+ */
+export interface HostProcessesRecord {
+  mark: string;
+  seen: SeenHostProcess[];
+  keep: KeptExtension[];
+}
+
 export interface OwnerRecord {
   version: 1;
   owner: OwnerInfo;
   trees: TreeRecord[];
+  hostProcesses?: HostProcessesRecord;
 }
 
 export interface RecordFile {
@@ -135,6 +163,37 @@ export function recordShapeProblem(value: unknown): string | undefined {
     const limits = t.limits === undefined ? undefined : limitsProblem(t.limits);
     if (limits) return `${at}.limits${limits}`;
     if (t.pidsCgroup !== undefined && typeof t.pidsCgroup !== 'string') return `${at}.pidsCgroup: expected a path, or no such field`;
+  }
+  if (v.hostProcesses !== undefined) return hostProcessesProblem(v.hostProcesses, owner.startTicks !== undefined);
+  return undefined;
+}
+
+/** The most processes and kept extensions one record may name: far more than any host runs. */
+const MAX_HOST_ENTRIES = 10_000;
+const EXTENSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+/** Says what is wrong with a record's `hostProcesses`, or undefined. */
+function hostProcessesProblem(value: unknown, ownerHasTicks: boolean): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'hostProcesses: expected an object';
+  if (!ownerHasTicks) return "hostProcesses: without the owner's boot identity";
+  const h = value as Record<string, unknown>;
+  if (typeof h.mark !== 'string' || !/^\d{1,10}:\d{1,20}$/.test(h.mark)) return 'hostProcesses.mark: expected "<pid>:<start key>"';
+  if (!Array.isArray(h.seen) || h.seen.length > MAX_HOST_ENTRIES) return `hostProcesses.seen: expected an array of at most ${MAX_HOST_ENTRIES}`;
+  for (let i = 0; i < h.seen.length; i++) {
+    const p = h.seen[i] as Record<string, unknown>;
+    const at = `hostProcesses.seen[${i}]`;
+    if (typeof p !== 'object' || p === null) return `${at}: expected an object`;
+    if (!isPid(p.pid)) return `${at}.pid: expected a positive integer`;
+    if (!isTicks(p.startTicks)) return `${at}.startTicks: expected clock ticks since boot`;
+    if (typeof p.extensionId !== 'string' || !EXTENSION_ID.test(p.extensionId)) return `${at}.extensionId: expected an extension id`;
+  }
+  if (!Array.isArray(h.keep) || h.keep.length > MAX_HOST_ENTRIES) return `hostProcesses.keep: expected an array of at most ${MAX_HOST_ENTRIES}`;
+  for (let i = 0; i < h.keep.length; i++) {
+    const k = h.keep[i] as Record<string, unknown>;
+    const at = `hostProcesses.keep[${i}]`;
+    if (typeof k !== 'object' || k === null) return `${at}: expected an object`;
+    if (typeof k.extensionId !== 'string' || !EXTENSION_ID.test(k.extensionId)) return `${at}.extensionId: expected an extension id`;
+    if (typeof k.folder !== 'string' || !k.folder.startsWith('/') || k.folder.length > 4096) return `${at}.folder: expected an absolute path`;
   }
   return undefined;
 }

@@ -19,7 +19,17 @@ import {
   tempPath,
   WATCHDOG_LOG_NAME,
 } from './fileNames';
-import { OwnerRecord, parseRecord, RECORD_VERSION, RecordError, RecordFile, RecordProblem, RecordVersionError, TreeRecord } from './schema';
+import {
+  HostProcessesRecord,
+  OwnerRecord,
+  parseRecord,
+  RECORD_VERSION,
+  RecordError,
+  RecordFile,
+  RecordProblem,
+  RecordVersionError,
+  TreeRecord,
+} from './schema';
 import { euid, makeFolders, readTrusted, rmQuiet, UntrustedFileError } from './trustedFiles';
 
 /** One records folder of ours: its records read, written, listed and set aside (the claims are `RecordStore`'s). */
@@ -74,22 +84,24 @@ export class RecordFolder {
   }
 
   /**
-   * Writes the owner's record atomically, or removes it when `trees` is empty. Its `.current` link is set first
-   * and removed first (see claims.ts), so a claim given back can never bring back more than it says.
+   * Writes the owner's record atomically, or removes it when it records nothing (no tree, no host processes).
+   * Its `.current` link is set first and removed first (see claims.ts), so a claim given back can never bring back
+   * more than it says.
    */
-  write(owner: OwnerInfo, trees: TreeRecord[]): void {
+  write(owner: OwnerInfo, trees: TreeRecord[], hostProcesses?: HostProcessesRecord): void {
     const file = this.fileOf(owner.pid);
     const current = this.currentOf(owner);
-    if (trees.length === 0) {
+    // Ticks mean something only with the boot they count from: without the owner's, none is written (and so no
+    // host processes, which are known by their ticks only).
+    const boot = hasBootIdentity(owner);
+    if (trees.length === 0 && !(hostProcesses && boot)) {
       rmQuiet(current);
       rmQuiet(file);
       return;
     }
-    // Ticks mean something only with the boot they count from: without the owner's, none is written.
-    const written = hasBootIdentity(owner)
-      ? trees
-      : trees.map(({ rootStartTicks: _start, trackedAtTicks: _tracked, ...epochOnly }) => epochOnly);
-    const tmp = this.writeTemp({ version: RECORD_VERSION, owner, trees: written }, owner);
+    const written = boot ? trees : trees.map(({ rootStartTicks: _start, trackedAtTicks: _tracked, ...epochOnly }) => epochOnly);
+    const record: OwnerRecord = { version: RECORD_VERSION, owner, trees: written, ...(hostProcesses && boot ? { hostProcesses } : {}) };
+    const tmp = this.writeTemp(record, owner);
     const link = tempPath(this.dir, owner.pid, owner);
     try {
       fs.linkSync(tmp, link);

@@ -12,7 +12,7 @@ import { cgroupEntry, CgroupEntry, removeCgroup, treeCgroupPath } from '../cgrou
 import { KernelLines, LimitedEntry, launchWithLimits } from '../cgroup/treeLimits';
 import { latestStart } from '../identity/startTimes';
 import { hostClock } from '../platform/bootClock';
-import { ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
+import { HOST_MARK_VARIABLE, ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
 import { BYTES_PER_MB, TreeLimits, TreeRecord } from '../records/schema';
 import { cmdLine, resolveExecutable } from './executable';
 import { SpawnError } from './spawnError';
@@ -176,6 +176,8 @@ function prepare(options: Pick<SpawnTreeOptions, 'command' | 'id' | 'cwd' | 'env
     else env[k] = v;
   }
   env[TREE_ID_VARIABLE] = id;
+  // An owned tree is no process of the extension host's other extensions: its own rules end it.
+  delete env[HOST_MARK_VARIABLE];
   return { id, cwd, env, executable: resolveExecutable(options.command, env, cwd) };
 }
 

@@ -45,6 +45,8 @@ export interface ListedOwner {
   /** Why its trees are not resolved, or what else is to know about it. */
   note?: string;
   trees: ListedTree[];
+  /** An extension host's record of its other extensions' processes (ended once it is gone), if it keeps one. */
+  hostProcesses?: OwnerRecord['hostProcesses'];
 }
 
 /** A claim in the folder: a sweep at work on an owner's record, or one its sweeper left when it died. */
@@ -79,6 +81,7 @@ export async function listOwnedTrees(
       file,
       owner: { ...record.owner, alive, state: standing.state },
       note: standing.note,
+      ...(record.hostProcesses ? { hostProcesses: record.hostProcesses } : {}),
       trees: record.trees.map((t): ListedTree => {
         const verified = cgroups !== 'off' && cgroupVerified(t, core);
         const members = standing.resolvable

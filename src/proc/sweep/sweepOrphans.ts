@@ -14,15 +14,18 @@
  *   4. claims whose claimant is gone are taken over the same way (renamed, re-read, re-judged).
  * A record from an earlier boot is only cleaned up (nothing of it can run); a record from another pid
  * namespace or machine, or whose owner cannot be judged (unreadable /proc, an older version's record whose
- * owner pid is in use), is left alone.
+ * owner pid is in use), is left alone. A claimed extension host's record may also name the processes other
+ * extensions started in it (`hostProcesses`): they are ended in the same snapshot, beside its trees, but the
+ * kept extensions' (see hostChildren/).
  */
 import * as path from 'path';
 import { CgroupMode, CgroupProber } from '../cgroup/probe';
 import { CgroupControl, cgroupVerified, removeUnnamedEmptyCgroups } from '../cgroup/treeCgroup';
 import { pidsV1Base, removeTreePidsCgroup } from '../cgroup/treeLimits';
+import { endHostProcesses, recordedHostQuery } from '../hostChildren/ending';
 import { OwnerInfo, ownerState, OwnerState, PresenceProbe, sameProcess } from '../identity/ownerIdentity';
 import { isRecordedRoot } from '../identity/startTimes';
-import { KillOptions, KillReport } from '../kill/killTarget';
+import { KillOptions, KillReport, KillTarget } from '../kill/killTarget';
 import { TreeIdentity } from '../members/membership';
 import { resolveTreeMembers } from '../members/treeMembers';
 import { HostClock, hostClock } from '../platform/bootClock';
@@ -30,7 +33,7 @@ import { localTime, Logger, processCount, silentLogger } from '../platform/log';
 import { ProcessInfo, ProcessTable, provesIdentity, Snapshot, WATCHDOG_VARIABLE } from '../platform/processTable';
 import { RecordStore } from '../records/claims';
 import { judgeRecord, OWNER_GONE, Verdict } from '../records/judge';
-import { OwnerRecord, RecordProblem, TreeRecord } from '../records/schema';
+import { HostProcessesRecord, OwnerRecord, RecordProblem, TreeRecord } from '../records/schema';
 
 export interface SweptTree {
   ownerPid: number;
@@ -49,8 +52,23 @@ export interface SweptTree {
   note?: string;
 }
 
+/** What a sweep did with the processes other extensions started in a gone extension host (its record's `hostProcesses`). */
+export interface SweptHostProcesses {
+  ownerPid: number;
+  /** Processes of the host's found running (the kept extensions' besides). */
+  found: number;
+  killed: number;
+  survivors: number;
+  /** Processes of extensions never ended (`agentTrees.otherExtensions.keep`, Agent Trees' own), left running. */
+  kept: number;
+  /** Why they were not ended, when they were not. */
+  note?: string;
+}
+
 export interface SweepResult {
   trees: SweptTree[];
+  /** The gone extension hosts whose other extensions' processes were looked at. */
+  hostProcesses: SweptHostProcesses[];
   /** Processes ended in all. */
   killed: number;
   /** Records of owners still alive, left alone. */
@@ -69,11 +87,15 @@ export interface SweepResult {
  */
 export interface SweepKiller {
   killTrees(trees: { tree: TreeIdentity; options: KillOptions }[], firstLook?: Snapshot): Promise<KillReport[]>;
+  /** Ends member sets that are no tree (a gone extension host's other processes); without it they are left, recorded. */
+  killTarget?(target: KillTarget, options: KillOptions): Promise<KillReport>;
 }
 
 /** Who may never be a member (ourselves, our ancestors, our group, PID 1): a `SignalGuard`. */
 export interface SweepGuard {
   protectedReason(p: ProcessInfo): string | undefined;
+  /** The same without our own group (see `SignalGuard.protectedPidReason`); `protectedReason` where absent. */
+  protectedPidReason?(p: ProcessInfo): string | undefined;
   /** The uid of `p` when it is not ours: a tag alone never makes another user's process a member. */
   otherUid?(p: ProcessInfo): number | undefined;
 }
@@ -142,7 +164,9 @@ export function sweepOrphans(store: RecordStore, options: SweepOptions): Promise
  * what they share is the result so far, the claims held, and the cgroups some record still names.
  */
 class Sweep {
-  private readonly result: SweepResult = { trees: [], killed: 0, liveOwners: 0, skipped: [], problems: [], cgroupsRemoved: [] };
+  private readonly result: SweepResult = { trees: [], hostProcesses: [], killed: 0, liveOwners: 0, skipped: [], problems: [], cgroupsRemoved: [] };
+  /** Keys (`pid:startTicks`) of every owner a listed record names: Agent Trees' own, never another host's process. */
+  private readonly owners = new Set<string>();
   private readonly log: Logger;
   private readonly clock: HostClock | undefined;
   private claimed: Claimed[] = [];
@@ -193,6 +217,7 @@ class Sweep {
     const { records, problems } = this.store.list({ setAside: !this.options.onlyOwner });
     for (const p of problems) this.problem(p);
     for (const { file, record } of records) {
+      if (record.owner.startTicks !== undefined) this.owners.add(`${record.owner.pid}:${record.owner.startTicks}`);
       const verdict = this.judge(record);
       if (verdict.act === 'leave' || verdict.act === 'refuse') {
         this.leave(file, verdict, record);
@@ -259,11 +284,11 @@ class Sweep {
     this.log.info(`claimed record of owner ${record.owner.pid} not swept (${v.act === 'refuse' ? v.problem : v.why}): ${back}`);
   }
 
-  /** A record left alone: counted or reported, and its cgroups kept. */
+  /** A record left alone: counted or reported, and its cgroups kept. Our own is no other live owner. */
   private leave(file: string, v: Verdict & { act: 'leave' | 'refuse' }, record: OwnerRecord): void {
     this.keep(record.trees);
     if (v.act === 'refuse') this.problem({ file, problem: v.problem });
-    else if (v.live) this.result.liveOwners++;
+    else if (v.live && !sameProcess(record.owner, this.options.self)) this.result.liveOwners++;
     else if (v.why !== 'not the owner this sweep is for') this.result.skipped.push({ file, reason: v.why });
   }
 
@@ -290,8 +315,8 @@ class Sweep {
   }
 
   /**
-   * Phase 5: every claimed record's trees swept, all in one kill (see `SweepKiller`), and each claim finished with
-   * what survived.
+   * Phase 5: every claimed record's trees swept, all in one kill (see `SweepKiller`), its other extensions'
+   * processes ended beside them, and each claim finished with what survived.
    */
   private async killClaimed(snap: Snapshot | undefined): Promise<void> {
     const plans = this.claimed.map(({ record, cleanUpOnly }) =>
@@ -300,7 +325,10 @@ class Sweep {
     const kills = plans.flat().filter((p): p is TreeKill => 'kill' in p);
     try {
       // The kill starts from the snapshot the trees were just judged on.
-      const reports = kills.length > 0 ? await this.options.killer.killTrees(kills.map((k) => k.kill), snap) : [];
+      const [reports, hostLeft] = await Promise.all([
+        kills.length > 0 ? this.options.killer.killTrees(kills.map((k) => k.kill), snap) : Promise.resolve([]),
+        Promise.all(this.claimed.map(({ record, cleanUpOnly }) => (cleanUpOnly ? undefined : this.endHostProcessesOf(record, snap!)))),
+      ]);
       const reportOf = new Map(kills.map((k, i) => [k, reports[i]]));
       this.claimed.forEach(({ file, record }, i) => {
         const swept = plans[i].map((p) => ('kill' in p ? this.killed(record, p, reportOf.get(p)!) : p));
@@ -312,7 +340,9 @@ class Sweep {
           this.result.killed += t.killed;
         });
         this.keep(remaining);
-        this.store.finishClaim(file, record, remaining, this.options.self);
+        const { hostProcesses: _, ...rest } = record;
+        const left = hostLeft[i];
+        this.store.finishClaim(file, left ? { ...rest, hostProcesses: left } : rest, remaining, this.options.self);
       });
     } finally {
       // A kill that failed leaves its claims as they are, for a later sweep to take over.
@@ -368,6 +398,36 @@ class Sweep {
       survivors: report.survivors,
       note: report.groupDoubt ?? planned.groupDoubt,
     };
+  }
+
+  /**
+   * Phase 5, beside the trees: the processes other extensions started in a gone extension host, found in the same
+   * snapshot by its record (the processes it saw, its mark, their descendants) and ended but the kept extensions'.
+   * Returns what the record must still name (survivors, or all of it when this sweep cannot end them), else undefined.
+   */
+  private async endHostProcessesOf(record: OwnerRecord, snap: Snapshot): Promise<HostProcessesRecord | undefined> {
+    const hp = record.hostProcesses;
+    if (!hp) return undefined;
+    const { options, log } = this;
+    const outcome: SweptHostProcesses = { ownerPid: record.owner.pid, found: 0, killed: 0, survivors: 0, kept: 0 };
+    this.result.hostProcesses.push(outcome);
+    const killer = options.killer;
+    if (!killer.killTarget || !provesIdentity(snap.startPrecision)) {
+      outcome.note = 'not ended: this sweep cannot prove or end processes that are no tree';
+      log.warn(`other extensions' processes of stopped extension host ${record.owner.pid}: ${outcome.note}`);
+      return hp;
+    }
+    const guard = options.guard;
+    const deps = { guard: { protectedPidReason: (p: ProcessInfo) => (guard.protectedPidReason ?? guard.protectedReason).call(guard, p), otherUid: guard.otherUid?.bind(guard) } };
+    const target = recordedHostQuery({ owner: record.owner, hostProcesses: hp }, [...this.owners]);
+    const ending = await endHostProcesses(snap, target, deps, { killer: { killTarget: killer.killTarget.bind(killer) }, graceMs: options.graceMs, log });
+    Object.assign(outcome, { found: ending.found, killed: ending.report.signalled, survivors: ending.report.survivors, kept: ending.spared });
+    this.result.killed += ending.report.signalled;
+    if (ending.found > 0)
+      log.info(`stopped extension host ${record.owner.pid}: ended ${processCount(ending.report.signalled)} other extensions had started in it`);
+    if (ending.report.survivors === 0) return undefined;
+    const left = new Set(ending.report.survivorPids);
+    return { ...hp, seen: hp.seen.filter((s) => left.has(s.pid)) };
   }
 
   // ------------------------------------------------------------------------------------------ tidy

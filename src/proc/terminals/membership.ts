@@ -12,8 +12,9 @@
  * the tag), and never one the user chose to keep. A closing terminal leaves it only when no other live shell of
  * the window could also have started it (see `deferredLeftovers`): nothing is ended on a guess.
  */
-import { parseProcessKey, processKey } from '../identity/processIdentity';
+import { processKey } from '../identity/processIdentity';
 import { MemberDeps, TreeIdentity } from '../members/membership';
+import { stillSeen } from '../members/seenProcesses';
 import { resolveTreeMembers } from '../members/treeMembers';
 import { hostClock, START_KEYS_ARE_BOOT_TICKS } from '../platform/bootClock';
 import { ProcessInfo, ProcessTable, Snapshot, WINDOW_TAG_VARIABLE } from '../platform/processTable';
@@ -190,12 +191,7 @@ interface ShellContext {
  * before (still the same processes) and with tagged members of its session.
  */
 function resolveShell(c: ShellContext, shell: TerminalShell, more: ProcessInfo[]): ProcessInfo[] {
-  const extraSeeds: ProcessInfo[] = [...more];
-  for (const key of c.query.seen[shell.key] ?? []) {
-    const k = parseProcessKey(key);
-    const p = k && c.snap.processes.get(k.pid);
-    if (p && p.startKey === k.startKey && !c.kept.has(key)) extraSeeds.push(p);
-  }
+  const extraSeeds: ProcessInfo[] = [...more, ...stillSeen(c.snap, c.query.seen[shell.key] ?? [], c.kept)];
   // Tagged members of the shell's session: they prove the session once the shell (its leader) is gone.
   for (const p of c.tagged) if (p.sid === shell.sid) extraSeeds.push(p);
   const options = {

@@ -5,6 +5,7 @@
  */
 import { CgroupProber } from '../cgroup/probe';
 import { cgroupVerified } from '../cgroup/treeCgroup';
+import { HostMemberDeps, HostQuery, resolveHostProcesses } from '../hostChildren/membership';
 import { MemberDeps, TreeIdentity } from '../members/membership';
 import { resolveTreeMembers } from '../members/treeMembers';
 import { ProcessInfo, Snapshot } from '../platform/processTable';
@@ -13,6 +14,8 @@ import { resolveTerminalTrees, TerminalMembership, TerminalQuery, windowRecords 
 
 export interface MemberInfo extends ProcessInfo {
   command: string;
+  /** The file it runs, for an extension host's process whose parent is not one (what attribution reads). */
+  exe?: string;
 }
 
 /** What a listing answers: every member asked about, each with its command line. */
@@ -29,6 +32,8 @@ export interface MemberListing {
   terminals: TerminalMembers[];
   /** Of the live owners' records asked about, those of this window, with their trees' members. */
   windowRecords: { file: string; trees: { id: string; members: MemberInfo[] }[] }[];
+  /** The extension host's processes of other extensions, when asked for (see `ViewExtras.host`). */
+  host?: { members: MemberInfo[] };
 }
 
 export interface TerminalMembers extends Omit<TerminalMembership, 'members'> {
@@ -40,6 +45,8 @@ export interface ViewExtras {
   terminals?: TerminalQuery;
   /** Records of live owners (other than us): which belong to this window is decided in the same snapshot. */
   liveRecords?: RecordFile[];
+  /** This extension host's processes of other extensions (hostChildren/). */
+  host?: HostQuery;
 }
 
 export interface TreeQuery extends TreeIdentity {
@@ -59,7 +66,7 @@ export interface CgroupLocator {
 }
 
 /** What a listing of several trees reads: the guard, the cgroups, and where our cgroups live. */
-export type ListingDeps = MemberDeps & CgroupLocator;
+export type ListingDeps = MemberDeps & CgroupLocator & HostMemberDeps;
 
 /** How to resolve a tree recorded by another owner: not owned by us throughout; its cgroup only once checked ours. */
 export function recordedTreeQuery(tree: TreeRecord, deps: CgroupLocator): TreeQuery {
@@ -99,6 +106,7 @@ export function listMembers(snap: Snapshot, trees: TreeQuery[], deps: ListingDep
     takenAt: snap.takenAt,
     processCount: snap.processes.size,
     listed: snap.listed,
+    ...(extras.host ? { host: { members: hostMembers(snap, extras.host, deps) } } : {}),
     trees: trees.map((t) => ({ id: t.id, members: withCommand(resolveTreeMembers(t, snap, t, deps).members) })),
     terminals: terminals.map((t) => ({ ...t, members: withCommand(t.members) })),
     windowRecords: ofWindow.map(({ file, record }) => ({
@@ -109,4 +117,15 @@ export function listMembers(snap: Snapshot, trees: TreeQuery[], deps: ListingDep
       }),
     })),
   };
+}
+
+/** The host's processes with their command lines, and what runs those whose parent is not one of them. */
+function hostMembers(snap: Snapshot, query: HostQuery, deps: ListingDeps): MemberInfo[] {
+  const members = resolveHostProcesses(snap, query, deps).members;
+  const pids = new Set(members.map((p) => p.pid));
+  return members.map((p) => ({
+    ...p,
+    command: snap.commandLine(p.pid),
+    ...(pids.has(p.ppid) ? {} : { exe: snap.executable?.(p.pid) }),
+  }));
 }

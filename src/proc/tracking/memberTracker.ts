@@ -7,7 +7,9 @@
  *     a cgroup), plus its root and leaders;
  *   - any other tree, and a terminal: its members at the last refresh, its root (shell), its group and session
  *     leaders, and every descendant of theirs, walked down through `/proc/<pid>/task/<tid>/children`;
- *   - another owner's record: its owner process, and its trees as above.
+ *   - another owner's record: its owner process, and its trees as above;
+ *   - the extension host's processes of other extensions (hostChildren/): the host, its members at the last
+ *     refresh, the processes it saw before, and every descendant of theirs.
  * A member that left the parent chain between two refreshes (a `setsid -f` daemon re-parented to PID 1, say) is
  * reachable by neither: a full scan finds it, at a lower rate (every FULL_SCAN_INTERVAL_MS while refreshes come,
  * or when asked), and from then on it is a known member. A full scan lists every process but reads only those
@@ -22,7 +24,7 @@
  * Nothing here reads a process unless a refresh is asked for: no timers. Kills and sweeps never use it; they
  * resolve on a full scan every time, so their reach does not depend on what a refresh saw.
  */
-import { parseProcessKey } from '../identity/processIdentity';
+import { seenPids } from '../members/seenProcesses';
 import { ProcessTable } from '../platform/processTable';
 import { CgroupLocator, ListingDeps, listMembers, MemberListing, recordedTreeQuery, TreeQuery, ViewExtras } from './listing';
 
@@ -40,6 +42,13 @@ const THOROUGH_SCAN_EVERY = 6;
  * come a few ms before the 10 s are up, and waiting for the 11th would make the interval 11 s.
  */
 const FULL_SCAN_EARLY_MS = 500;
+/**
+ * How often a refresh walks down from the extension host's processes (the children lists of each of their threads:
+ * the host, claude and a Node server run a dozen threads each, so a walk reads some ten times more files than
+ * there are processes); the refreshes between read the known ones only. A newcomer there shows this much later at
+ * most, and a host child only once it has run for 2 s anyway (hostChildren/grouping.ts).
+ */
+const HOST_WALK_INTERVAL_MS = 3000;
 /**
  * Listing /proc costs about a twelfth of reading one children list per process (0.6 µs against 7 µs here): once
  * the processes to walk from are more than this share of the machine, a full scan is the cheaper refresh.
@@ -69,11 +78,15 @@ export interface RefreshRequest {
   mostOfMachine?: boolean;
   /** Whose full scans these are: each asker's census is its own (see MemberTracker). */
   channel?: string;
+  /** Walk down from the extension host's processes (`extras.host`); else read only those known (see HOST_WALK_INTERVAL_MS). */
+  hostWalk?: boolean;
 }
 
 const treeKey = (id: string) => `tree:${id}`;
 const terminalKey = (shellKey: string) => `terminal:${shellKey}`;
 const recordKey = (id: string) => `record:${id}`;
+/** The extension host's processes of other extensions (one item: `ViewExtras.host`). */
+const HOST_KEY = 'host';
 
 /** Whether a tree's members are exactly its cgroup's processes. */
 function inOwnCgroup(t: TreeQuery): boolean {
@@ -88,6 +101,7 @@ function walkedItems(trees: TreeQuery[], extras: ViewExtras, deps: CgroupLocator
     ...(extras.liveRecords ?? []).flatMap((r) =>
       r.record.trees.filter((t) => !inOwnCgroup(recordedTreeQuery(t, deps))).map((t) => recordKey(t.id)),
     ),
+    ...(extras.host ? [HOST_KEY] : []),
   ];
 }
 
@@ -110,7 +124,8 @@ export function refreshMembers(table: ProcessTable, request: RefreshRequest, tre
     ...treesDeps,
     cgroups: { ...cgroups, procs: (dir) => listed.get(dir) ?? listed.set(dir, cgroups.procs(dir)).get(dir)! },
   };
-  const asked = trees.length > 0 || (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0;
+  const asked =
+    trees.length > 0 || (extras.terminals?.shells.length ?? 0) > 0 || (extras.liveRecords?.length ?? 0) > 0 || extras.host !== undefined;
   if (!asked) return { takenAt: Date.now(), processCount: 0, fullScan: false, trees: [], terminals: [], windowRecords: [] };
   const walking = canTrack(table, trees, extras, deps);
   // A snapshot of some processes only: what the rules need beyond it (a tagged process's ancestors) is read.
@@ -151,15 +166,14 @@ function seedsOf(request: RefreshRequest, deps: ListingDeps): { read: Set<number
   for (const shell of terminals?.shells ?? []) {
     walk.add(shell.pid);
     for (const pid of known(terminalKey(shell.key))) walk.add(pid);
-    for (const key of terminals!.seen[shell.key] ?? []) {
-      const k = parseProcessKey(key);
-      if (k) walk.add(k.pid);
-    }
+    for (const pid of seenPids(terminals!.seen[shell.key] ?? [])) walk.add(pid);
   }
   for (const { record } of request.extras.liveRecords ?? []) {
     read.add(record.owner.pid);
     for (const t of record.trees) tree(recordedTreeQuery(t, deps), recordKey(t.id));
   }
+  const host = request.extras.host;
+  if (host) for (const pid of [host.host.pid, ...known(HOST_KEY), ...seenPids(host.seen)]) (request.hostWalk === false ? read : walk).add(pid);
   // PID 1 and below are never members, and walking PID 1 would read every orphan on the machine.
   for (const pid of walk) if (pid <= 1) walk.delete(pid);
   for (const pid of read) if (pid <= 0) read.delete(pid);
@@ -184,6 +198,7 @@ export class MemberTracker {
   /** What the last request walked to: each is known after its answer, with no member if it had none. */
   private asked: string[] = [];
   private lastFullScanAt = -Infinity;
+  private lastHostWalkAt = -Infinity;
   /** Full scans since the last that read every process. */
   private scansSinceThorough = 0;
   private scanWanted = false;
@@ -229,7 +244,16 @@ export class MemberTracker {
       this.scansSinceThorough = thorough ? 0 : this.scansSinceThorough + 1;
     }
     const mostOfMachine = full && !thorough && this.machine !== undefined && toWalk > this.machine / 2;
-    return { trees, extras, known, full, thorough, mostOfMachine, channel: this.channel };
+    return { trees, extras, known, full, thorough, mostOfMachine, channel: this.channel, hostWalk: this.hostWalk(extras) };
+  }
+
+  /** Whether this refresh walks down from the host's processes: when it knows none yet, else every HOST_WALK_INTERVAL_MS. */
+  private hostWalk(extras: ViewExtras): boolean {
+    if (!extras.host) return false;
+    const since = this.now() - this.lastHostWalkAt;
+    if (this.known.has(HOST_KEY) && since >= 0 && since < HOST_WALK_INTERVAL_MS - FULL_SCAN_EARLY_MS) return false;
+    this.lastHostWalkAt = this.now();
+    return true;
   }
 
   /** Takes in a refresh's answer: its members are the known members from now on. */
@@ -251,6 +275,7 @@ export class MemberTracker {
           recordKey(t.id),
           t.members.map((m) => m.pid),
         );
+    if (result.host) known.set(HOST_KEY, result.host.members.map((m) => m.pid));
     for (const key of this.asked) if (!known.has(key)) known.set(key, []); // another window's record, say
     this.known = known;
     if (result.listed !== undefined) this.machine = result.listed;

@@ -1,12 +1,13 @@
 // Harness self-test (test/integration/selftest/: counted apart from the product's tests): proves the phased
-// runner works. Phase 1 writes a marker into the extension's global storage, starts a detached child and
-// SIGKILLs its own extension host; phase 2 (a new code-server on the same user data folder) sees the marker,
-// a different extension host, the old host dead and the child still alive.
+// runner works. Phase 1 writes a marker into the extension's global storage, starts a child outside the host
+// (none of the host's processes, which would end with it) and SIGKILLs its own extension host; phase 2 (a new
+// code-server on the same user data folder) sees the marker, a different extension host, the old host dead and
+// the child still alive.
 import * as assert from 'assert';
-import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { startOutsideHost } from '../fixtures';
 import { EXTENSION_ID, inPhase, killHostAfterResult } from '../harness';
 import { processes } from '../../support/repo';
 import { waitFor } from '../../support/wait';
@@ -27,15 +28,13 @@ inPhase(1, 'extension host killed at the end of the phase', () => {
   it('records the host and a detached child in global storage, then asks for the host to be killed', async () => {
     const file = await markerFile();
     fs.mkdirSync(path.dirname(file), { recursive: true });
-    const child = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
-    child.unref();
-    assert.ok(child.pid);
-    await waitFor('the child to run', () => processes.isAlive(child.pid!));
+    const child = await startOutsideHost('sleep', ['300']);
+    await waitFor('the child to run', () => processes.isAlive(child));
     const marker: Marker = {
       hostPid: process.pid,
       hostStartTicks: processes.readStat(process.pid)!.startTicks,
-      childPid: child.pid,
-      childStartTicks: processes.readStat(child.pid)!.startTicks,
+      childPid: child,
+      childStartTicks: processes.readStat(child)!.startTicks,
     };
     fs.writeFileSync(file, JSON.stringify(marker));
     killHostAfterResult();
@@ -54,7 +53,7 @@ inPhase(2, 'after the previous extension host was killed', () => {
     assert.ok(!processes.isAlive(marker.hostPid, marker.hostStartTicks), `old host ${marker.hostPid} still runs`);
   });
 
-  it("the killed host's detached child survived it (an orphan for a sweep to reap)", async () => {
+  it("the child started outside the killed host survived it", async () => {
     assert.ok(processes.isAlive(marker.childPid, marker.childStartTicks), `child ${marker.childPid} is gone`);
     process.kill(marker.childPid, 'SIGKILL');
     await waitFor('the child to be gone', () => !processes.isAlive(marker.childPid, marker.childStartTicks));

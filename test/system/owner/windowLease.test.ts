@@ -203,4 +203,19 @@ describe('window takeover', () => {
       l.dispose();
     }
   });
+
+  it('probes at the interval it is made active with (a host with only other extensions\' processes at stake probes less often)', async () => {
+    const window = fakeWindow();
+    const l = lease(tmpDir(), window, []);
+    try {
+      l.setActive(true, 400);
+      await new Promise((r) => setTimeout(r, 1000));
+      const slow = window.probes;
+      assert.ok(slow >= 2 && slow <= 4, `${slow} round trips in 1 s at 400 ms`);
+      l.setActive(true); // the option's 50 ms again (it owns trees now)
+      await waitFor('faster round trips', () => window.probes >= slow + 5);
+    } finally {
+      l.dispose();
+    }
+  });
 });
