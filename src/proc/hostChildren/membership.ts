@@ -9,6 +9,8 @@
  *     environment when Agent Trees activates, so every process the host starts later inherits it), of our own uid
  *     only: anyone can set a variable;
  *   - every descendant of those, by parent links.
+ * What the query names is proven too, since it may come from a record on disk: a process seen or marked counts only
+ * if it started no earlier than the host, and only the host's own mark (its pid and start key) finds anything.
  * Never one: PID 1, this process or its ancestors (the guard), a process of an owned tree (it carries a tree's
  * tag: its owner's rules apply), Agent Trees' own children of the host (`exclude`: its watchdog, its trees'
  * roots), nor anything reached only through those. Nothing is matched by name, and a process started elsewhere
@@ -86,11 +88,21 @@ export function resolveHostProcesses(snap: Snapshot, query: HostQuery, deps: Hos
   };
   const host = snap.processes.get(query.host.pid);
   if (host && host.startKey === query.host.startKey) for (const p of snap.children().get(host.pid) ?? []) add(p);
-  for (const p of stillSeen(snap, query.seen)) add(p);
-  for (const p of snap.tagged(HOST_MARK_VARIABLE).get(query.mark) ?? []) {
+  // Whatever the host started, it started after itself: a record naming an older process was not written by it.
+  const sinceHost = (p: ProcessInfo) => {
+    if (p.startKey >= query.host.startKey) return true;
+    excluded.add(`pid ${p.pid} started before extension host ${query.host.pid}: it cannot be one of its processes`);
+    return false;
+  };
+  for (const p of stillSeen(snap, query.seen)) if (sinceHost(p)) add(p);
+  // Only the host's own mark: a record naming another's (edited, forged) would reach another host's processes.
+  const marked = query.mark === hostMark(query.host) ? (snap.tagged(HOST_MARK_VARIABLE).get(query.mark) ?? []) : [];
+  if (query.mark !== hostMark(query.host)) excluded.add(`the mark ${query.mark} is not extension host ${query.host.pid}'s own: nothing is found by it`);
+  for (const p of marked) {
     const uid = deps.guard.otherUid?.(p);
-    if (uid === undefined) add(p);
-    else excluded.add(`pid ${p.pid} carries this host's mark but runs as uid ${uid}: a mark alone does not make another user's process the host's`);
+    if (uid !== undefined)
+      excluded.add(`pid ${p.pid} carries this host's mark but runs as uid ${uid}: a mark alone does not make another user's process the host's`);
+    else if (sinceHost(p)) add(p);
   }
   const members = [...withDescendants(seeds, snap, isProtected).values()].sort((a, b) => a.pid - b.pid);
   return { members, excluded: [...excluded] };

@@ -19,6 +19,7 @@ import { MemberTracker, refreshMembers } from '../../../src/proc/tracking/member
 import { runCli } from '../../support/cli';
 import { fixturePids } from '../../support/fixtures';
 import { AS_OTHER_USER } from '../../support/otherUser';
+import { identity } from '../../support/records';
 import { isRoot, requireEnvironment } from '../../support/environment';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { aliveOf, register, waitAllDead } from '../../support/started';
@@ -186,6 +187,33 @@ describe("other extensions' processes of an extension host, on real processes", 
     assert.strictEqual(result.hostProcesses.length, 1);
     assert.deepStrictEqual(await waitAllDead(all, 10_000), []);
     assert.ok(!fs.existsSync(host.recordFile));
+  });
+
+  it("a gone host's record edited to name another live host's mark, or a process older than itself: the sweep ends neither", async function () {
+    const dir = tmpDir();
+    const { spec } = typicalSpec(dir);
+    const live = await startHost(spec, (s) => s.children.every((pid) => recordedPids(s).includes(pid)));
+    const older = spawn('/bin/sleep', ['120'], { stdio: 'ignore', detached: true });
+    register(older.pid!);
+    const olderKey = await waitFor('the older process to run', () => table.read(older.pid!)?.startKey);
+    const gone = spawn('/bin/sleep', ['0.2'], { stdio: 'ignore' });
+    const goneKey = await waitFor('the gone host to start', () => table.read(gone.pid!)?.startKey);
+    await new Promise((resolve) => gone.once('exit', resolve));
+    const records = tmpDir();
+    const record = {
+      version: 1,
+      owner: identity(gone.pid!, goneKey),
+      trees: [],
+      hostProcesses: { mark: live.state.mark, seen: [{ pid: older.pid!, startTicks: olderKey, extensionId: 'some.ext' }], keep: [] },
+    };
+    fs.writeFileSync(path.join(records, `${gone.pid}.json`), JSON.stringify(record), { mode: 0o600 });
+    const swept = await runCli(['sweep', '--records', records, '--json', '--grace', '0.5', '--no-cgroup']);
+    assert.strictEqual(swept.code, 0, swept.stderr);
+    assert.strictEqual(JSON.parse(swept.stdout).killed, 0, swept.stdout);
+    const others = [older.pid!, ...live.state.members.map(pidOf)];
+    assert.deepStrictEqual(aliveOf(others), others, "the live host's processes and the older process live on");
+    older.kill('SIGKILL');
+    assert.deepStrictEqual(await waitAllDead([older.pid!]), []);
   });
 
   it('an owner that records host processes starts its watchdog (its records folder made first), keeps both past its teardown, and stops them when it records nothing', async () => {
