@@ -21,6 +21,7 @@ import {
   Snapshot,
   StartPrecision,
   TREE_ID_VARIABLE,
+  WINDOW_TAG_VARIABLE,
 } from '../../src/proc/platform/processTable';
 import { TreeRecord } from '../../src/proc/records/schema';
 import { Signaller, SignalResult } from '../../src/proc/platform/signaller';
@@ -33,6 +34,8 @@ export interface FakeProcess extends ProcessInfo {
   tag?: string;
   /** Value of AGENT_TREES_HOST (an extension host's mark) in its environment, if any. */
   mark?: string;
+  /** Value of AGENT_TREES_WINDOW (a window's terminal tag) in its environment, if any. */
+  window?: string;
   /** The file it runs. */
   exe?: string;
   /** SIGTERM does not end it. */
@@ -99,13 +102,14 @@ export class FakeTable implements ProcessTable, PresenceProbe {
     };
     const trees = byVariable((p) => p.tag);
     const marks = byVariable((p) => p.mark);
+    const windows = byVariable((p) => p.window);
     return {
       takenAt: Date.now(),
       processes,
       startPrecision: this.startPrecision,
       commandLine: (pid) => this.processes.get(pid)?.command ?? processes.get(pid)?.name ?? '',
       executable: (pid) => this.processes.get(pid)?.exe,
-      tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? marks : trees),
+      tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? marks : variable === WINDOW_TAG_VARIABLE ? windows : trees),
       children: () => childrenOf(processes),
     };
   }

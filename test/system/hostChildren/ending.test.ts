@@ -216,6 +216,28 @@ describe("other extensions' processes of an extension host, on real processes", 
     assert.deepStrictEqual(await waitAllDead([older.pid!]), []);
   });
 
+  it("a SIGKILLed host: a terminal an extension opened with the host's environment (its mark and the window's tag) lives on, with what runs in it", async function () {
+    const dir = tmpDir();
+    const { spec } = typicalSpec(dir);
+    const host = await startHost(spec, (s) => s.children.every((pid) => recordedPids(s).includes(pid)));
+    // The pty host starts the shell, not the extension host: `createTerminal({ env: process.env })` gives it the mark.
+    const shell = spawn('sh', ['-c', 'sleep 120 & wait'], {
+      stdio: 'ignore',
+      detached: true,
+      env: { ...process.env, AGENT_TREES_HOST: host.state.mark, AGENT_TREES_WINDOW: 'a-window-id' },
+    });
+    register(shell.pid!);
+    const inShell = await waitFor('the shell to start its command', () => table.snapshot().children().get(shell.pid!)?.map((p) => p.pid));
+    for (const pid of inShell) register(pid);
+    const ours = host.state.members.map(pidOf);
+    host.child.kill('SIGKILL');
+    assert.deepStrictEqual(await waitAllDead(ours, 10_000), [], "every process of the host's ended");
+    await waitFor('the record to go', () => !fs.existsSync(host.recordFile));
+    assert.deepStrictEqual(aliveOf([shell.pid!, ...inShell]), [shell.pid!, ...inShell], 'the terminal and its command live on');
+    for (const pid of [shell.pid!, ...inShell]) process.kill(pid, 'SIGKILL');
+    assert.deepStrictEqual(await waitAllDead([shell.pid!, ...inShell]), []);
+  });
+
   it('an owner that records host processes starts its watchdog (its records folder made first), keeps both past its teardown, and stops them when it records nothing', async () => {
     const records = path.join(tmpDir(), 'not-made-yet');
     const core = processCore();

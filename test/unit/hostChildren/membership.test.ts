@@ -100,6 +100,16 @@ describe("an extension host's processes", () => {
     assert.ok(r.excluded.some((e) => /pid 400 started before extension host 100/.test(e)), r.excluded.join('; '));
   });
 
+  it("never a terminal's process, though it carries the mark (an extension opened the terminal with the host's environment), nor what runs in it", () => {
+    const m = world();
+    // A terminal the pty host started with `env: process.env` from an extension: the host's mark and this window's tag.
+    m.table.processes.set(500, proc(500, { ...inEditor, ppid: 101, mark: MARK, window: 'w1', name: 'bash (a terminal)' }));
+    m.table.processes.set(501, proc(501, { ppid: 500, pgid: 501, sid: 500, mark: MARK, window: 'w1', name: 'vim' }));
+    const r = resolveHostProcesses(m.table.snapshot(), query({ seen: ['230:1230', '501:1501'] }), m.core);
+    assert.deepStrictEqual(pids(r.members), [200, 201, 202, 210, 220, 230]);
+    assert.ok(r.excluded.some((e) => /pid 500 runs in a terminal/.test(e)), r.excluded.join('; '));
+  });
+
   it('never PID 1, this process or its ancestors, even carrying the mark', () => {
     const m = world();
     m.table.processes.get(EDITOR)!.mark = MARK;
