@@ -12,8 +12,9 @@
  * What the query names is proven too, since it may come from a record on disk: a process seen or marked counts only
  * if it started no earlier than the host, and only the host's own mark (its pid and start key) finds anything.
  * Never one: PID 1, this process or its ancestors (the guard), a process of an owned tree (it carries a tree's
- * tag: its owner's rules apply), a process in a terminal (it carries a window's terminal tag), Agent Trees' own
- * children of the host (`exclude`: its watchdog, its trees' roots), nor anything reached only through those. Nothing is matched by name, and a process started elsewhere
+ * tag: its owner's rules apply), a process in a terminal (it carries a window's terminal tag), an owner's watchdog
+ * (members/membership.ts `watchdogsIn`), Agent Trees' own children of the host (`exclude`: its watchdog, its trees'
+ * roots), nor anything reached only through those. Nothing is matched by name, and a process started elsewhere
  * with the same command line is none of these.
  *
  * The host's children share its process group with the editor (the server, the pty host, other windows' hosts):
@@ -22,7 +23,7 @@
  */
 import type { SignalGuard } from '../identity/guard';
 import { ProcessIdentity, processKey } from '../identity/processIdentity';
-import { withDescendants } from '../members/membership';
+import { watchdogsIn, withDescendants } from '../members/membership';
 import { stillSeen } from '../members/seenProcesses';
 import { HOST_MARK_VARIABLE, ProcessInfo, Snapshot, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from '../platform/processTable';
 
@@ -63,6 +64,7 @@ export function hostProtection(snap: Snapshot, query: Pick<HostQuery, 'exclude'>
   const excluded = new Set(query.exclude);
   let inTrees: Set<number> | undefined;
   let inTerminals: Set<number> | undefined;
+  let watchdogs: Map<number, string> | undefined;
   return (p) => {
     if (p.pid <= 1) return `pid ${p.pid}`;
     const why = deps.guard.protectedPidReason(p);
@@ -74,7 +76,9 @@ export function hostProtection(snap: Snapshot, query: Pick<HostQuery, 'exclude'>
     // opened with the host's environment, which the pty host keeps across a reload (the terminals' rules apply).
     inTerminals ??= new Set([...snap.tagged(WINDOW_TAG_VARIABLE).values()].flat().map((t) => t.pid));
     if (inTerminals.has(p.pid)) return `pid ${p.pid} runs in a terminal (it carries a window's terminal tag)`;
-    return undefined;
+    // An `agent-trees run` in the host (an agent's) owns trees: ending its watchdog would leave them to no one.
+    watchdogs ??= watchdogsIn(snap);
+    return watchdogs.get(p.pid);
   };
 }
 

@@ -19,7 +19,7 @@ import { MemberTracker, refreshMembers } from '../../../src/proc/tracking/member
 import { runCli } from '../../support/cli';
 import { fixturePids } from '../../support/fixtures';
 import { AS_OTHER_USER } from '../../support/otherUser';
-import { identity } from '../../support/records';
+import { identity, nowTicks } from '../../support/records';
 import { isRoot, requireEnvironment } from '../../support/environment';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { aliveOf, register, waitAllDead } from '../../support/started';
@@ -196,6 +196,7 @@ describe("other extensions' processes of an extension host, on real processes", 
     const older = spawn('/bin/sleep', ['120'], { stdio: 'ignore', detached: true });
     register(older.pid!);
     const olderKey = await waitFor('the older process to run', () => table.read(older.pid!)?.startKey);
+    await waitFor('a clock tick to pass: the host starts after it', () => nowTicks() > olderKey + 1);
     const gone = spawn('/bin/sleep', ['0.2'], { stdio: 'ignore' });
     const goneKey = await waitFor('the gone host to start', () => table.read(gone.pid!)?.startKey);
     await new Promise((resolve) => gone.once('exit', resolve));
@@ -236,6 +237,24 @@ describe("other extensions' processes of an extension host, on real processes", 
     assert.deepStrictEqual(aliveOf([shell.pid!, ...inShell]), [shell.pid!, ...inShell], 'the terminal and its command live on');
     for (const pid of [shell.pid!, ...inShell]) process.kill(pid, 'SIGKILL');
     assert.deepStrictEqual(await waitAllDead([shell.pid!, ...inShell]), []);
+  });
+
+  it("a SIGKILLed host: an `agent-trees run` an agent started in it keeps its watchdog, which ends the run's tree (it ignores SIGTERM)", async function () {
+    const cliRecords = tmpDir();
+    const run = `${process.execPath} ${CLI} run --records ${cliRecords} -- sh -c 'trap "" TERM; sleep 120 & wait'; :`;
+    const spec: Spec = { folders: [{ id: 'some.agent', folder: '/usr' }], keep: [], children: [{ command: 'sh', args: ['-c', run] }] };
+    const host = await startHost(spec, (s) => s.members.length >= 2 && s.members.every((key) => recordedPids(s).includes(pidOf(key))));
+    const tree = await waitFor('the run to record its tree', () => {
+      const file = fs.readdirSync(cliRecords).find((n) => /^\d+\.json$/.test(n));
+      const root = file && JSON.parse(fs.readFileSync(path.join(cliRecords, file), 'utf8')).trees[0]?.rootPid;
+      const below = root && table.snapshot().children().get(root);
+      return below?.length ? [root as number, ...below.map((p: { pid: number }) => p.pid)] : undefined;
+    });
+    for (const pid of tree) register(pid);
+    host.child.kill('SIGKILL');
+    assert.deepStrictEqual(await waitAllDead(host.state.members.map(pidOf), 10_000), [], "every process of the host's ended");
+    assert.deepStrictEqual(await waitAllDead(tree, 10_000), [], "the run's tree ended, by its own watchdog");
+    await waitFor("the run's record to go", () => fs.readdirSync(cliRecords).filter((n) => n.endsWith('.json')).length === 0);
   });
 
   it('an owner that records host processes starts its watchdog (its records folder made first), keeps both past its teardown, and stops them when it records nothing', async () => {
