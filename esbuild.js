@@ -40,21 +40,35 @@ const common = {
   plugins: [problemMatcherPlugin],
 };
 
+/** The extension's bundle takes the core (src/proc) from dist/cli.js: one copy ships (src/cli/bundle.ts). */
+const CORE = path.join(__dirname, 'src', 'proc');
+const coreFromCli = {
+  name: 'core-from-cli',
+  setup(build) {
+    build.onResolve({ filter: /(^|\/)proc$/ }, (args) =>
+      path.resolve(args.resolveDir, args.path) === CORE ? { path: './cli.js', external: true } : undefined,
+    );
+  },
+};
+
 const entries = [
   {
     entryPoints: ['src/extension/extension.ts'],
     outfile: 'dist/extension.js',
     external: ['vscode', '@lydell/node-pty'],
+    plugins: [...common.plugins, coreFromCli],
     // When the bundle started loading, for the activation time the extension reports (API `timings`).
     banner: { js: common.banner.js + 'globalThis.__agentTreesLoadStart = performance.now();' },
   },
   {
-    entryPoints: ['src/cli/main.ts'],
+    entryPoints: ['src/cli/bundle.ts'],
     outfile: 'dist/cli.js',
     external: ['@lydell/node-pty'],
-    banner: { js: '#!/usr/bin/env node\n' + common.banner.js },
+    // In a function: run from standard input, Node evaluates the script in the global scope, where a top-level
+    // `var crypto` would collide with the global of that name.
+    banner: { js: '#!/usr/bin/env node\n(function () {\n' + common.banner.js },
+    footer: { js: '})();' },
   },
-  { entryPoints: ['src/proc/tracking/snapshotWorker.ts'], outfile: 'dist/snapshotWorker.js' },
 ];
 
 /** ps-list's Windows listing runs an .exe it looks for in `<bundle dir>/vendor/`; ship it beside the bundle. */

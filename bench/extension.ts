@@ -10,7 +10,7 @@ import { execFileSync } from 'child_process';
 import { log, REPO, tmpDir, nowNs, msSince } from './lib';
 
 export interface ExtensionResults {
-  bundle?: { extensionJs: number; cliJs?: number; snapshotWorkerJs?: number; buildMs: number };
+  bundle?: { extensionJs: number; cliJs?: number; buildMs: number };
   bundleError?: string;
   vsix?: { bytes: number; files: { name: string; bytes: number; unpacked: number }[]; buildMs: number; via: string };
   /** Why `npm run package` failed, when it did (the .vsix is then built by the fallback, if that works). */
@@ -124,7 +124,6 @@ export function runExtension(measured?: ActivationFigure): ExtensionResults {
     results.bundle = {
       extensionJs,
       cliJs: sizeOf(path.join(dir, 'dist', 'cli.js')),
-      snapshotWorkerJs: sizeOf(path.join(dir, 'dist', 'snapshotWorker.js')),
       buildMs,
     };
   } catch (e) {

@@ -1,4 +1,5 @@
 /** Turns the results into the targets table, the markdown report and the ratio lines printed on the console. */
+import { BudgetResults } from './budget';
 import { ExtensionResults } from './extension';
 import { KillMethod, KillMethodResult, KillResults } from './kill';
 import { fmt, fmtSummary, summarize, Summary } from './lib';
@@ -39,6 +40,7 @@ export interface AllResults {
   view?: ViewResults;
   viewHost?: ViewHostResults;
   otherExtensions?: OthersBenchResults;
+  budget?: BudgetResults;
   attention?: AttentionResults;
 }
 
@@ -248,7 +250,42 @@ export function targets(r: AllResults): Target[] {
   if (r.crowd) out.push(crowdTarget(r.crowd));
   if (r.terminal) out.push(...terminalTargets(r.terminal));
   out.push(...othersTargets(r.otherExtensions));
+  if (r.budget) out.push(...budgetTargets(r.budget));
   if (r.attention) out.push(...attentionTargets(r.attention));
+  return out;
+}
+
+/** The budget watch's cost, and a fork loop held under twice its limit where the kernel holds pids.max. */
+export const BUDGET_TARGET_PCT = 0.1;
+
+function budgetTargets(b: BudgetResults): Target[] {
+  const out: Target[] = [];
+  const of = (tier: string, c: string) => b.cost.find((x) => x.tier === tier && x.case === c);
+  const added = (['group', 'cgroup'] as const).flatMap((tier) => {
+    const far = of(tier, 'far from its limits');
+    const none = of(tier, 'no limits');
+    return far && none ? [{ tier, far, none, pct: far.pct.median - none.pct.median }] : [];
+  });
+  if (added.length) {
+    const worst = Math.max(...added.map((a) => a.pct));
+    out.push({
+      id: 'budget-cost',
+      target: `the budget watch ≤ ${BUDGET_TARGET_PCT} % of a core for a 20-process tree at 1 Hz, and 0 for trees without limits`,
+      measured:
+        added
+          .map((a) => `${a.tier} tier +${fmt(a.pct, 3)} % (${fmt(a.far.pct.median, 3)} % with limits, ${a.far.looksPerS.toFixed(1)} looks/s; ${fmt(a.none.pct.median, 3)} % without)`)
+          .join('; ') + `; one look ${fmt(b.lookCpuMs.median, 3)} ms; without limits the watch runs no timer and reads nothing`,
+      met: worst <= BUDGET_TARGET_PCT,
+    });
+  }
+  const kernel = b.forkLoops.find((f) => f.path === 'kernel pids.max');
+  out.push({
+    id: 'budget-fork-loop',
+    target: 'a fork loop under maxProcesses 50 never has more than 100 alive, and nothing is left after',
+    measured: b.forkLoops.map((f) => `${f.path}, ${f.loop}: at most ${f.peak.max} alive`).join('; '),
+    met: kernel ? kernel.peak.max <= 2 * kernel.limit && b.forkLoops.every((f) => f.survivors === 0) : null,
+    reason: kernel ? (kernel.peak.max <= 2 * kernel.limit ? undefined : `the kernel's line let ${kernel.peak.max} through`) : 'the kernel holds no process line here',
+  });
   return out;
 }
 
@@ -529,7 +566,6 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
     md.push('| figure | value |', '|---|---|');
     md.push(`| dist/extension.js, production (\`node esbuild.js --production\`) | ${e.bundle ? `${e.bundle.extensionJs} bytes (${kb(e.bundle.extensionJs)})` : `not built: ${e.bundleError}`} |`);
     if (e.bundle?.cliJs !== undefined) md.push(`| dist/cli.js, production | ${e.bundle.cliJs} bytes (${kb(e.bundle.cliJs)}) |`);
-    if (e.bundle?.snapshotWorkerJs !== undefined) md.push(`| dist/snapshotWorker.js, production | ${e.bundle.snapshotWorkerJs} bytes (${kb(e.bundle.snapshotWorkerJs)}) |`);
     md.push(`| .vsix | ${e.vsix ? `${e.vsix.bytes} bytes (${kb(e.vsix.bytes)}), built with ${e.vsix.via}; largest entries (compressed): ${e.vsix.files.slice(0, 4).map((f) => `${f.name.replace(/^extension\//, '')} ${kb(f.bytes)}`).join(', ')}` : `not built: ${e.vsixError}`} |`);
     if (e.vsix && e.vsixError) md.push(`| \`npm run package\` | fails: ${e.vsixError.replace(/\|/g, '/')} |`);
     md.push(`| activation (real host) | ${e.activation.ms === undefined ? e.activation.source : `${fmt(e.activation.ms)} ms (${e.activation.source})`} |`);
@@ -583,6 +619,7 @@ export function markdown(r: AllResults, meta: Record<string, string | number>, t
   }
 
   if (r.terminal) md.push(...terminalMarkdown(r.terminal));
+  if (r.budget) md.push(...budgetMarkdown(r.budget));
   if (r.attention) md.push(...attentionMarkdown(r.attention));
 
   md.push('## Cleanup', '', `Processes of this run left at the end: ${meta.leftovers}.`, '');
@@ -593,6 +630,27 @@ function summarizeRoles(roles: string[]): string {
   const counts = new Map<string, number>();
   for (const r of roles) counts.set(r, (counts.get(r) ?? 0) + 1);
   return [...counts].map(([r, n]) => (n > 1 ? `${n}× ${r}` : r)).join(', ');
+}
+
+function budgetMarkdown(b: BudgetResults): string[] {
+  const md = ['## 9. Budgets: what the watch costs, and how far past a limit a tree gets', ''];
+  md.push(
+    `Cost: a ${b.treeSize}-process tree owned in the bench process, idle windows of ${b.windowS} s (${b.rounds} rounds, rotated); CPU of the bench process over the whole window, idle included, % of one core.`,
+    '',
+  );
+  md.push('| tier | tree | limits | % core | looks/s | kernel holds processes |', '|---|---|---|---|---|---|');
+  for (const c of b.cost)
+    md.push(`| ${c.tier} | ${c.case} | ${c.limits ? JSON.stringify(c.limits).replace(/"/g, '') : '–'} | ${fmtSummary(c.pct, 4)} | ${c.looksPerS.toFixed(1)} | ${c.kernelProcesses ? 'yes' : 'no'} |`);
+  md.push('', `One look of the watch over the tree (far from its limits): ${fmtSummary(b.lookCpuMs, 3)} ms of CPU.`, '');
+  md.push('Memory: a tree allocating about 100 MB/s (10 MB every 100 ms, written) under a 300 MB limit; MB past the limit when it was seen (the figure of the ending line).', '');
+  md.push('| path | runs | MB past 300 MB when seen | ms from the spawn |', '|---|---|---|---|');
+  for (const m of b.memory) md.push(`| ${m.path} | ${m.pastMB.n} | ${fmtSummary(m.pastMB)} | ${fmtSummary(m.seenMs, 0)} |`);
+  md.push('', `The kernel's path (cgroup v2 \`memory.max\`): ${b.kernelMemory}.`, '');
+  md.push('Fork loops under maxProcesses 50: the most processes alive at once (a sampler process counting the cgroup or the session of the tree as fast as it can), and the count the watch saw.', '');
+  md.push('| path | loop | runs | at most alive | seen at | survivors |', '|---|---|---|---|---|---|');
+  for (const f of b.forkLoops) md.push(`| ${f.path} | ${f.loop} | ${f.peak.n} | ${fmtSummary(f.peak, 0)} | ${fmtSummary(f.seenAt, 0)} | ${f.survivors} |`);
+  md.push('');
+  return md;
 }
 
 function terminalMarkdown(t: TerminalResults): string[] {

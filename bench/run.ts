@@ -2,7 +2,7 @@
  * `npm run bench`: snapshot, sweep, kill, reach and extension benchmarks in one run, side by side with ps-list
  * and tree-kill. Writes bench/results/latest.json and latest.md and prints the tables and every ratio.
  *
- *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,view,extension,watchdog,crowd,reload,terminal,attention,otherExtensions] [--quick] [--out=DIR]
+ *   node out/bench/run.js [--only=snapshot,sweep,kill,reach,view,extension,watchdog,crowd,reload,terminal,attention,budget,otherExtensions] [--quick] [--out=DIR]
  *
  * --only and --quick (fewer repetitions) are for working on the benchmark itself: their results go to a temp
  * folder (or --out), never over latest.*.
@@ -11,6 +11,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { processCore, TreeOwner } from '../src/proc';
+import { runBudget } from './budget';
 import { ActivationFigure, ACTIVATION_ENV, ACTIVATION_FILE_ENV, runExtension } from './extension';
 import { measureActivation } from './activation';
 import { KillMethod, runKill } from './kill';
@@ -31,7 +32,7 @@ import { runView } from './view';
 import { measureViewInHost } from './viewHost';
 import { measureOtherExtensions } from './otherExtensions';
 
-const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'view', 'extension', 'watchdog', 'crowd', 'reload', 'terminal', 'attention', 'otherExtensions'] as const;
+const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'view', 'extension', 'watchdog', 'crowd', 'reload', 'terminal', 'attention', 'budget', 'otherExtensions'] as const;
 type Phase = (typeof PHASES)[number];
 
 function args() {
@@ -159,6 +160,9 @@ async function main(): Promise<number> {
     });
     await phase('attention', async () => {
       results.attention = await runAttentionScan({ owner: owners.cgroup, quick });
+    });
+    await phase('budget', async () => {
+      results.budget = await runBudget({ owners, windowS: quick ? 5 : 20, rounds: quick ? 1 : 3, runs: quick ? 2 : 5 });
     });
     await phase('otherExtensions', async () => {
       results.otherExtensions = measureOtherExtensions({ windowS: quick ? 8 : 20, rounds: quick ? 1 : 4 });

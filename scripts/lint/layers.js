@@ -21,6 +21,7 @@ const CORE_LAYERS = [
   'terminals',
   'hostChildren',
   'tracking',
+  'budget',
   'sweep',
   'owner',
 ];

@@ -2,6 +2,7 @@
  * Agent definitions (the `agentTrees.agents` setting, or an argument to Launch Agent): validated field by field
  * so a bad entry gets a message naming the entry and the field, and the good entries still work.
  */
+import { GivenLimits, LIMIT_FIELDS, limitProblem, limitsOf, TreeLimits } from '../proc';
 
 export type AgentKind = 'agent' | 'mcp';
 /** What the agent's stdin, stdout and stderr are: a pseudo-terminal of its own, or pipes. */
@@ -20,6 +21,12 @@ export interface AgentDefinition {
   terminal?: TerminalMode;
   /** Whether a terminal opens at launch (default: agents yes, MCP servers no); Show Agent Terminal opens one later. */
   showTerminal?: boolean;
+  /** The tree's memory limit in MB (PSS, else RSS); 0 = none. Defaults to `agentTrees.limits.maxMemoryMB`. */
+  maxMemoryMB?: number;
+  /** The tree's limit of live processes; 0 = none. Defaults to `agentTrees.limits.maxProcesses`. */
+  maxProcesses?: number;
+  /** Seconds without CPU time or terminal/stdio bytes before the tree ends; 0 = none. Defaults to `agentTrees.limits.idleTimeoutSeconds`. */
+  idleTimeoutSeconds?: number;
   /**
    * Which agent CLI this is, for its notification hooks (attentionHooks.ts): "claude" or "codex" where it cannot be
    * proven from the executable (a wrapper, the native installer's claude), "none" for no hooks. Default: proven or none.
@@ -40,6 +47,11 @@ export function timeoutSecondsOf(def: Pick<AgentDefinition, 'timeoutSeconds'>, d
   return def.timeoutSeconds ?? defaultSeconds;
 }
 
+/** A definition's tree limits: its own fields, else `defaults` (`agentTrees.limits.*`); 0 = none. */
+export function limitsOfDefinition(def: GivenLimits, defaults?: GivenLimits): TreeLimits | undefined {
+  return limitsOf(Object.fromEntries(LIMIT_FIELDS.map((f) => [f, def[f]]).filter(([, v]) => v !== undefined)), defaults);
+}
+
 /** Whether a terminal opens at launch: the definition's choice, else agents yes and MCP servers no. */
 export function showsTerminal(def: Pick<AgentDefinition, 'kind' | 'showTerminal'>): boolean {
   return def.showTerminal ?? def.kind !== 'mcp';
@@ -55,7 +67,19 @@ export class DefinitionError extends Error {
   }
 }
 
-const FIELDS = new Set(['name', 'command', 'args', 'cwd', 'env', 'timeoutSeconds', 'kind', 'terminal', 'showTerminal', 'attention']);
+const FIELDS = new Set([
+  'name',
+  'command',
+  'args',
+  'cwd',
+  'env',
+  'timeoutSeconds',
+  'kind',
+  'terminal',
+  'showTerminal',
+  'attention',
+  ...LIMIT_FIELDS,
+]);
 
 /**
  * Checks one entry. `where` names it in messages (e.g. `agentTrees.agents[2] ("codex")`).
@@ -111,12 +135,23 @@ export function validateDefinition(value: unknown, where: string): AgentDefiniti
     if (typeof v.showTerminal !== 'boolean') throw new DefinitionError(entry, 'showTerminal', 'must be true or false');
     def.showTerminal = v.showTerminal;
   }
+  addLimitsAndAttention(v, entry, def);
+  return def;
+}
+
+/** The tree's limits and the agent's hooks of an entry, checked, into `def`. */
+function addLimitsAndAttention(v: Record<string, unknown>, entry: string, def: AgentDefinition): void {
+  for (const field of LIMIT_FIELDS) {
+    if (v[field] === undefined) continue;
+    const problem = limitProblem(field, v[field]);
+    if (problem) throw new DefinitionError(entry, field, problem);
+    def[field] = v[field] as number;
+  }
   if (v.attention !== undefined) {
     if (v.attention !== 'claude' && v.attention !== 'codex' && v.attention !== 'none')
       throw new DefinitionError(entry, 'attention', 'must be "claude", "codex" (the CLI whose notification hooks it gets) or "none"');
     def.attention = v.attention;
   }
-  return def;
 }
 
 /** Validates a whole `agentTrees.agents` value: the good entries, and one message per bad one. */

@@ -7,10 +7,15 @@
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
 import {
+  asWritten,
+  Breach,
+  breachText,
   checkSpawn,
   DEFAULT_TERM,
   EscapeScanner,
+  GivenLimits,
   KillReport,
+  Localizer,
   Logger,
   OwnedTree,
   processCount,
@@ -24,9 +29,10 @@ import type { NotifyInvocation } from './attentionHooks';
 import type { AttentionInbox } from './attentionInbox';
 import { NOTIFY_VARIABLE } from './attentionChannel';
 import { HookedLaunch, hookedLaunch } from './attentionLaunch';
-import { AgentDefinition, AgentKind, TerminalMode, terminalModeOf, timeoutSecondsOf } from './definition';
+import { AgentDefinition, AgentKind, limitsOfDefinition, TerminalMode, terminalModeOf, timeoutSecondsOf } from './definition';
 
-export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'failed';
+/** `over limit`: ended for going past one of its limits (`AgentRun.breach` says which). */
+export type RunState = 'running' | 'exited' | 'timed out' | 'killed' | 'over limit' | 'failed';
 
 /** The time deadlines are kept in: the system clock, or a test's, which can show that nothing fires early. */
 export interface Clock {
@@ -44,17 +50,14 @@ const systemClock: Clock = {
 };
 
 /** `vscode.l10n`, or `asWritten` where nothing is translated (the log). */
-export interface Localizer {
-  t(message: string, ...args: Array<string | number | boolean>): string;
-}
-
-/** What `vscode.l10n.t` does with no translation: the English as written, `{n}` replaced by the n-th argument. */
-const asWritten: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };
+export type { Localizer } from '../proc';
 
 export interface RunSettings {
   defaultTimeoutSeconds: number;
   killGraceSeconds: number;
   killDescendantsOnExit: boolean;
+  /** `agentTrees.limits.*`: the limits of a tree whose definition sets none of its own. */
+  limits?: GivenLimits;
   /** Whether agents proven to be Claude Code or Codex get their notification hooks at launch (default true). */
   attentionHooks?: boolean;
 }
@@ -102,6 +105,10 @@ export class AgentRun {
   deadlineTimer: unknown;
   /** Set once the ending has been told (the `finished` event). */
   told = false;
+  /** The limit it was seen past, when it was. */
+  breach: Breach | undefined;
+  /** Called for each write to the agent (its input counts against an idle limit). */
+  onInput: (() => void) | undefined;
 
   /** The agent's stdio as it got it. */
   readonly io: TerminalMode;
@@ -147,6 +154,7 @@ export class AgentRun {
 
   /** Input for the agent: raw into its terminal, or onto its stdin pipe. A key typed ends a wait. */
   write(data: string): void {
+    this.onInput?.();
     this.attention.input(data);
     if (this.pty) this.pty.write(data);
     else if (this.pipes?.stdin?.writable) this.pipes.stdin.write(data);
@@ -183,6 +191,12 @@ export class AgentRun {
           : l10n.t('timed out after {0} s: ended {1} processes', this.timeoutSeconds, ended);
       case 'killed':
         return ended === 1 ? l10n.t('killed: ended 1 process') : l10n.t('killed: ended {0} processes', ended);
+      case 'over limit': {
+        const why = this.breach ? breachText(this.breach, l10n) : l10n.t('over a limit');
+        // What the kernel's OOM killer ended counts: it ended them for the limit.
+        const all = ended + (this.breach?.kind === 'memory' ? (this.breach.kernelEnded ?? 0) : 0);
+        return all === 1 ? l10n.t('{0}: ended 1 process', why) : l10n.t('{0}: ended {1} processes', why, all);
+      }
       case 'failed':
         return l10n.t('failed to start');
       case 'exited': {
@@ -226,6 +240,12 @@ export class AgentRuns extends EventEmitter {
     // One 'finished' listener per agent terminal showing a live run: more than ten agents may run at once.
     this.setMaxListeners(0);
     this.log = log ?? silentLogger;
+    owner.on('limit', (tree: OwnedTree, breach: Breach) => {
+      const run = this.runs.get(tree.record.id);
+      if (!run) return;
+      run.breach = breach;
+      void this.kill(run.id, 'over limit');
+    });
     owner.on('ended', (tree: OwnedTree) => {
       const run = this.runs.get(tree.record.id);
       if (!run) return;
@@ -273,6 +293,9 @@ export class AgentRuns extends EventEmitter {
     const run = new AgentRun(definition, tree, timeout, { io, note, attention });
     created.run = run;
     this.runs.set(run.id, run);
+    // Bytes through its terminal or stdio: not idle (the owner's budget watch is told).
+    run.onInput = () => this.owner.noteActivity(run.id);
+    run.output.on('data', run.onInput);
     this.wireOutput(run);
     tree.child.on('exit', (code, signal) => {
       run.exitCode = code;
@@ -289,6 +312,7 @@ export class AgentRuns extends EventEmitter {
     this.log.info(
       `launched ${run.name} (${run.kind}) as tree ${run.id}, pid ${tree.record.rootPid}, tier ${tree.tier}${size}` +
         (timeout > 0 ? `, timeout ${timeout} s` : ', no timeout') +
+        (tree.record.limits ? `, limits ${JSON.stringify(tree.record.limits)}` : '') +
         (plan ? `; ${plan.note}` : ''),
     );
     this.emit('changed', run);
@@ -322,6 +346,7 @@ export class AgentRuns extends EventEmitter {
       args: plan?.args ?? definition.args ?? [],
       label: definition.name,
       cwd: definition.cwd ?? options.defaultCwd,
+      limits: limitsOfDefinition(definition, this.settings().limits),
     };
     // A tree started from inside a hooked tree is not that tree: it never posts with the other's key.
     const env = { ...definition.env, ...(plan?.env ?? { [NOTIFY_VARIABLE]: undefined }) };
@@ -380,7 +405,11 @@ export class AgentRuns extends EventEmitter {
   }
 
   /** Kills a run's whole tree. `why` is what its terminal and state will say. */
-  async kill(id: string, why: 'killed' | 'timed out' = 'killed', graceSeconds = this.settings().killGraceSeconds): Promise<KillReport> {
+  async kill(
+    id: string,
+    why: 'killed' | 'timed out' | 'over limit' = 'killed',
+    graceSeconds = this.settings().killGraceSeconds,
+  ): Promise<KillReport> {
     const run = this.runs.get(id);
     if (!run) return { treeId: id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: [] };
     if (run.live && (run.state === 'running' || run.state === 'exited')) run.state = why;

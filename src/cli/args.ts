@@ -1,5 +1,5 @@
 /** Command-line parsing for `agent-trees`: every mistake becomes a one-line UsageError. */
-import { parseOwnerSpec, ProcessIdentity } from '../proc';
+import { GivenLimits, LimitField, limitProblem, parseOwnerSpec, ProcessIdentity } from '../proc';
 
 export class UsageError extends Error {
   constructor(
@@ -28,6 +28,8 @@ export type ParsedArgs =
       cgroups: boolean;
       mcp: boolean;
       watchdog: boolean;
+      /** `--max-memory`, `--max-processes`, `--idle-timeout` as given (0 = none). */
+      limits: GivenLimits;
       /** `--attention claude|codex|none`: the CLI whose hooks it gets, where the executable cannot prove it. */
       attention?: 'claude' | 'codex' | 'none';
     } & Common)
@@ -45,6 +47,9 @@ const OPTIONS: Record<string, { value: boolean; commands: string[] }> = {
   '--no-cgroup': { value: false, commands: ['run', 'sweep', 'ps'] },
   '--mcp': { value: false, commands: ['run'] },
   '--no-watchdog': { value: false, commands: ['run'] },
+  '--max-memory': { value: true, commands: ['run'] },
+  '--max-processes': { value: true, commands: ['run'] },
+  '--idle-timeout': { value: true, commands: ['run'] },
   '--json': { value: false, commands: ['sweep', 'ps'] },
   '--owner': { value: true, commands: ['sweep'] },
   '--verbose': { value: false, commands: ['run', 'sweep', 'kill'] },
@@ -67,6 +72,26 @@ function seconds(option: string, text: string, allowZero: boolean): number {
       `${option} must be at most ${Math.floor(MAX_DURATION_MS / 1000)} seconds, not ${text.length > 24 ? `${text.slice(0, 20)}... (${text.length} digits)` : text}`,
     );
   return ms;
+}
+
+/** The limit options of `run`, by the field each sets. */
+const LIMIT_OPTIONS: Record<string, LimitField> = {
+  '--max-memory': 'maxMemoryMB',
+  '--max-processes': 'maxProcesses',
+  '--idle-timeout': 'idleTimeoutSeconds',
+};
+
+function limitsOfOptions(values: Record<string, string | true>): GivenLimits {
+  const limits: GivenLimits = {};
+  for (const [option, field] of Object.entries(LIMIT_OPTIONS)) {
+    const text = values[option];
+    if (text === undefined) continue;
+    const n = /^\d+$/.test(text as string) ? Number(text) : NaN;
+    const problem = limitProblem(field, n);
+    if (problem) throw new UsageError(`${option} ${problem}, not "${String(text).slice(0, 24)}"`);
+    limits[field] = n;
+  }
+  return limits;
 }
 
 function attentionOf(value: string | true | undefined): 'claude' | 'codex' | 'none' | undefined {
@@ -140,6 +165,7 @@ function commandArgs(command: string, { values, positional, cmd }: SplitArgs): P
         cgroups: values['--no-cgroup'] !== true,
         mcp: values['--mcp'] === true,
         watchdog: values['--no-watchdog'] !== true,
+        limits: limitsOfOptions(values),
         attention: attentionOf(values['--attention']),
         ...common,
       };

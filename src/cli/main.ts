@@ -2,7 +2,8 @@
  * `agent-trees`: the command-line front end to the process-tree core. It uses the tree owner (`run`), the sweep
  * and the queries on recorded trees (`ps`, `kill`), and nothing below them.
  *
- *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
+ *   agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog]
+ *                   [--max-memory MB] [--max-processes N] [--idle-timeout SEC] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
  *   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
  *   agent-trees ps [--records DIR] [--no-cgroup] [--json]
  *   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
@@ -11,10 +12,14 @@
 import * as os from 'os';
 import {
   awaitOwnerExit,
+  Breach,
+  breachText,
   KillReport,
   guardedPidOf,
   Logger,
   killTreeById,
+  LIMIT_FIELDS,
+  limitsOf,
   listOwnedTrees,
   localSweepParts,
   ownerInfoOf,
@@ -31,6 +36,7 @@ import {
   stderrLogger,
   sweepOrphans,
   TreeOwner,
+  usePart,
   WATCHDOG_GRACE_MS,
 } from '../proc';
 import { NOTIFY_VARIABLE } from '../agents/attentionChannel';
@@ -42,7 +48,8 @@ import { RunAttention } from './runAttention';
 import { openTerminalOutput } from './terminalOutput';
 
 const USAGE = `Usage:
-  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
+  agent-trees run [--timeout SEC] [--grace SEC] [--records DIR] [--label NAME] [--keep-descendants] [--no-cgroup] [--mcp] [--no-watchdog]
+                  [--max-memory MB] [--max-processes N] [--idle-timeout SEC] [--attention claude|codex|none] [--verbose] -- CMD [ARGS...]
   agent-trees sweep [--records DIR] [--grace SEC] [--no-cgroup] [--json] [--verbose] [--owner PID:START_KEY]
   agent-trees ps [--records DIR] [--no-cgroup] [--json]
   agent-trees kill TREE_ID [--records DIR] [--grace SEC] [--verbose]
@@ -51,7 +58,8 @@ const USAGE = `Usage:
 Runs CMD as an owned process tree and kills all of it on timeout (exit 124), on Ctrl-C (130), SIGTERM (143),
 SIGHUP or the death of this command's parent (129), on any other catchable fatal signal N (128+N), and when
 CMD exits (unless --keep-descendants); if this command is itself killed outright (SIGKILL), its watchdog ends
-the tree within about 2 s (unless --no-watchdog).
+the tree within about 2 s (unless --no-watchdog). With --max-memory (MB, PSS where it can be read), --max-processes
+or --idle-timeout (seconds without CPU time or a byte through its terminal), the tree is ended past that (exit 125).
 --mcp (a stdio MCP server): stdin is passed on to CMD, and when it closes (the client stopped the server)
 the whole tree ends at once (exit 0).
 Records are kept in --records DIR (default ${defaultRecordsDir()}) so 'sweep' can reap the trees of owners that died.
@@ -70,7 +78,7 @@ if (process.versions.electron) delete process.env.ELECTRON_RUN_AS_NODE;
 const HUP_IGNORED = process.env[SIGHUP_IGNORED_VARIABLE] === 'ignore';
 delete process.env[SIGHUP_IGNORED_VARIABLE];
 
-const EXIT = { usage: 2, timeout: 124 } as const;
+const EXIT = { usage: 2, timeout: 124, limit: 125 } as const;
 
 /** The longest a watchdog's sweep may run (its kills wait at most grace + a few seconds each). */
 const WATCHDOG_RUN_LIMIT_MS = 60_000;
@@ -269,6 +277,7 @@ function startRun(owner: TreeOwner, args: RunArgs, log: Logger, records: string)
     args: args.cmd.slice(1),
     label: args.label,
     deadline: args.timeoutMs > 0 ? Date.now() + args.timeoutMs : undefined,
+    limits: limitsOf(args.limits),
   };
   if (wanted && !noPty) return startRelayed(owner, { args, log, records, spawn });
   // --mcp: stdin passes through us, so its end (the client let go of the server) ends the tree.
@@ -365,7 +374,10 @@ async function endRun(
     if (relay) await relay.drainAndRestore();
     sayEnded();
     attention?.dispose();
-    if (why) log.warn(`${why}: ended ${processCount(report.signalled)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
+    // What the kernel's OOM killer ended counts: it ended them for the limit.
+    const byKernel = tree.breach?.kind === 'memory' ? (tree.breach.kernelEnded ?? 0) : 0;
+    if (why)
+      log.warn(`${why}: ended ${processCount(report.signalled + byKernel)}` + (report.survivors ? `, ${report.survivors} survived` : ''));
     else if (report.signalled > 0 || report.survivors > 0) {
       log.info(
         `ended ${processCount(report.signalled)} ${args.cmd[0]} left running` + (report.survivors ? `; ${report.survivors} survived` : ''),
@@ -376,7 +388,8 @@ async function endRun(
 }
 
 /** Hooks every way a run can end to `finish`; returns the functions that unhook them. */
-function watchRunEnds({ args, tree, mcpStdin, say, log }: SupervisedRun, finish: Finish): (() => void)[] {
+function watchRunEnds(run: SupervisedRun, finish: Finish): (() => void)[] {
+  const { args, tree, mcpStdin, say, log } = run;
   const cancels: (() => void)[] = [];
   tree.child.on('exit', (code, signal) => {
     const exitCode = code ?? 128 + (signal ? (os.constants.signals[signal] ?? 0) : 0);
@@ -393,6 +406,8 @@ function watchRunEnds({ args, tree, mcpStdin, say, log }: SupervisedRun, finish:
     cancels.push(setLongTimeout(() => void finish(EXIT.timeout, `timed out after ${args.timeoutMs / 1000} s`), args.timeoutMs));
   }
   cancels.push(onFatalSignals(({ code, why }) => void finish(code, why), log));
+  // After the signals: a signal that comes before those are in place ends this command, not its tree.
+  cancels.push(...watchLimits(run, finish));
   // The parent died: nobody is left to wait for the tree, so it goes too (unless a hang-up is to be ignored: the
   // parent then is the shell that the hang-up ended).
   if (HUP_IGNORED) return cancels;
@@ -401,6 +416,21 @@ function watchRunEnds({ args, tree, mcpStdin, say, log }: SupervisedRun, finish:
     if (process.ppid !== parent) void finish(128 + os.constants.signals.SIGHUP, `parent process ${parent} exited`);
   }, 500);
   cancels.push(() => clearInterval(poll));
+  return cancels;
+}
+
+/** The run's limits (its owner's budget watch) end it with EXIT.limit; bytes through this command keep it from idle. */
+function watchLimits({ owner, tree, relay, mcpStdin }: SupervisedRun, finish: Finish): (() => void)[] {
+  const onLimit = (t: OwnedTree, breach: Breach) => t === tree && void finish(EXIT.limit, breachText(breach));
+  owner.on('limit', onLimit);
+  const cancels: (() => void)[] = [() => owner.off('limit', onLimit)];
+  // Bytes through its terminal or stdin (where they pass through this command): the tree is not idle.
+  if (relay || mcpStdin) {
+    const active = () => owner.noteActivity(tree.record.id);
+    if (tree.child instanceof PtyRoot) tree.child.on('data', active);
+    process.stdin.on('data', active);
+    cancels.push(() => process.stdin.off('data', active));
+  }
   return cancels;
 }
 
@@ -522,6 +552,11 @@ async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promis
     }
     for (const t of o.trees) {
       process.stdout.write(`  tree ${t.id}  ${t.label}  tier ${t.tier}  root ${t.rootPid}  ${t.members.length} live member(s)\n`);
+      if (t.limits && t.use) {
+        const use = t.use;
+        const parts = LIMIT_FIELDS.flatMap((f) => usePart(f, use, t.limits!) ?? []);
+        process.stdout.write(`    limits: ${parts.join(', ')}${t.limits.maxMemoryMB ? ` (memory: ${use.memory.measure})` : ''}\n`);
+      }
       for (const m of t.members) process.stdout.write(`    ${String(m.pid).padStart(7)}  ${m.command}\n`);
     }
   }

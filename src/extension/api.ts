@@ -5,14 +5,14 @@
  */
 import { AgentDefinition } from '../agents/definition';
 import { AgentRun, AgentRuns } from '../agents/runs';
-import { MemberInfo } from '../proc';
+import { breachText, BudgetUse, MemberInfo, TreeLimits } from '../proc';
 import type { ExtensionParts } from './parts';
 import { RunMembers } from './runMembers';
 
 /** What `vscode.extensions.getExtension('agent-trees.agent-trees').exports` holds. */
 export interface AgentTreesApi {
   /** Version of this API object; bumped when its shape changes. */
-  readonly version: 2;
+  readonly version: 3;
   /** Launches a definition (the `agentTrees.agents` entry shape) or a configured agent by name; returns the tree id. */
   launch(definition: AgentDefinition | string): Promise<string>;
   /**
@@ -56,6 +56,16 @@ export interface ApiTree {
   state: AgentRun['state'];
   /** ms since the epoch, or null without a deadline. */
   deadline: number | null;
+  /** Its limits (`maxMemoryMB`, `maxProcesses`, `idleTimeoutSeconds`; absent ones are none), or null without any. */
+  limits: TreeLimits | null;
+  /**
+   * Where it stands against its limits, as the budget watch last saw it (about once a second): live members,
+   * memory in bytes and what it counts (`PSS`, or `RSS` under 80 % of the limit and where PSS cannot be read),
+   * seconds idle, and which limits the kernel holds. Null without limits, before the first look, and once ended.
+   */
+  use: BudgetUse | null;
+  /** What ended it when it went past a limit ("memory limit 512 MB exceeded (611 MB)"), else null. */
+  limitExceeded: string | null;
   /** Whether the agent waits for someone (its hooks, its terminal's notifications; a key ends a wait). */
   attention: ApiAttention;
   /**
@@ -90,7 +100,7 @@ export type ApiParts = Pick<ExtensionParts, 'owner' | 'launcher' | 'runs' | 'run
 export function createApi(parts: ApiParts): AgentTreesApi {
   const { runs, launcher, mcp } = parts;
   return {
-    version: 2,
+    version: 3,
     recordsDir: parts.owner.store.dir,
     windowId: parts.windowTerminals.windowId,
     launch: async (definition) => (await launcher.launch(definition, { interactive: false })).id,
@@ -118,6 +128,7 @@ function listTrees(runs: AgentRuns, runMembers: RunMembers): ApiTree[] {
     ((read ??= runMembers.now()).get(id) ?? []).map((p) => ({ pid: p.pid, ppid: p.ppid, command: p.command }));
   return runs.list().map((run) => {
     const live = run.live;
+    const owner = runs.owner;
     let members: ApiMember[] | undefined;
     return {
       id: run.id,
@@ -126,6 +137,9 @@ function listTrees(runs: AgentRuns, runMembers: RunMembers): ApiTree[] {
       pgid: run.tree.record.pgid,
       state: run.state,
       deadline: run.deadline ?? null,
+      limits: run.tree.record.limits ?? null,
+      use: (live && owner.budgetUse(run.id)) || null,
+      limitExceeded: run.breach ? breachText(run.breach) : null,
       attention: apiAttention(run),
       get members() {
         return (members ??= live ? membersOf(run.id) : []);

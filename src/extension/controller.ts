@@ -7,7 +7,7 @@
  */
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { AgentRuns } from '../agents/runs';
+import { AgentRun, AgentRuns } from '../agents/runs';
 import {
   ProcessIdentity,
   processCore,
@@ -127,6 +127,11 @@ export class AgentTreesController implements vscode.Disposable {
       viewRefresh.refreshIfVisible();
     });
     runs.on('finished', () => runs.prune());
+    // Nobody asked for a limit's end: it is told as a kill is (the line its terminal and the log end with).
+    runs.on('finished', (run: AgentRun) => {
+      if (run.state === 'over limit')
+        void vscode.window.showWarningMessage(vscode.l10n.t('{0}: {1}', run.name, run.endingText(vscode.l10n)));
+    });
     this.disposables.push(
       windowTerminals.onDidChange(() => {
         contextKeys.update();
@@ -239,7 +244,7 @@ function buildProcessParts({ context, log, settings }: Basics): ProcessParts {
   const otherExtensions = new OtherExtensions({ owner, settings, log, self: { id: context.extension.id, folder: context.extensionPath } });
   const runs = new AgentRuns(owner, settings, log);
   const records = new OwnerRecordsReader(owner.store, owner.self);
-  const source = new TreeMembersSource(owner.core, { workerScript: dist('snapshotWorker.js') });
+  const source = new TreeMembersSource(owner.core, { workerScript: dist('cli.js') });
   const liveRecords = () => records.get().live;
   const windowTerminals = new WindowTerminals(context, { log, onClose: () => settings().terminalsOnClose, graceMs, liveRecords });
   windowTerminals.applyEnvironment(recordsDir);

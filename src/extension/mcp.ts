@@ -14,8 +14,9 @@
  */
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
+import { limitsOfDefinition } from '../agents/definition';
 import { resolveDefinition } from '../agents/resolveDefinition';
-import { OwnerInfo, ownerIsChildOf, processCore, RecordFile, RecordStore, TreeRecord } from '../proc';
+import { GivenLimits, OwnerInfo, ownerIsChildOf, processCore, RecordFile, RecordStore, TreeRecord } from '../proc';
 import { Settings } from './settings';
 import { launchContext } from './workspace';
 
@@ -146,11 +147,20 @@ export class McpServers implements vscode.Disposable {
    * The wrapper command: this extension host's Node (desktop VS Code's Electron runs as Node with
    * ELECTRON_RUN_AS_NODE=1) running the bundled CLI, recording in this window's records folder.
    */
-  wrapper(options: { label?: string; timeoutSeconds?: number } = {}): McpWrapper {
+  wrapper(options: { label?: string; timeoutSeconds?: number; limits?: GivenLimits } = {}): McpWrapper {
     const s = this.settings();
     const args = [this.cliPath, 'run', '--mcp', '--records', this.store.dir, '--grace', String(s.killGraceSeconds)];
     if (options.label) args.push('--label', options.label);
     if (options.timeoutSeconds) args.push('--timeout', String(options.timeoutSeconds));
+    // The server's own limits, else agentTrees.limits.*: the wrapper holds them (`--max-memory` ...).
+    const limits = limitsOfDefinition(options.limits ?? {}, s.limits) ?? {};
+    for (const [option, value] of [
+      ['--max-memory', limits.maxMemoryMB],
+      ['--max-processes', limits.maxProcesses],
+      ['--idle-timeout', limits.idleTimeoutSeconds],
+    ] as const) {
+      if (value) args.push(option, String(value));
+    }
     if (s.cgroups === 'off') args.push('--no-cgroup');
     args.push('--');
     return { command: process.execPath, args, env: process.versions.electron ? { ELECTRON_RUN_AS_NODE: '1' } : {} };
@@ -174,7 +184,7 @@ export class McpServers implements vscode.Disposable {
       .map((raw) => {
         const { definition: def, defaultCwd } = resolveDefinition(raw, context);
         // Servers VS Code runs live as long as it wants them: only a timeout of their own applies.
-        const w = this.wrapper({ label: def.name, timeoutSeconds: def.timeoutSeconds });
+        const w = this.wrapper({ label: def.name, timeoutSeconds: def.timeoutSeconds, limits: def });
         const env: Record<string, string> = { ...w.env, ...(def.env ?? {}) };
         const args = [...w.args, def.command, ...(def.args ?? [])];
         // A changed definition is a new version: VS Code refreshes the server's tools.

@@ -24,6 +24,7 @@ import {
   HostQuery,
   InstallFolder,
   KillReport,
+  liveHostTarget,
   MemberInfo,
   placeHostProcesses,
   processCore,
@@ -236,9 +237,8 @@ export class OtherExtensions implements vscode.Disposable {
     this.record();
     if (this.mode !== 'end' || !query || !recorded) return 0;
     const core = processCore();
-    const whose = Object.fromEntries(this.remembered);
-    const keep = { ids: recorded.keep.map((k) => k.extensionId), folders: recorded.keep.map((k) => ({ id: k.extensionId, folder: k.folder })), whose };
-    const ending = await endHostProcesses(core.table.snapshot(), { query, keep }, core, { killer: core.killer, graceMs, log: this.deps.log });
+    const target = liveHostTarget(query, recorded, Object.fromEntries(this.remembered));
+    const ending = await endHostProcesses(core.table.snapshot(), target, core, { killer: core.killer, graceMs, log: this.deps.log });
     return ending.report.signalled;
   }
 

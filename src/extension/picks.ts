@@ -53,6 +53,7 @@ export class Picks {
   private readonly mcp: McpServers;
   private readonly runMembers: RunMembers;
   private readonly otherExtensions: OtherExtensions;
+  private killPickAnswer: ((items: readonly vscode.QuickPickItem[]) => number | undefined) | undefined;
 
   constructor(options: PicksOptions) {
     this.otherExtensions = options.otherExtensions;
@@ -117,7 +118,15 @@ export class Picks {
       void vscode.window.showInformationMessage(vscode.l10n.t('No agent is running'));
       return undefined;
     }
+    const answer = this.killPickAnswer;
+    this.killPickAnswer = undefined;
+    if (answer) return items[answer(items) ?? -1]?.pick;
     return (await vscode.window.showQuickPick(items, { title: vscode.l10n.t('Kill which agent tree?') }))?.pick;
+  }
+
+  /** Tests only (testHooks.ts): answers the next Kill Agent Tree pick, given what it offers, in place of the user. */
+  answerNextKillPick(answer: (items: readonly vscode.QuickPickItem[]) => number | undefined): void {
+    this.killPickAnswer = answer;
   }
 
   /** A whole extension's processes (asked before ending), or what its exited processes left. */

@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { AgentDefinition, DefinitionError, validateDefinitions } from '../agents/definition';
 import { chooseDefinitions, DefinitionSource } from '../agents/definitionSource';
+import { GivenLimits, LIMIT_FIELDS, limitProblem } from '../proc';
 
 export interface Settings {
   /** The definitions that may launch: in a workspace that is not trusted, only those of the user's settings. */
@@ -29,6 +30,8 @@ export interface Settings {
   otherExtensionsMode: 'end' | 'keep' | 'off';
   /** Extensions whose processes are never ended (ids, `publisher.name`; `vscode` for VS Code's own). */
   otherExtensionsKeep: string[];
+  /** `agentTrees.limits.*`: the limits of every owned tree whose definition sets none of its own (0 = none). */
+  limits: GivenLimits;
   /** Whether Claude Code and Codex get their notification hooks at launch (`agentTrees.attention.hooks`). */
   attentionHooks: boolean;
   /** Settings whose value was unusable, with what was wrong (their defaults are used). */
@@ -108,6 +111,13 @@ export function readSettings(): Settings {
   const otherKeep = config.get<unknown>('otherExtensions.keep', []);
   const keepOk = Array.isArray(otherKeep) && otherKeep.every((k) => typeof k === 'string');
   if (!keepOk) problems.push(vscode.l10n.t('agentTrees.otherExtensions.keep must be a list of extension ids; using none'));
+  const limits: GivenLimits = {};
+  for (const field of LIMIT_FIELDS) {
+    const v = config.get<unknown>(`limits.${field}`, 0);
+    const problem = limitProblem(field, v);
+    if (problem) problems.push(vscode.l10n.t('agentTrees.limits.{0} {1}; using 0 (no limit)', field, problem));
+    else limits[field] = v as number;
+  }
   const workspaceTrusted = vscode.workspace.isTrusted;
   const chosen = chooseDefinitions(config.inspect<unknown>('agents'), workspaceTrusted);
   const { agents, errors } = validateDefinitions(chosen.value ?? []);
@@ -128,6 +138,7 @@ export function readSettings(): Settings {
     terminalsOnClose: onClose === 'end' || onClose === 'keep' ? onClose : 'ask',
     otherExtensionsMode: otherMode === 'keep' || otherMode === 'off' ? otherMode : 'end',
     otherExtensionsKeep: keepOk ? (otherKeep as string[]) : [],
+    limits,
     attentionHooks: bool('attention.hooks', true),
     problems,
     deprecated,

@@ -23,7 +23,7 @@ export interface AgentTreesTestHooks {
   /** The `agentTrees.*` settings as the extension last read them (defaults, deprecated aliases and bad values resolved). */
   settings(): Settings;
   /** What the deadline status bar item shows now. */
-  statusBar(): { visible: boolean; text: string; warning: boolean };
+  statusBar(): { visible: boolean; text: string; warning: boolean; tooltip: string };
   /** The Process Trees view's rows after a fresh look (whether or not the view is visible), as plain data. */
   view(): Promise<ApiRow[]>;
   /** The `agentTrees.terminals.onClose` "ask" notifications still waiting for an answer. */
@@ -57,6 +57,18 @@ export interface AgentTreesTestHooks {
    * host's record names of them; `look()` takes a fresh look first.
    */
   otherExtensions(look?: boolean): Promise<OtherExtensionsState>;
+  /**
+   * Answers the next Kill Agent Tree quick pick in place of the user: `choose` gets the items it offers and returns
+   * the index of the one to pick (undefined: none, as Escape).
+   */
+  answerKillPick(choose: (items: KillPickItem[]) => number | undefined): void;
+}
+
+/** An item of Kill Agent Tree's quick pick, as the user sees it. */
+export interface KillPickItem {
+  label: string;
+  description?: string;
+  detail?: string;
 }
 
 export interface OtherExtensionsState {
@@ -104,7 +116,17 @@ export function exposesTestHooks(mode: vscode.ExtensionMode): boolean {
 /** What the hooks look through. */
 export type TestHookParts = Pick<
   ExtensionParts,
-  'settings' | 'statusBar' | 'view' | 'provider' | 'source' | 'windowTerminals' | 'terminals' | 'runs' | 'waiting' | 'otherExtensions'
+  | 'settings'
+  | 'statusBar'
+  | 'view'
+  | 'provider'
+  | 'source'
+  | 'windowTerminals'
+  | 'terminals'
+  | 'runs'
+  | 'waiting'
+  | 'otherExtensions'
+  | 'picks'
 >;
 
 /** What activation measured and found. */
@@ -144,6 +166,8 @@ export function createTestHooks(parts: TestHookParts, facts: ActivationFacts): A
         recorded: others.recorded(),
       };
     },
+    answerKillPick: (choose) =>
+      parts.picks.answerNextKillPick((items) => choose(items.map(({ label, description, detail }) => ({ label, description, detail })))),
     attention: () => ({
       entries: parts.waiting.entries(),
       statusBar: parts.waiting.statusBar(),

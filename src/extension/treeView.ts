@@ -96,6 +96,7 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
       otherExtensions: otherExtensions.viewInput(),
       cpu: this.cpu,
       l10n: vscode.l10n,
+      budgetUse: (id) => owner.budgetUse(id),
       windowAttention: this.options.windowAttention,
     });
     const model = buildView(input, vscode.l10n);

@@ -1,10 +1,4 @@
-/** Short texts for the view, the pickers and the notifications: sizes, durations, command lines. Pure. */
-
-export function formatBytes(n: number): string {
-  if (n >= 1024 ** 3) return `${(n / 1024 ** 3).toFixed(1)} GB`;
-  if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(0)} MB`;
-  return `${Math.round(n / 1024)} KB`;
-}
+/** Short texts for the view, the pickers and the notifications: durations, command lines (sizes: `formatBytes`, in the core). Pure. */
 
 /** `m:ss`, or `h:mm:ss` from an hour on; never negative. */
 export function formatDuration(ms: number): string {

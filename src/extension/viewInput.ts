@@ -5,8 +5,9 @@
  * so the rows and the kill never disagree. Pure: no `vscode`, unit-tested as it is.
  */
 import type { AgentRun, Localizer } from '../agents/runs';
-import type { MemberInfo, TreeRecord } from '../proc';
+import { BudgetUse, MemberInfo, TreeRecord, useOfMembers } from '../proc';
 import type { AttentionInput } from './attentionView';
+import type { BudgetInput } from './budgetView';
 import type { OtherExtensionInput } from './otherExtensionsInput';
 import type { CpuSamples, OrphanInput, RunInput, TerminalInput, ViewInput, WindowTreeInput } from './viewModel';
 
@@ -22,7 +23,7 @@ export type RunSource = Pick<
   'id' | 'name' | 'kind' | 'state' | 'live' | 'deadline' | 'exitCode' | 'exitSignal' | 'startedAt' | 'endingText'
 > & {
   definition: Pick<AgentRun['definition'], 'command' | 'args'>;
-  tree: { tier: string; record: Pick<TreeRecord, 'rootPid' | 'pgid'> };
+  tree: { tier: string; record: Pick<TreeRecord, 'rootPid' | 'pgid' | 'limits'> };
   attention?: Pick<AgentRun['attention'], 'current'>;
 };
 
@@ -66,6 +67,8 @@ export interface ViewSources {
   cpu: CpuSamples;
   /** Localizes the words of a run's ending line. */
   l10n: Localizer;
+  /** Where a run's tree stands against its limits, as its owner's budget watch last saw it. */
+  budgetUse?: (runId: string) => BudgetUse | undefined;
   /** Whether the agent of another owner's tree waits, as its `agent-trees run` says. */
   windowAttention?: (treeId: string) => AttentionInput | undefined;
 }
@@ -88,18 +91,22 @@ export function viewInputOf(sources: ViewSources): ViewInputs {
     members.set(tree.id, treeMembers);
     windowTrees.set(tree.id, { record: tree, ownerPid });
     const attention = sources.windowAttention?.(tree.id);
-    windowTreeInputs.push({ ...windowTreeInput(tree, ownerPid, tree.label), ...(attention ? { attention } : {}) });
+    const input = { ...windowTreeInput(tree, ownerPid, tree.label), ...(attention ? { attention } : {}) };
+    windowTreeInputs.push(withBudget(input, budgetOf(tree, undefined, treeMembers)));
   }
   for (const server of sources.mcpServers) {
     if (windowTrees.has(server.id)) continue;
     // An ended server stays listed a while, without processes; only a running one is a tree Kill acts on.
     if (server.state === 'running') windowTrees.set(server.id, { record: server.tree, ownerPid: server.owner.pid });
-    windowTreeInputs.push({ ...windowTreeInput(server.tree, server.owner.pid, server.name), mcp: { state: server.state } });
+    const input = { ...windowTreeInput(server.tree, server.owner.pid, server.name), mcp: { state: server.state } };
+    windowTreeInputs.push(withBudget(input, budgetOf(server.tree, undefined, members.get(server.id))));
   }
   const input: ViewInput = {
     now: sources.now,
     takenAt: snapshot.takenAt,
-    runs: [...sources.runs].sort((a, b) => a.startedAt - b.startedAt).map((r) => runInputOf(r, sources.l10n)),
+    runs: [...sources.runs]
+      .sort((a, b) => a.startedAt - b.startedAt)
+      .map((r) => withBudget(runInputOf(r, sources.l10n), budgetOf(r.tree.record, sources.budgetUse?.(r.id), members.get(r.id)))),
     windowTrees: windowTreeInputs,
     terminals: sources.terminals,
     orphans: sources.orphanRecords.flatMap(orphanInputs),
@@ -155,6 +162,16 @@ function runInputOf(r: RunSource, l10n: Localizer): RunInput {
     tier: r.tree.tier,
     ...(r.attention ? { attention: r.attention.current } : {}),
   };
+}
+
+/** A row's input with its budget, when it has one. */
+function withBudget<T extends object>(input: T, budget: BudgetInput | undefined): T & { budget?: BudgetInput } {
+  return budget ? { ...input, budget } : input;
+}
+
+/** A limited tree's limits and use: its owner's figures where it has them, else what its members show. */
+function budgetOf(record: Pick<TreeRecord, 'limits'>, use: BudgetUse | undefined, members: MemberInfo[] = []): BudgetInput | undefined {
+  return record.limits ? { limits: record.limits, use: use ?? useOfMembers(members) } : undefined;
 }
 
 function orphanInputs({ record }: RecordSource): OrphanInput[] {

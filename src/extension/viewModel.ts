@@ -6,10 +6,11 @@
  * `l10n` passed in (`vscode.l10n` in the extension).
  */
 import type { Localizer, RunState } from '../agents/runs';
-import type { MemberInfo } from '../proc';
+import { formatBytes, MemberInfo } from '../proc';
 import { AttentionInput, attentionShown, waitingFirst } from './attentionView';
+import { BudgetInput, budgetSizeParts, budgetTooltip, nearLimit, NEAR_LIMIT_ICON } from './budgetView';
 import type { OtherExtensionInput } from './otherExtensionsInput';
-import { commandLabel, escapeMarkdown, formatBytes, formatDuration } from './viewFormat';
+import { commandLabel, escapeMarkdown, formatDuration } from './viewFormat';
 
 export type { Localizer } from '../agents/runs';
 
@@ -30,6 +31,8 @@ export interface RunInput {
   rootPid: number;
   pgid: number;
   tier: string;
+  /** Its limits and use, when it has limits. */
+  budget?: BudgetInput;
   /** Whether it waits for someone (src/agents/attention.ts). */
   attention?: AttentionInput;
 }
@@ -48,6 +51,8 @@ export interface WindowTreeInput {
   deadline?: number;
   tier: string;
   mcp?: { state: 'running' | 'stopped' | 'killed' };
+  /** Its limits (from its record) and its use as its members show it, when it has limits. */
+  budget?: BudgetInput;
   /** Whether its agent waits for someone, as its `agent-trees run` says. */
   attention?: AttentionInput;
 }
@@ -133,6 +138,7 @@ const STATE_ICONS: Record<RunState, [string, string?]> = {
   exited: ['pass', undefined],
   'timed out': ['watch', 'charts.orange'],
   killed: ['circle-slash', 'charts.red'],
+  'over limit': ['dashboard', 'charts.red'],
   failed: ['error', 'charts.red'],
 };
 
@@ -224,7 +230,8 @@ function processRows({ topId, top, members }: SubtreeSpec, build: Build): Subtre
     cpu.set(key, { cpuMs: m.cpuMs, at: input.takenAt });
     cpuTotal += cpuPercent;
     rssTotal += m.rssBytes;
-    parts.push(`${key}:${m.ppid}:${Math.round(m.cpuMs / 100)}:${Math.round(m.rssBytes / 1048576)}`);
+    // The command too: an exec keeps the pid, the start time and often the size, and the row must follow it.
+    parts.push(`${key}:${m.ppid}:${Math.round(m.cpuMs / 100)}:${Math.round(m.rssBytes / 1048576)}:${m.command}`);
     byPid.set(m.pid, { proc: m, row: processRow(`proc:${topId}:${key}`, m, { top, cpuPercent }, l10n) });
   }
   return {
@@ -277,6 +284,8 @@ function stateLabel(run: RunInput, l10n: Localizer): string {
       return l10n.t('timed out');
     case 'killed':
       return run.live ? l10n.t('killing') : l10n.t('killed');
+    case 'over limit':
+      return run.live ? l10n.t('over a limit, ending') : l10n.t('over limit');
     case 'failed':
       return l10n.t('failed');
   }
@@ -287,22 +296,21 @@ function timeLeft(deadline: number | undefined, now: number, l10n: Localizer): s
   return deadline ? l10n.t('{0} left', formatDuration(deadline - now)) : undefined;
 }
 
-function sizeParts(tree: Size, l10n: Localizer): string[] {
-  return [
-    tree.count === 1 ? l10n.t('1 process') : l10n.t('{0} processes', tree.count),
-    `${tree.cpuPercent.toFixed(0)}% CPU`,
-    formatBytes(tree.rssBytes),
-  ];
+function sizeParts(tree: Size, l10n: Localizer, budget?: BudgetInput): string[] {
+  const count = tree.count === 1 ? l10n.t('1 process') : l10n.t('{0} processes', tree.count);
+  return budgetSizeParts({ count, cpu: `${tree.cpuPercent.toFixed(0)}% CPU`, memory: formatBytes(tree.rssBytes) }, budget, l10n);
 }
 
 function runRow(id: string, run: RunInput, tree: Subtree, { input: { now }, l10n }: Build): Row {
   const left = run.live ? timeLeft(run.deadline, now, l10n) : undefined;
-  const attention = run.live && run.state === 'running' ? attentionShown(run.attention, l10n) : { signature: '' };
-  const parts = [attention.words ?? stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n) : [])];
+  const running = run.live && run.state === 'running';
+  const attention = running ? attentionShown(run.attention, l10n) : { signature: '' };
+  const parts = [attention.words ?? stateLabel(run, l10n), ...(left ? [left] : []), ...(run.live ? sizeParts(tree, l10n, run.budget) : [])];
   const [icon, color] = STATE_ICONS[run.state];
   let tooltip =
     `**${escapeMarkdown(run.name)}** (${run.kind})\n\n\`\`\`shell\n${run.command.join(' ')}\n\`\`\`\n\n` +
     l10n.t('Tree {0} · root pid {1} · group {2} · tier {3}', run.id, run.rootPid, run.pgid, run.tier);
+  if (run.live && run.budget) tooltip += `\n\n${escapeMarkdown(budgetTooltip(run.budget, l10n))}`;
   if (!run.live || run.state !== 'running') tooltip += `\n\n${escapeMarkdown(run.endingText)}`;
   if (attention.tooltip) tooltip += `\n\n${escapeMarkdown(attention.tooltip)}`;
   return {
@@ -311,11 +319,11 @@ function runRow(id: string, run: RunInput, tree: Subtree, { input: { now }, l10n
     label: run.name,
     description: parts.join(' · '),
     tooltip: { text: tooltip, markdown: true },
-    icon: attention.icon ?? { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color },
+    icon: running && nearLimit(run.budget) ? NEAR_LIMIT_ICON : (attention.icon ?? { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color }),
     contextValue: ['agent', run.live ? 'live' : 'ended', run.live && run.deadline ? 'deadline' : ''].filter(Boolean).join('.'),
     children: tree.roots,
     command: { command: 'agentTrees.showTerminal', title: l10n.t('Show Agent Terminal') },
-    signature: [run.state, run.live, left ?? '', run.exitCode ?? '', run.exitSignal ?? '', attention.signature, tree.signature].join('|'),
+    signature: [run.state, run.live, left ?? '', run.exitCode ?? '', run.exitSignal ?? '', parts.join(' · '), attention.signature, tree.signature].join('|'),
   };
 }
 
@@ -327,7 +335,12 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, build: Bui
   } = build;
   const left = timeLeft(t.deadline, now, l10n);
   const attention = attentionShown(t.attention, l10n);
-  const parts = [l10n.t('agent-trees run'), ...(attention.words ? [attention.words] : []), ...(left ? [left] : []), ...sizeParts(tree, l10n)];
+  const parts = [
+    l10n.t('agent-trees run'),
+    ...(attention.words ? [attention.words] : []),
+    ...(left ? [left] : []),
+    ...sizeParts(tree, l10n, t.budget),
+  ];
   return {
     id,
     target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
@@ -343,13 +356,15 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, build: Bui
           t.pgid,
           t.tier,
           t.ownerPid,
-        ) + (attention.tooltip ? `\n\n${escapeMarkdown(attention.tooltip)}` : ''),
+        ) +
+        (t.budget ? `\n\n${escapeMarkdown(budgetTooltip(t.budget, l10n))}` : '') +
+        (attention.tooltip ? `\n\n${escapeMarkdown(attention.tooltip)}` : ''),
       markdown: true,
     },
-    icon: attention.icon ?? { id: 'pulse', color: 'charts.green' },
+    icon: nearLimit(t.budget) ? NEAR_LIMIT_ICON : (attention.icon ?? { id: 'pulse', color: 'charts.green' }),
     contextValue: t.deadline ? 'windowTree.live.deadline' : 'windowTree.live',
     children: tree.roots,
-    signature: [left ?? '', attention.signature, tree.signature].join('|'),
+    signature: [left ?? '', parts.join(' · '), attention.signature, tree.signature].join('|'),
   };
 }
 
@@ -365,7 +380,7 @@ function mcpServerRow(id: string, t: WindowTreeInput & Required<Pick<WindowTreeI
   const running = state === 'running';
   const left = running ? timeLeft(t.deadline, now, l10n) : undefined;
   const stateText = running ? l10n.t('running') : state === 'killed' ? l10n.t('killed') : l10n.t('stopped');
-  const parts = [l10n.t('MCP server of VS Code'), stateText, ...(left ? [left] : []), ...(running ? sizeParts(tree, l10n) : [])];
+  const parts = [l10n.t('MCP server of VS Code'), stateText, ...(left ? [left] : []), ...(running ? sizeParts(tree, l10n, t.budget) : [])];
   return {
     id,
     target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
@@ -384,11 +399,11 @@ function mcpServerRow(id: string, t: WindowTreeInput & Required<Pick<WindowTreeI
         ),
       markdown: true,
     },
-    icon: { id: 'server-process', color: MCP_STATE_COLORS[state] },
+    icon: running && nearLimit(t.budget) ? NEAR_LIMIT_ICON : { id: 'server-process', color: MCP_STATE_COLORS[state] },
     // While it runs it is a window tree like any other (Kill Agent Tree); once ended, nothing acts on it.
     contextValue: running ? (t.deadline ? 'windowTree.live.deadline' : 'windowTree.live') : 'mcpServer.ended',
     children: running ? tree.roots : [],
-    signature: [state, left ?? '', tree.signature].join('|'),
+    signature: [state, left ?? '', parts.join(' · '), tree.signature].join('|'),
   };
 }
 

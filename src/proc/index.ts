@@ -4,7 +4,7 @@
  * in src/proc imports `vscode`. docs/architecture.md explains the layers below.
  */
 export { localSweepParts, processCore } from './core';
-export { Logger, processCount, silentLogger, stderrLogger } from './platform/log';
+export { asWritten, formatBytes, Localizer, Logger, processCount, silentLogger, stderrLogger } from './platform/log';
 export { HOST_MARK_VARIABLE, SIGHUP_IGNORED_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
 export { guardedPidOf } from './identity/guard';
 export { OwnerInfo, OwnerState, ownerIsChildOf, selfIdentity } from './identity/ownerIdentity';
@@ -12,7 +12,7 @@ export { parseOwnerSpec, ProcessIdentity, processKey } from './identity/processI
 export { CgroupMode } from './cgroup/probe';
 export { RecordStore } from './records/claims';
 export { classifyRecords, OwnerRecords } from './records/judge';
-export { HostProcessesRecord, RecordFile, TreeRecord } from './records/schema';
+export { HostProcessesRecord, LIMIT_FIELDS, RecordFile, TreeLimits, TreeRecord } from './records/schema';
 export { euid, makeFolders, readTrusted, UntrustedFileError } from './records/trustedFiles';
 export { KillReport } from './kill/killTarget';
 export { SpawnError } from './spawn/spawnError';
@@ -28,11 +28,25 @@ export { endLeftovers, endTerminalTree } from './terminals/ending';
 export { deferredLeftoversNow, liveOwnership, settleLeftovers, terminalLeftovers } from './terminals/leftovers';
 export { readShell, TerminalQuery, TerminalShell } from './terminals/membership';
 export { attribute, InstallFolder, OTHER_ID, VSCODE_ID } from './hostChildren/attribution';
-export { endHostProcesses, endHostSubtrees } from './hostChildren/ending';
+export { endHostProcesses, endHostSubtrees, liveHostTarget } from './hostChildren/ending';
 export { HostProcessPlace, LONG_LIVED_MS, placeHostProcesses, recordedHostProcesses } from './hostChildren/grouping';
 export { hostMark, HostQuery } from './hostChildren/membership';
 export { MemberInfo, recordedTreeQuery, TerminalMembers } from './tracking/listing';
-export { SourceStats, TreeMembersSource } from './tracking/treeMembersSource';
+export {
+  Breach,
+  breachText,
+  BudgetUse,
+  GivenLimits,
+  LimitField,
+  limitProblem,
+  limitsOf,
+  NEAR_LIMIT,
+  nearestLimit,
+  useOfMembers,
+  usePart,
+} from './budget/limits';
+export { SNAPSHOT_WORKER, SourceStats, TreeMembersSource } from './tracking/treeMembersSource';
+export { serveSnapshots } from './tracking/snapshotWorker';
 export { killTreeById, listOwnedTrees } from './sweep/recordedTrees';
 export { sweepOrphans, SweepResult } from './sweep/sweepOrphans';
 export { OwnedTree, TreeOwner } from './owner/treeOwner';

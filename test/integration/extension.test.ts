@@ -11,6 +11,7 @@ const API_MEMBERS = ['agents', 'kill', 'launch', 'list', 'mcp', 'recordsDir', 's
 
 /** What only tests and the benchmark use: never on the API itself. */
 const HOOK_MEMBERS = [
+  'answerKillPick',
   'answerTerminalQuestion',
   'attention',
   'otherExtensions',
@@ -32,7 +33,7 @@ describe('Agent Trees extension', () => {
     const ext = vscode.extensions.getExtension<AgentTreesApi>(EXTENSION_ID)!;
     const api = await ext.activate();
     assert.ok(ext.isActive);
-    assert.strictEqual(api.version, 2);
+    assert.strictEqual(api.version, 3);
     assert.strictEqual(path.basename(api.recordsDir), 'owned-trees');
     assert.ok(
       api.recordsDir.includes(path.join('globalStorage', EXTENSION_ID)),

@@ -7,6 +7,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import type { KillPickItem } from '../../src/extension/testHooks';
 import { api, testHooks } from './fixtures';
 import { processes } from '../support/repo';
 import { waitFor } from '../support/wait';
@@ -122,6 +123,50 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
     );
     assert.ok(answer === undefined || /dialog/i.test(String(answer)), `no kill: ${JSON.stringify(answer)}`);
     assert.ok(session.pids.every((p) => processes.isAlive(p)), 'they run on');
+  });
+
+  it("Kill Agent Tree's pick lists another extension's process trees; picking claude's ends its session", async () => {
+    const session = await startClaudeSession();
+    await waitShownAndRecorded(CLAUDE_STAND_IN, session.pids);
+    let offered: KillPickItem[] = [];
+    (await testHooks()).answerKillPick((items) => {
+      offered = items;
+      const i = items.findIndex((it) => it.detail === 'Started by the extension Claude Code (stand-in)' && (it.description ?? '').startsWith(`pid ${session.claudePid} ·`));
+      return i < 0 ? undefined : i;
+    });
+    const pids = withStarts(session.pids);
+    const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number } | undefined>('agentTrees.killTree');
+    assert.ok(result, `claude's tree among the picks: ${JSON.stringify(offered)}`);
+    assert.deepStrictEqual(await allGone(pids), [], 'claude, its MCP servers, the helper tree and its setsid child');
+    assert.strictEqual(result.survivors, 0);
+  });
+
+  it('what an exited process left shows under "left by an exited process", and that row ends it without asking', async () => {
+    const session = await startClaudeSession();
+    await waitShownAndRecorded(CLAUDE_STAND_IN, session.pids);
+    const pids = withStarts(session.pids);
+    // claude dies alone: our MCP server outlives its stdin, with its helper tree and the setsid child.
+    process.kill(session.claudePid, 'SIGKILL');
+    const hooks = await testHooks();
+    let left: number[] = [];
+    await waitFor(
+      () => `the setsid child ${session.setsidChild} under what an exited process left: ${left.join(', ')}`,
+      async () => {
+        left = (await hooks.otherExtensions(true)).extensions.find((e) => e.id === CLAUDE_STAND_IN)?.left ?? [];
+        return left.includes(session.setsidChild);
+      },
+      20_000,
+    );
+    const row = await viewRow(`hostLeft:${CLAUDE_STAND_IN}`);
+    assert.ok(row, 'a row for what was left');
+    assert.strictEqual(row.contextValue, 'hostLeftovers');
+    assert.ok(pidsUnder(row).includes(session.setsidChild), `the setsid child beneath it: ${pidsUnder(row).join(', ')}`);
+    assert.ok(!pidsUnder(row).includes(session.claudePid), 'not claude, which exited');
+    // No question: these are what an exited process left (a test host would refuse a dialog, and end nothing).
+    const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number } | undefined>('agentTrees.killTree', row);
+    assert.ok(result, 'ended without a question');
+    assert.deepStrictEqual(await allGone(pids), [], 'everything the session left');
+    assert.strictEqual(result.survivors, 0);
   });
 
   it('"keep" records nothing to end, "off" shows nothing, tracks nothing and marks nothing; the keep list goes into the record', async () => {

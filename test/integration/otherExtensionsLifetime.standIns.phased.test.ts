@@ -5,7 +5,7 @@
 //     host timestamps; phase 2 finds all of it gone before its own host started, and the decoy alive;
 //   - phases 3-4: the same with the Claude Code stand-in in agentTrees.otherExtensions.keep: its session lives on;
 //   - phase 5: a session runs, and a terminal with a child; the window reloads. In the host the reload starts
-//     (otherExtensionsLifetime.standIns.afterReload.test.ts): the session gone within 5 s of the old host, the
+//     (otherExtensionsLifetime.standIns.afterReload.test.ts): the session gone once the old host is, the
 //     terminal and its child kept.
 // (Codex's app-server is no witness here: it exits by itself when its stdin closes with the host.)
 import * as assert from 'assert';

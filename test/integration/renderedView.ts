@@ -12,6 +12,8 @@ export interface RenderedRow {
   level: number;
   label: string;
   description: string;
+  /** The row's icon: its classes (`codicon codicon-warning`) and its style (its colour). */
+  icon: string;
 }
 
 /** The view on the screen: not shown at all, or shown with its rows (none) and its welcome text (if any). */
@@ -39,6 +41,7 @@ function readView(name: string): RenderedView {
           level: Number(r.getAttribute('aria-level')),
           label: text(r.querySelector('.label-name')),
           description: text(r.querySelector('.label-description')),
+          icon: ['class', 'style'].map((a) => r.querySelector('.custom-view-tree-node-item-icon')?.getAttribute(a) ?? '').join(' '),
         }))
         .sort((a, b) => a.index - b.index)
     : [];

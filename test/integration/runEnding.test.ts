@@ -67,4 +67,22 @@ describe('Agent Trees: how a run ended, told in one line', function () {
     const logged = await until('the log line', async () => logLines(trees, `${name} (tree ${id}): `)[0]);
     assert.ok(logged.endsWith(`${name} (tree ${id}): ${ending}`), logged);
   });
+
+  it("a limit's end: the notification, the agent's terminal and the log say which limit, in the same line", async () => {
+    const name = 'past-its-limit';
+    const id = await trees.launch({
+      name,
+      command: 'sh',
+      args: ['-c', 'sleep 120 & sleep 120 & exec sleep 120'],
+      timeoutSeconds: 0,
+      maxProcesses: 2,
+    });
+    const ending = await until("the agent's terminal to show how it ended", async () => hooks.terminalState(id)?.ending ?? undefined);
+    assert.strictEqual(ending, 'process limit 2 exceeded (3): ended 3 processes');
+    const toast = await until('the notification', async () => (await evaluate(toastMessages)).find((m) => m.startsWith(`${name}:`)));
+    assert.strictEqual(toast, `${name}: ${ending}`);
+    const logged = await until('the log line', async () => logLines(trees, `${name} (tree ${id}): `)[0]);
+    assert.ok(logged.endsWith(`${name} (tree ${id}): ${ending}`), logged);
+    assert.strictEqual(trees.list().find((t) => t.id === id)?.limitExceeded, 'process limit 2 exceeded (3)');
+  });
 });

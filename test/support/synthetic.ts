@@ -21,6 +21,7 @@ import {
   Snapshot,
   StartPrecision,
   TREE_ID_VARIABLE,
+  WATCHDOG_VARIABLE,
   WINDOW_TAG_VARIABLE,
 } from '../../src/proc/platform/processTable';
 import { TreeRecord } from '../../src/proc/records/schema';
@@ -36,6 +37,8 @@ export interface FakeProcess extends ProcessInfo {
   mark?: string;
   /** Value of AGENT_TREES_WINDOW (a window's terminal tag) in its environment, if any. */
   window?: string;
+  /** Value of AGENT_TREES_WATCHDOG (an owner's watchdog) in its environment, if any. */
+  watchdog?: string;
   /** The file it runs. */
   exe?: string;
   /** SIGTERM does not end it. */
@@ -103,13 +106,15 @@ export class FakeTable implements ProcessTable, PresenceProbe {
     const trees = byVariable((p) => p.tag);
     const marks = byVariable((p) => p.mark);
     const windows = byVariable((p) => p.window);
+    const watchdogs = byVariable((p) => p.watchdog);
     return {
       takenAt: Date.now(),
       processes,
       startPrecision: this.startPrecision,
       commandLine: (pid) => this.processes.get(pid)?.command ?? processes.get(pid)?.name ?? '',
       executable: (pid) => this.processes.get(pid)?.exe,
-      tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? marks : variable === WINDOW_TAG_VARIABLE ? windows : trees),
+      tagged: (variable = TREE_ID_VARIABLE) =>
+        variable === HOST_MARK_VARIABLE ? marks : variable === WINDOW_TAG_VARIABLE ? windows : variable === WATCHDOG_VARIABLE ? watchdogs : trees,
       children: () => childrenOf(processes),
     };
   }

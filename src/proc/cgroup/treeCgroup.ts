@@ -15,12 +15,19 @@ export function treeCgroupPath(tier: CgroupLocation, treeId: string): string {
   return tier.kind === 'directory' ? path.join(tier.base, TREE_DIR_PREFIX + treeId) : path.join(tier.base, `agent-trees-${treeId}.scope`);
 }
 
+/** A root's way into its tree's cgroup: a launcher shell step, or a command prefix. */
+export interface CgroupEntry {
+  dir: string;
+  shellStep?: string;
+  prefix?: string[];
+}
+
 /**
  * How a root enters the tree's cgroup before it can fork: on the directory tier the root's launcher shell writes
  * its own pid into the cgroup (`shellStep`, with the cgroup's directory as its `$0`) and then execs the command;
  * on the systemd tier `systemd-run` (`prefix`) starts the command in a new scope. Makes the directory.
  */
-export function cgroupEntry(tier: CgroupLocation, treeId: string): { dir: string; shellStep?: string; prefix?: string[] } {
+export function cgroupEntry(tier: CgroupLocation, treeId: string): CgroupEntry {
   const dir = treeCgroupPath(tier, treeId);
   if (tier.kind === 'systemd-scope') {
     return { dir, prefix: ['systemd-run', '--user', '--scope', '--quiet', '--collect', `--unit=agent-trees-${treeId}.scope`, '--'] };

@@ -61,6 +61,11 @@ export function membersToEnd(snap: Snapshot, query: HostQuery, keep: KeepSpec, d
   return { members, groupProven: false, inCgroup: 0, excluded: m.excluded, spared: spared.size };
 }
 
+/** What is never ended, from the kept extensions a record names and whose each process is. */
+function keepSpec(keep: HostProcessesRecord['keep'], whose: Record<string, string>): KeepSpec {
+  return { ids: keep.map((k) => k.extensionId), folders: keep.map((k) => ({ id: k.extensionId, folder: k.folder })), whose };
+}
+
 /** The query and what is kept, from a record's `hostProcesses` (the host is its owner). */
 export function recordedHostQuery(
   record: Pick<OwnerRecord, 'owner'> & { hostProcesses: HostProcessesRecord },
@@ -71,8 +76,17 @@ export function recordedHostQuery(
   for (const s of hp.seen) whose[`${s.pid}:${s.startTicks}`] = s.extensionId;
   return {
     query: { host: { pid: record.owner.pid, startKey: record.owner.startTicks ?? -1 }, mark: hp.mark, seen: Object.keys(whose), exclude },
-    keep: { ids: hp.keep.map((k) => k.extensionId), folders: hp.keep.map((k) => ({ id: k.extensionId, folder: k.folder })), whose },
+    keep: keepSpec(hp.keep, whose),
   };
+}
+
+/**
+ * What a live host ends of its own when its window went to a newer host (the takeover): its processes as its last
+ * look asks for them (`query`), but the kept extensions' its record names, judged by whose it knows each process
+ * to be (`whose`: every process it placed, the young ones too).
+ */
+export function liveHostTarget(query: HostQuery, recorded: HostProcessesRecord, whose: Record<string, string>): { query: HostQuery; keep: KeepSpec } {
+  return { query, keep: keepSpec(recorded.keep, whose) };
 }
 
 /** How an ending went: what was signalled and what survived (the report), and how many were spared as kept. */

@@ -12,10 +12,10 @@
  * What the query names is proven too, since it may come from a record on disk: a process seen or marked counts only
  * if it started no earlier than the host, and only the host's own mark (its pid and start key) finds anything.
  * Never one: PID 1, this process or its ancestors (the guard), a process of an owned tree (it carries a tree's
- * tag: its owner's rules apply), a process in a terminal (it carries a window's terminal tag), an owner's watchdog
- * (members/membership.ts `watchdogsIn`), Agent Trees' own children of the host (`exclude`: its watchdog, its trees'
- * roots), nor anything reached only through those. Nothing is matched by name, and a process started elsewhere
- * with the same command line is none of these.
+ * tag: its owner's rules apply), a process in a terminal (it carries a window's terminal tag), a watchdog of
+ * Agent Trees (it carries `AGENT_TREES_WATCHDOG`), Agent Trees' own children of the host (`exclude`: its watchdog,
+ * its trees' roots), nor anything reached only through those. Nothing is matched by name, and a process started
+ * elsewhere with the same command line is none of these.
  *
  * The host's children share its process group with the editor (the server, the pty host, other windows' hosts):
  * so group and session prove nothing here, and the guard's own-group rule is not applied to members proven this
@@ -23,9 +23,9 @@
  */
 import type { SignalGuard } from '../identity/guard';
 import { ProcessIdentity, processKey } from '../identity/processIdentity';
-import { watchdogsIn, withDescendants } from '../members/membership';
+import { withDescendants } from '../members/membership';
 import { stillSeen } from '../members/seenProcesses';
-import { HOST_MARK_VARIABLE, ProcessInfo, Snapshot, TREE_ID_VARIABLE, WINDOW_TAG_VARIABLE } from '../platform/processTable';
+import { HOST_MARK_VARIABLE, ProcessInfo, Snapshot, TREE_ID_VARIABLE, WATCHDOG_VARIABLE, WINDOW_TAG_VARIABLE } from '../platform/processTable';
 
 /** Everything needed to find one extension host's processes in a snapshot (plain data: it crosses to the snapshot worker). */
 export interface HostQuery {
@@ -58,13 +58,13 @@ export function hostMark(host: ProcessIdentity): string {
 
 /**
  * Why `p` can never be one of the host's processes (nor be walked through), or undefined: protected by the guard,
- * Agent Trees' own child of the host, or a member of an owned tree.
+ * Agent Trees' own child of the host, a member of an owned tree, or a watchdog.
  */
 export function hostProtection(snap: Snapshot, query: Pick<HostQuery, 'exclude'>, deps: HostMemberDeps): (p: ProcessInfo) => string | undefined {
   const excluded = new Set(query.exclude);
   let inTrees: Set<number> | undefined;
   let inTerminals: Set<number> | undefined;
-  let watchdogs: Map<number, string> | undefined;
+  let watchdogs: Set<number> | undefined;
   return (p) => {
     if (p.pid <= 1) return `pid ${p.pid}`;
     const why = deps.guard.protectedPidReason(p);
@@ -76,9 +76,9 @@ export function hostProtection(snap: Snapshot, query: Pick<HostQuery, 'exclude'>
     // opened with the host's environment, which the pty host keeps across a reload (the terminals' rules apply).
     inTerminals ??= new Set([...snap.tagged(WINDOW_TAG_VARIABLE).values()].flat().map((t) => t.pid));
     if (inTerminals.has(p.pid)) return `pid ${p.pid} runs in a terminal (it carries a window's terminal tag)`;
-    // An `agent-trees run` in the host (an agent's) owns trees: ending its watchdog would leave them to no one.
-    watchdogs ??= watchdogsIn(snap);
-    return watchdogs.get(p.pid);
+    watchdogs ??= new Set([...snap.tagged(WATCHDOG_VARIABLE).values()].flat().map((t) => t.pid));
+    if (watchdogs.has(p.pid)) return `pid ${p.pid} is a watchdog of Agent Trees`;
+    return undefined;
   };
 }
 

@@ -4,6 +4,8 @@
  */
 import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
+import { BudgetWatch } from '../budget/budgetWatch';
+import { Breach, breachText, BudgetUse } from '../budget/limits';
 import { CgroupMode, CgroupProber, CgroupProbeResult } from '../cgroup/probe';
 import { CgroupControl } from '../cgroup/treeCgroup';
 import { SignalGuard } from '../identity/guard';
@@ -14,6 +16,7 @@ import { ResolveOptions, resolveTreeMembers } from '../members/treeMembers';
 import { hostClock } from '../platform/bootClock';
 import { freshProcessTable } from '../platform/createProcessTable';
 import { Logger, silentLogger } from '../platform/log';
+import { readPssBytes } from '../platform/procFiles';
 import { ProcessInfo, ProcessTable, Snapshot } from '../platform/processTable';
 import { PtyRoot } from '../pty/ptyRoot';
 import { PtySpawnOptions, spawnPtyTree } from '../pty/spawnPtyTree';
@@ -48,6 +51,8 @@ export interface OwnedTree<R extends TreeRoot = TreeRoot> {
   rootExit?: { code: number | null; signal: NodeJS.Signals | null };
   /** The last kill's report, if it was killed. */
   lastKill?: KillReport;
+  /** The limit it was seen past, once it was (its front end ends it). */
+  breach?: Breach;
 }
 
 /**
@@ -94,7 +99,8 @@ export type OwnerSpawnOptions = SpawnTreeOptions & {
 
 /**
  * Events: `spawned` (tree), `rootExit` (tree), `ended` (tree): the tree has no live member left and is no
- * longer recorded.
+ * longer recorded; `limit` (tree, breach): the tree was seen past one of its limits (`tree.breach`), and its front
+ * end ends it as at its timeout; `budget`: the limited trees' use was looked at again (`budgetUse`).
  *
  * What happens to the processes a root leaves behind is the front end's policy (the CLI's exit code waits for
  * it, agent runs count it): each listens for `rootExit` and calls `kill()`. Until then the tree stays owned and
@@ -121,6 +127,7 @@ export class TreeOwner extends EventEmitter {
   /** When the record was last written for a change of `hostRecord` (monotonic ms), and the write waiting, if any. */
   private hostWrittenAt = -Infinity;
   private hostWriteTimer: NodeJS.Timeout | undefined;
+  private readonly budget: BudgetWatch;
 
   constructor(private readonly options: TreeOwnerOptions) {
     super();
@@ -128,6 +135,14 @@ export class TreeOwner extends EventEmitter {
     this.log = options.log ?? silentLogger;
     this.core = options.core;
     this.watchTracker = new MemberTracker(this.core, {}, 'owner watch');
+    this.budget = new BudgetWatch({
+      table: this.core.table,
+      deps: this.core,
+      readPss: this.core.platform === 'linux' ? readPssBytes : undefined,
+      onBreach: (id, breach) => this.limitExceeded(id, breach),
+      onLook: () => this.emit('budget'),
+      log: this.log,
+    });
     this.self = selfIdentity(this.core.table);
     const previous = setAsidePreviousRecord(this.store, this.self);
     if (previous.outcome === 'set-aside') {
@@ -232,8 +247,8 @@ export class TreeOwner extends EventEmitter {
       this.trees.delete(tree.record.id);
       this.witnesses.delete(tree.record.id);
       spawned.child.on('error', () => {});
-      if (spawned.record.cgroup) this.core.cgroups.remove(spawned.record.cgroup);
-      if (this.trees.size === 0) this.stopWatchdog();
+      for (const dir of [spawned.record.cgroup, spawned.record.pidsCgroup]) if (dir) this.core.cgroups.remove(dir);
+      if (this.trees.size === 0 && !this.hostRecord) this.stopWatchdog();
       throw new SpawnError(`${problem}: nothing was started, since a tree no record names could outlive this process`, 'EACCES');
     }
     spawned.release?.();
@@ -243,8 +258,11 @@ export class TreeOwner extends EventEmitter {
         (spawned.tierNote ? ` (no cgroup: ${spawned.tierNote})` : '') +
         `: ${r.command.join(' ')}`,
     );
+    if (r.limits) this.budget.watch(this.queryOf(r.id)!, r.limits, spawned.kernelLines);
     spawned.child.on('error', (e) => this.log.error(`tree ${r.id}: ${e.message}`));
     spawned.child.on('exit', (code, signal) => {
+      // Told as the limit's end, not the root's, when the kernel's OOM killer ended it.
+      this.budget.checkKernel(r.id);
       tree.rootExit = { code, signal };
       if (tree.state === 'running') tree.state = 'exited';
       this.log.info(`tree ${r.id}: root ${r.rootPid} exited (${signal ?? `code ${code}`})`);
@@ -316,6 +334,24 @@ export class TreeOwner extends EventEmitter {
     return report;
   }
 
+  /** Where a tree with limits stands against them, as last looked at; undefined without limits. */
+  budgetUse(id: string): BudgetUse | undefined {
+    return this.budget.use(id);
+  }
+
+  /** A byte went through a tree's terminal or stdio (its front end saw it): the tree is not idle. */
+  noteActivity(id: string): void {
+    this.budget.noteActivity(id);
+  }
+
+  private limitExceeded(id: string, breach: Breach): void {
+    const tree = this.trees.get(id);
+    if (!tree || tree.breach) return;
+    tree.breach = breach;
+    this.log.info(`tree ${id} (${tree.record.label}): ${breachText(breach)}`);
+    this.emit('limit', tree, breach);
+  }
+
   private killOptions(tree: OwnedTree, graceMs: number): KillOptions {
     return { ...this.resolveOptions(tree.record.id), graceMs, rootAlive: () => rootRuns(tree), log: this.log };
   }
@@ -360,6 +396,7 @@ export class TreeOwner extends EventEmitter {
     const tree = this.trees.get(id);
     if (!tree) return;
     this.trees.delete(id);
+    this.budget.unwatch(id);
     this.writeRecord();
     this.log.info(`tree ${id}: released; its processes keep running and are no longer owned`);
   }
@@ -401,6 +438,7 @@ export class TreeOwner extends EventEmitter {
    */
   async dispose(graceMs: number): Promise<KillReport[]> {
     this.disposed = true;
+    this.budget.dispose();
     if (this.watchTimer) clearTimeout(this.watchTimer);
     this.watchTimer = undefined;
     if (this.hostWriteTimer) this.writeHostProcesses();
@@ -438,9 +476,10 @@ export class TreeOwner extends EventEmitter {
   private checkEnded(tree: OwnedTree, snap?: Snapshot): void {
     // The root is a member while it runs; on Windows only the root is known.
     if (this.core.platform === 'win32' ? rootRuns(tree) : this.members(tree.record.id, snap).length > 0) return;
-    if (tree.record.cgroup) this.core.cgroups.remove(tree.record.cgroup);
+    for (const dir of [tree.record.cgroup, tree.record.pidsCgroup]) if (dir) this.core.cgroups.remove(dir);
     tree.state = 'ended';
     this.trees.delete(tree.record.id);
+    this.budget.unwatch(tree.record.id);
     this.witnesses.delete(tree.record.id);
     this.writeRecord();
     this.log.info(`tree ${tree.record.id}: no process left; no longer recorded`);

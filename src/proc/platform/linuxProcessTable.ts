@@ -18,7 +18,7 @@ import {
   WATCHDOG_VARIABLE,
   WINDOW_TAG_VARIABLE,
 } from './processTable';
-import { readSmall, readWhole } from './procFiles';
+import { OpenProcFiles, readSmall, readWhole } from './procFiles';
 import { envValue, parseProcStat, parseStatusUid, START_PRECISION_MS } from './procParsers';
 
 /**
@@ -82,6 +82,8 @@ export class LinuxProcessTable implements ProcessTable {
   private censuses = new Map<string, PidCounters & { seen: Map<number, number> }>();
   /** Files under /proc opened and directories listed so far: what reading processes cost (tests, benchmark). */
   reads = 0;
+  /** The stat and children files of processes `snapshotOf` reads again and again (tracked members), kept open. */
+  private readonly open = new OpenProcFiles();
 
   constructor(private readonly procRoot = '/proc') {}
 
@@ -201,11 +203,12 @@ export class LinuxProcessTable implements ProcessTable {
 
   /** Adds `pids` and every descendant of `descendantsOf` (and those themselves) to `processes`. */
   private readAround(processes: Map<number, ProcessInfo>, boot: number, pids: Iterable<number>, descendantsOf: Iterable<number>): void {
+    this.open.closeUnused();
     const readOne = (pid: number): ProcessInfo | undefined => {
       if (processes.has(pid)) return processes.get(pid);
       if (!(pid > 0)) return undefined;
       this.reads++;
-      const text = readSmall(`${this.procRoot}/${pid}/stat`);
+      const text = this.open.read(`${this.procRoot}/${pid}/stat`);
       const p = text && parseProcStat(text, boot, PAGE_SIZE);
       if (!p || p.state === 'Z' || p.state === 'X') return undefined;
       processes.set(p.pid, p);
@@ -239,7 +242,9 @@ export class LinuxProcessTable implements ProcessTable {
     const out: number[] = [];
     for (const tid of tids) {
       this.reads++;
-      const text = readWhole(`${this.procRoot}/${p.pid}/task/${tid}/children`)?.toString('latin1');
+      // One open file per process with one thread (its threads come and go otherwise).
+      const file = `${this.procRoot}/${p.pid}/task/${tid}/children`;
+      const text = (tids.length === 1 ? this.open.read(file, `${file}@${p.startKey}`) : undefined) ?? readWhole(file)?.toString('latin1');
       if (!text) continue;
       for (const field of text.split(' ')) {
         const child = parseInt(field, 10);

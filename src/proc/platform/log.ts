@@ -7,9 +7,24 @@ export interface Logger {
   error(message: string): void;
 }
 
+/** Translates a message with `{n}` placeholders: `vscode.l10n` in the extension, `asWritten` elsewhere. */
+export interface Localizer {
+  t(message: string, ...args: Array<string | number | boolean>): string;
+}
+
+/** What `vscode.l10n.t` does with no translation: the English as written, `{n}` replaced by the n-th argument. */
+export const asWritten: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };
+
 /** "1 process", "2 processes": for the log and the command line, which are not translated. */
 export function processCount(n: number): string {
   return n === 1 ? '1 process' : `${n} processes`;
+}
+
+/** A size as the log, the command line and the view show it: "612 MB", "1.5 GB", "40 KB" (units of 1024). */
+export function formatBytes(n: number): string {
+  if (n >= 1024 ** 3) return `${(n / 1024 ** 3).toFixed(1)} GB`;
+  if (n >= 1024 ** 2) return `${(n / 1024 ** 2).toFixed(0)} MB`;
+  return `${Math.round(n / 1024)} KB`;
 }
 
 /** A moment as the log shows it: local date and time to the second, "2026-12-01 21:41:18". */

@@ -54,3 +54,79 @@ export function readWhole(path: string): Buffer | undefined {
     return wholeBuffer.subarray(0, length);
   });
 }
+
+/** At most this many files kept open by one `OpenProcFiles`. */
+const MAX_OPEN = 256;
+/** A kept file not read again for this long is closed. */
+const UNUSED_MS = 30_000;
+
+/**
+ * Files of /proc read again and again (a tracked member's stat and children list), kept open: a read is one
+ * pread, not an open, a read and a close (2.5x cheaper here). A descriptor holds its process, not its pid: once
+ * the process is gone its stat fails (ESRCH), that file is closed, and the pid is read again by its path, which
+ * finds whoever holds it now; a children list finds nothing then, so the caller keys it by its process (pid and
+ * start), never by its path alone. Descriptors are close-on-exec (libuv opens them so): no child inherits one.
+ */
+export class OpenProcFiles {
+  private readonly files = new Map<string, { fd: number; usedAt: number }>();
+  private readonly buffer = Buffer.allocUnsafe(4096);
+
+  /**
+   * The file's text, or undefined when it cannot be read (the process is gone) or is longer than 4 KiB (read it
+   * by its path then). `key`: what the open file stands for, its path by default.
+   */
+  read(path: string, key = path): string | undefined {
+    const kept = this.files.get(key);
+    if (kept) {
+      const text = this.pread(kept.fd);
+      if (text !== undefined) {
+        kept.usedAt = performance.now();
+        return text;
+      }
+      this.close(key);
+    }
+    let fd: number;
+    try {
+      fd = fs.openSync(path, 'r');
+    } catch {
+      return undefined;
+    }
+    const text = this.pread(fd);
+    if (text === undefined || this.files.size >= MAX_OPEN) fs.closeSync(fd);
+    else this.files.set(key, { fd, usedAt: performance.now() });
+    return text;
+  }
+
+  /** Closes the files not read for a while. */
+  closeUnused(): void {
+    const before = performance.now() - UNUSED_MS;
+    for (const [key, kept] of this.files) if (kept.usedAt < before) this.close(key);
+  }
+
+  /** The whole file from its start: up to the buffer (a stat line, a children list); past it, read by its path. */
+  private pread(fd: number): string | undefined {
+    try {
+      const n = fs.readSync(fd, this.buffer, 0, this.buffer.length, 0);
+      return n < this.buffer.length ? this.buffer.toString('latin1', 0, n) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private close(key: string): void {
+    const kept = this.files.get(key);
+    this.files.delete(key);
+    if (kept) fs.closeSync(kept.fd);
+  }
+}
+
+/**
+ * A process's PSS in bytes (`Pss:` of /proc/<pid>/smaps_rollup, Linux 4.14+: its pages, each shared one divided
+ * among the processes that map it); undefined where it cannot be read (gone, another user's, an older kernel).
+ * A walk of its page tables: 50 µs for a `sleep`, up to a millisecond for a Node process.
+ */
+export function readPssBytes(pid: number): number | undefined {
+  const text = readSmall(`/proc/${pid}/smaps_rollup`);
+  const m = text === undefined ? null : /^Pss:\s+(\d+) kB/m.exec(text);
+  return m ? Number(m[1]) * 1024 : undefined;
+}

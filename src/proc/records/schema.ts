@@ -8,6 +8,8 @@
  * Added compatibly (optional; a version-1 reader ignores them): `owner.startTicks`, `owner.bootId`,
  * `owner.pidNs`, `owner.machineId`, `trees[].rootStartTicks`, `trees[].trackedAtTicks`. Identities are judged
  * by these (see identity/); the epoch fields are for display. A record without them is an older writer's.
+ * Also optional: `trees[].limits` (the tree's budget, see budget/) and `trees[].pidsCgroup` (a cgroup v1 pids
+ * cgroup that holds its process line in the kernel, beside its own cgroup).
  * Also optional: `hostProcesses`, what an extension host records of the processes other extensions started in it
  * (see hostChildren/), for its watchdog or a sweep to end once the host is gone. An owner may record those and no
  * tree (`trees: []`).
@@ -33,6 +35,44 @@ export interface TreeRecord extends TreeTimes {
   cgroup: string | null;
   /** When the owner kills the tree (its timeout), ms since the epoch; absent when it has none. */
   deadline?: number;
+  /** The tree's budget: what ends it besides its timeout; absent when it has none. */
+  limits?: TreeLimits;
+  /** A cgroup v1 `pids` cgroup the tree's root entered, whose `pids.max` holds its process line (see cgroup/treeLimits.ts). */
+  pidsCgroup?: string;
+}
+
+/** What ends a tree besides its timeout; a field that is absent (or 0, in settings) sets no limit. */
+export interface TreeLimits {
+  /** The members' memory (PSS where it can be read, else RSS), in MB of 1024 * 1024 bytes. */
+  maxMemoryMB?: number;
+  /** Live members. */
+  maxProcesses?: number;
+  /** Seconds with no CPU time used by any member and no byte through the tree's terminal or stdio. */
+  idleTimeoutSeconds?: number;
+}
+
+/** Bytes in one MB of `maxMemoryMB`. */
+export const BYTES_PER_MB = 1024 * 1024;
+
+/** The limits' fields, in the order they are told. */
+export const LIMIT_FIELDS = ['maxMemoryMB', 'maxProcesses', 'idleTimeoutSeconds'] as const;
+
+/** Whether `x` can be a limit: a whole number above 0 (a count, MB or seconds), no larger than a count can be exact. */
+export function isLimitValue(x: unknown): x is number {
+  return Number.isSafeInteger(x) && (x as number) > 0;
+}
+
+/**
+ * What is wrong with a recorded tree's `limits` (after `limits`: ": ..." or ".field: ..."), or undefined. A field
+ * this version does not know is a later version's, and left alone.
+ */
+function limitsProblem(limits: unknown): string | undefined {
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) return ': expected an object';
+  for (const key of LIMIT_FIELDS) {
+    const value = (limits as Record<string, unknown>)[key];
+    if (value !== undefined && !isLimitValue(value)) return `.${key}: expected a whole number above 0`;
+  }
+  return undefined;
 }
 
 /** A process of another extension an extension host saw: pid and start in clock ticks since boot, whose it is. */
@@ -120,6 +160,9 @@ export function recordShapeProblem(value: unknown): string | undefined {
     if (t.envTag !== `${TREE_ID_VARIABLE}=${t.id}`) return `${at}.envTag: expected "${TREE_ID_VARIABLE}=${t.id}"`;
     if (t.cgroup !== null && typeof t.cgroup !== 'string') return `${at}.cgroup: expected a path or null`;
     if (t.deadline !== undefined && !isTime(t.deadline)) return `${at}.deadline: expected ms since the epoch, or no such field`;
+    const limits = t.limits === undefined ? undefined : limitsProblem(t.limits);
+    if (limits) return `${at}.limits${limits}`;
+    if (t.pidsCgroup !== undefined && typeof t.pidsCgroup !== 'string') return `${at}.pidsCgroup: expected a path, or no such field`;
   }
   if (v.hostProcesses !== undefined) return hostProcessesProblem(v.hostProcesses, owner.startTicks !== undefined);
   return undefined;

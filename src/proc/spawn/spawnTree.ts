@@ -8,11 +8,12 @@ import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { CgroupMode, CgroupProbeResult } from '../cgroup/probe';
-import { cgroupEntry, removeCgroup, treeCgroupPath } from '../cgroup/treeCgroup';
+import { cgroupEntry, CgroupEntry, removeCgroup, treeCgroupPath } from '../cgroup/treeCgroup';
+import { KernelLines, LimitedEntry, launchWithLimits } from '../cgroup/treeLimits';
 import { latestStart } from '../identity/startTimes';
 import { hostClock } from '../platform/bootClock';
 import { HOST_MARK_VARIABLE, ProcessTable, TREE_ID_VARIABLE } from '../platform/processTable';
-import { TreeRecord } from '../records/schema';
+import { BYTES_PER_MB, TreeLimits, TreeRecord } from '../records/schema';
 import { cmdLine, resolveExecutable } from './executable';
 import { SpawnError } from './spawnError';
 
@@ -28,6 +29,8 @@ export interface SpawnTreeOptions {
   /** 'pipe' (default) or 'inherit', or a full stdio array. */
   stdio?: 'pipe' | 'inherit' | StdioOptions;
   cgroups?: CgroupMode;
+  /** The tree's budget: recorded, and held by the kernel where it can be (cgroup/treeLimits.ts). */
+  limits?: TreeLimits;
   /**
    * Hold the root before it runs the command, until the spawned tree's `release()`: the owner releases it once its
    * record of the tree is in place, so no tree runs that no record names, whenever the owner dies (POSIX only).
@@ -55,6 +58,8 @@ export interface SpawnedTree<R extends TreeRoot = ChildProcess> {
   tier: 'cgroup' | 'group';
   /** Why the tree did not get a cgroup, when it did not. */
   tierNote?: string;
+  /** Where the kernel holds the tree's limits (none: the watch alone). */
+  kernelLines: KernelLines;
   /** Lets a held root (`SpawnTreeOptions.held`) run its command; undefined when it was not held. */
   release?: () => void;
 }
@@ -188,8 +193,10 @@ export function spawnTreeWith<R extends TreeRoot>(
   const { core } = how;
   const { id, cwd, env, executable } = prepare(options);
   const args = options.args ?? [];
-  const { entry, tierNote } = treeCgroup(options, id, core);
-  const { file, args: argv } = rootCommandLine(executable, args, { entry, gate: how.gate });
+  const { entry: ownEntry, tierNote } = treeCgroup(options, id, core);
+  const limited = kernelLimits({ treeId: id, entry: ownEntry }, options, core);
+  const { entry, pidsStep } = limited;
+  const { file, args: argv } = rootCommandLine(executable, args, { entry, pidsStep, gate: how.gate });
   const cgroup = entry?.dir ?? null;
 
   const spawnedAt = Date.now();
@@ -197,12 +204,12 @@ export function spawnTreeWith<R extends TreeRoot>(
   try {
     started = start({ file, args: argv, cwd, env });
   } catch (e) {
-    if (cgroup) removeCgroup(cgroup);
+    removeCgroups(cgroup, limited.pidsCgroup);
     throw new SpawnError(`${options.command}: ${(e as Error).message}`, 'EINVAL');
   }
   const child = started.root;
   if (child.pid === undefined) {
-    if (cgroup) removeCgroup(cgroup);
+    removeCgroups(cgroup, limited.pidsCgroup);
     // The 'error' event follows; keep it from being an unhandled error.
     child.on('error', () => {});
     throw new SpawnError(`${options.command}: could not be started`, 'ENOENT');
@@ -229,8 +236,32 @@ export function spawnTreeWith<R extends TreeRoot>(
     envTag: `${TREE_ID_VARIABLE}=${id}`,
     cgroup,
     ...ticks,
+    ...(options.limits && { limits: options.limits, ...(limited.pidsCgroup && { pidsCgroup: limited.pidsCgroup }) }),
   };
-  return { child, record, tier: cgroup ? 'cgroup' : 'group', tierNote, release: started.release };
+  return { child, record, tier: cgroup ? 'cgroup' : 'group', tierNote, kernelLines: limited.lines, release: started.release };
+}
+
+/**
+ * The tree's kernel lines in place before its root runs (cgroup/treeLimits.ts): on Linux with cgroups on, for a
+ * tree with limits. Elsewhere the entry as it is, and the watch alone holds the limits.
+ */
+function kernelLimits(
+  launch: { treeId: string; entry?: CgroupEntry },
+  options: Pick<SpawnTreeOptions, 'limits' | 'cgroups'>,
+  core: SpawnParts,
+): LimitedEntry {
+  const { limits } = options;
+  if (!limits || process.platform !== 'linux' || options.cgroups === 'off') return { entry: launch.entry, lines: {} };
+  const tier = launch.entry ? core.cgroupTier(options.cgroups ?? 'auto').tier : undefined;
+  const request = {
+    memoryBytes: limits.maxMemoryMB === undefined ? undefined : limits.maxMemoryMB * BYTES_PER_MB,
+    processes: limits.maxProcesses,
+  };
+  return launchWithLimits({ ...launch, tier }, request);
+}
+
+function removeCgroups(...dirs: (string | null | undefined)[]): void {
+  for (const dir of dirs) if (dir) removeCgroup(dir);
 }
 
 /** The tree's own cgroup, where the Linux cgroup tier is there (its directory made), or why it has none. */
@@ -238,7 +269,7 @@ function treeCgroup(
   options: SpawnTreeOptions,
   id: string,
   core: SpawnParts,
-): { entry?: ReturnType<typeof cgroupEntry>; tierNote?: string } {
+): { entry?: CgroupEntry; tierNote?: string } {
   if (process.platform !== 'linux') return {};
   const probe = core.cgroupTier(options.cgroups ?? 'auto');
   if (!probe.tier) return { tierNote: probe.unavailable };
@@ -257,10 +288,10 @@ function treeCgroup(
 function rootCommandLine(
   executable: string,
   args: string[],
-  how: { entry?: ReturnType<typeof cgroupEntry>; gate?: RootGate },
+  how: { entry?: CgroupEntry; pidsStep?: string; gate?: RootGate },
 ): { file: string; args: string[] } {
   const { entry, gate } = how;
-  const steps = [entry?.shellStep, gate && gateStep(gate)].filter((step): step is string => step !== undefined);
+  const steps = [entry?.shellStep, how.pidsStep, gate && gateStep(gate)].filter((step): step is string => step !== undefined);
   const command = [...(entry?.prefix ?? []), executable, ...args];
   if (steps.length === 0) return { file: command[0], args: command.slice(1) };
   return { file: '/bin/sh', args: ['-c', `${steps.join('; ')}; exec "$@"`, entry?.dir ?? 'agent-trees', ...command] };

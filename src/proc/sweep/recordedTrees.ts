@@ -3,6 +3,8 @@
  * and what `agent-trees kill TREE_ID` ends. A front end that does not own the trees uses these and nothing
  * below. What may be done with a record is the sweep's own verdict (`judgeRecord`), so the rules are one.
  */
+import { BudgetUse } from '../budget/limits';
+import { MemoryGauge } from '../budget/memoryUse';
 import { CgroupMode, CgroupProber } from '../cgroup/probe';
 import { cgroupVerified } from '../cgroup/treeCgroup';
 import { OwnerInfo, OwnerState, ownerState, sameProcess, selfIdentity } from '../identity/ownerIdentity';
@@ -13,6 +15,7 @@ import { resolveTreeMembers } from '../members/treeMembers';
 import { hostClock } from '../platform/bootClock';
 import { freshProcessTable } from '../platform/createProcessTable';
 import { Logger } from '../platform/log';
+import { readPssBytes } from '../platform/procFiles';
 import { ProcessInfo, ProcessTable } from '../platform/processTable';
 import { RecordStore } from '../records/claims';
 import { recordStanding } from '../records/judge';
@@ -32,6 +35,8 @@ export interface ListedMember extends Pick<ProcessInfo, 'pid' | 'ppid' | 'pgid' 
 export interface ListedTree extends TreeRecord {
   tier: 'cgroup' | 'group';
   members: ListedMember[];
+  /** Where a tree with limits stands against them now: its members' PSS (RSS where unreadable), count. */
+  use?: BudgetUse;
 }
 
 export interface ListedOwner {
@@ -85,6 +90,7 @@ export async function listOwnedTrees(
         return {
           ...t,
           tier: t.cgroup ? 'cgroup' : 'group',
+          use: t.limits ? { processes: members.length, memory: new MemoryGauge(readPssBytes).measure(members, 0, true) } : undefined,
           members: members.map((p) => ({
             pid: p.pid,
             ppid: p.ppid,

@@ -21,6 +21,7 @@
 import * as path from 'path';
 import { CgroupMode, CgroupProber } from '../cgroup/probe';
 import { CgroupControl, cgroupVerified, removeUnnamedEmptyCgroups } from '../cgroup/treeCgroup';
+import { pidsV1Base } from '../cgroup/treeLimits';
 import { endHostProcesses, recordedHostQuery } from '../hostChildren/ending';
 import { OwnerInfo, ownerState, OwnerState, PresenceProbe, sameProcess } from '../identity/ownerIdentity';
 import { isRecordedRoot } from '../identity/startTimes';
@@ -437,6 +438,10 @@ class Sweep {
     if (location) {
       result.cgroupsRemoved = removeUnnamedEmptyCgroups(location, this.namedCgroups, Date.now(), log);
     }
+    // The cgroup v1 pids cgroups of trees with a process limit (cgroup/treeLimits.ts), where there are any.
+    const pidsBase = options.cgroups === 'off' ? undefined : pidsV1Base();
+    if (pidsBase)
+      result.cgroupsRemoved.push(...removeUnnamedEmptyCgroups({ kind: 'directory', base: pidsBase }, this.namedCgroups, Date.now(), log));
     const gone = (writer: OwnerInfo) => GONE.includes(ownerState(options.table, writer, clock));
     for (const file of this.store.removeStaleTempFiles(gone, clock))
       log.info(`removed ${file}: a record left half-written by a process that is gone`);
@@ -447,7 +452,7 @@ class Sweep {
   }
 
   private keep(trees: TreeRecord[]): void {
-    for (const t of trees) if (t.cgroup) this.namedCgroups.add(t.cgroup);
+    for (const t of trees) for (const dir of [t.cgroup, t.pidsCgroup]) if (dir) this.namedCgroups.add(dir);
   }
 
   private problem(p: RecordProblem): void {

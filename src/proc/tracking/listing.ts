@@ -53,6 +53,11 @@ export interface TreeQuery extends TreeIdentity {
   /** Trees the asker spawned and has owned ever since (see ResolveOptions.continuouslyOwned). */
   continuouslyOwned: boolean;
   cgroupVerified: boolean;
+  /**
+   * Its members that left its cgroup count too (a budget counts them): a refresh walks from its members and
+   * leaders as for a tree without a cgroup, besides reading its cgroup.
+   */
+  beyondCgroup?: boolean;
 }
 
 /** Where our cgroups live: to know which recorded trees a cgroup of their own holds. */

@@ -90,7 +90,7 @@ const HOST_KEY = 'host';
 
 /** Whether a tree's members are exactly its cgroup's processes. */
 function inOwnCgroup(t: TreeQuery): boolean {
-  return t.cgroup !== null && t.cgroupVerified;
+  return t.cgroup !== null && t.cgroupVerified && !t.beyondCgroup;
 }
 
 /** The items a request asks about that a refresh must walk to (not held by a cgroup of their own), by key. */
@@ -149,8 +149,17 @@ function seedsOf(request: RefreshRequest, deps: ListingDeps): { read: Set<number
   const known = (key: string) => request.known[key] ?? [];
   const tree = (t: TreeQuery, key: string) => {
     const leaders = [t.rootPid, t.pgid, t.sid];
-    if (inOwnCgroup(t)) for (const pid of [...deps.cgroups.procs(t.cgroup!), ...leaders]) read.add(pid);
-    else for (const pid of [...leaders, ...known(key)]) walk.add(pid);
+    if (t.cgroup === null || !t.cgroupVerified) {
+      for (const pid of [...leaders, ...known(key)]) walk.add(pid);
+      return;
+    }
+    const inCgroup = deps.cgroups.procs(t.cgroup);
+    for (const pid of [...inCgroup, ...leaders]) read.add(pid);
+    // Members that left the cgroup (counted by the rules: a budget asks for them) are read, and walked from.
+    if (t.beyondCgroup) {
+      const listed = new Set(inCgroup);
+      for (const pid of known(key)) if (!listed.has(pid)) walk.add(pid);
+    }
   };
   for (const t of request.trees) tree(t, treeKey(t.id));
   const terminals = request.extras.terminals;

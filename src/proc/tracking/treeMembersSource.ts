@@ -14,6 +14,12 @@ import { canTrack, MemberTracker, MemberTrackerOptions, refreshMembers, RefreshR
 /** Above this many processes a refresh costs enough (~5 ms and up) to move off the caller's thread. */
 const WORKER_THRESHOLD = 400;
 
+/**
+ * The worker's data that makes dist/cli.js serve refreshes (see esbuild.js): the bundle ships the core once, so the
+ * worker runs the command line's bundle rather than a copy of the core of its own.
+ */
+export const SNAPSHOT_WORKER = 'agent-trees snapshot worker';
+
 /** A message to the snapshot worker: one refresh. */
 export interface WorkerRequest {
   seq: number;
@@ -44,7 +50,7 @@ type Kind = 'tracked' | 'full';
 export type SourceParts = ListingDeps & { table: ProcessTable };
 
 export interface TreeMembersSourceOptions {
-  /** The bundled snapshotWorker.js; without it everything runs on this thread. */
+  /** The worker's script: dist/cli.js, or snapshotWorker.js compiled; without it everything runs on this thread. */
   workerScript?: string;
   /** Processes a refresh of a kind read last time above which the next one runs in the worker. */
   workerThreshold?: number;
@@ -137,7 +143,7 @@ export class TreeMembersSource {
 
   private inWorker(message: WorkerRequest): Promise<MemberListing> {
     if (!this.worker) {
-      this.worker = new Worker(this.workerScript!);
+      this.worker = new Worker(this.workerScript!, { workerData: SNAPSHOT_WORKER });
       this.worker.unref();
       this.worker.on('message', (m: WorkerReply) => {
         if (m.reads !== undefined) this.workerReads = m.reads;

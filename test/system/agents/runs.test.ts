@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { commandLineDefinition, resolveDefinition } from '../../../src/agents/resolveDefinition';
-import { AgentRuns, Clock } from '../../../src/agents/runs';
+import { AgentRuns, Clock, RunSettings } from '../../../src/agents/runs';
 import { processCore, PtyRoot, RecordStore, SpawnError, TreeOwner } from '../../../src/proc';
 import { FIXTURE, tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
@@ -115,7 +115,7 @@ class ManualClock implements Clock {
 }
 
 describe('agent runs on pipes (real processes)', () => {
-  const settings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
+  const settings: RunSettings = { defaultTimeoutSeconds: 0, killGraceSeconds: 0.3, killDescendantsOnExit: true };
   const newRuns = (s = settings) => new AgentRuns(new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' }), () => s);
 
   it('kills the whole tree at the deadline and says so', async () => {
@@ -187,6 +187,44 @@ describe('agent runs on pipes (real processes)', () => {
     assert.strictEqual(runs.interrupt(run.id), true);
     await waitFor('interrupted', () => !run.live, 8000);
     assert.match(run.output.text(), /got-INT/);
+  });
+
+  it("ends a run past its process limit, the default's or its own, and says which limit in its ending line", async () => {
+    const runs = newRuns({ ...settings, limits: { maxProcesses: 2 } });
+    const finished: string[] = [];
+    runs.on('finished', (r: { endingText(): string }) => finished.push(r.endingText()));
+    const run = runs.launch({ name: 'forks', command: 'sh', args: ['-c', 'sleep 30 & sleep 30 & wait'], terminal: 'pipe' });
+    register(run.tree.child.pid!);
+    await waitFor('ended', () => run.finished, 15_000);
+    assert.strictEqual(run.state, 'over limit');
+    assert.deepStrictEqual(run.breach, { kind: 'processes', limit: 2, count: 3 });
+    assert.strictEqual(run.endingText(), 'process limit 2 exceeded (3): ended 3 processes');
+    assert.deepStrictEqual(finished, [run.endingText()], 'told once, with that line');
+    // Its own 0 turns the default off.
+    const own = runs.launch({ name: 'no-limit', command: 'sleep', args: ['30'], terminal: 'pipe', maxProcesses: 0 });
+    register(own.tree.child.pid!);
+    assert.strictEqual(own.tree.record.limits, undefined);
+    await runs.kill(own.id);
+  });
+
+  it('keeps a run whose input and output go on from its idle timeout, and ends it once they stop', async () => {
+    const runs = newRuns();
+    const run = runs.launch({ name: 'cat', command: 'cat', terminal: 'pipe', idleTimeoutSeconds: 2 });
+    register(run.tree.child.pid!);
+    const started = performance.now();
+    // A line each quarter second for three idle timeouts: bytes through its stdio, however little CPU cat uses. It
+    // may end only after a gap of 2 s between two lines (a machine that stalls this process makes one).
+    let last = started;
+    let widestGap = 0;
+    while (performance.now() - started < 6000) {
+      run.write('line\n');
+      await new Promise((r) => setTimeout(r, 250));
+      widestGap = Math.max(widestGap, performance.now() - last);
+      last = performance.now();
+      assert.ok(run.state === 'running' || widestGap >= 2000, `ended as "${run.endingText()}" with lines at most ${widestGap} ms apart`);
+    }
+    await waitFor('ended as idle', () => run.finished, 15_000);
+    assert.strictEqual(run.endingText(), 'idle for 2 s: ended 1 process');
   });
 });
 describe('agent runs on a terminal (real processes)', () => {

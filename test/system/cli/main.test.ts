@@ -267,6 +267,47 @@ describe('agent-trees run', () => {
   });
 });
 
+describe('agent-trees run with limits', function () {
+  this.timeout(60_000);
+
+  it('exits 125 past a limit, saying on stderr which limit and what was ended, with the whole tree dead', async () => {
+    const records = tmpDir();
+    const cases: [string[], string[], RegExp][] = [
+      [['--max-processes', '3', '--no-cgroup'], ['sh', '-c', 'sleep 60 & sleep 60 & sleep 60 & wait'], /process limit 3 exceeded \(4\): ended 4 processes/],
+      [['--idle-timeout', '2'], ['sleep', '60'], /idle for 2 s: ended 1 process\n/],
+      [
+        ['--max-memory', '100'],
+        ['python3', '-c', 'import time\nb = []\nwhile True:\n    b.append(bytearray(b"x") * (10 << 20))\n    time.sleep(0.1)\n'],
+        /memory limit 100 MB exceeded \(\d+ MB\): ended 1 process\n/,
+      ],
+    ];
+    for (const [options, cmd, line] of cases) {
+      const r = await runCli(['run', '--records', records, '--grace', '1', ...options, '--', ...cmd]);
+      assert.strictEqual(r.code, 125, r.stderr);
+      assert.match(r.stderr, line);
+      assert.strictEqual(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
+      assert.deepStrictEqual(fs.readdirSync(records), [], 'the tree ended and its record went');
+    }
+  });
+
+  it("ps shows a tree's limits and its use against them; the record carries them", async () => {
+    const records = tmpDir();
+    const pidfile = path.join(tmpDir(), 'pids');
+    const run = startCli(['run', '--records', records, '--max-memory', '512', '--max-processes', '10', '--idle-timeout', '600', '--', FIXTURE, 'deep', pidfile]);
+    const pids = await fixturePids(pidfile);
+    const tree = JSON.parse((await runCli(['ps', '--records', records, '--json'])).stdout).owners[0].trees[0];
+    assert.deepStrictEqual(tree.limits, { maxMemoryMB: 512, maxProcesses: 10, idleTimeoutSeconds: 600 });
+    assert.strictEqual(tree.use.processes, 3);
+    assert.strictEqual(tree.use.memory.measure, 'PSS');
+    assert.ok(tree.use.memory.bytes > 0 && tree.use.memory.bytes < 512 * 1024 * 1024);
+    const human = await runCli(['ps', '--records', records]);
+    assert.match(human.stdout, /\n {4}limits: \d+ (KB|MB) of 512 MB, 3 of 10 processes, ends after 600 s idle \(memory: PSS\)\n/);
+    run.child.kill('SIGTERM');
+    assert.strictEqual((await run.done).code, 143);
+    assert.deepStrictEqual(await waitAllDead(pids.all), []);
+  });
+});
+
 describe('agent-trees run --timeout past 2^31-1 ms', () => {
   it('a timeout of 25.5 days does not fire at once', async () => {
     const records = tmpDir();
@@ -419,5 +460,37 @@ describe('--verbose', () => {
     assert.strictEqual(swept.code, 0, swept.stderr);
     assert.match(swept.stderr, new RegExp(`tree ${orphanId}: ended 3 processes in \\d+ ms`));
     assert.deepStrictEqual(await waitAllDead(orphans.all), []);
+  });
+});
+
+describe('dist/cli.js, the command line and the core the extension loads', () => {
+  it('loaded as a module it only exports the core: no command runs, no signal handler, the environment untouched', async () => {
+    const probe = [
+      `process.env.ELECTRON_RUN_AS_NODE = '1';`,
+      `const core = require(${JSON.stringify(CLI)});`,
+      `console.log(JSON.stringify({ processCore: typeof core.processCore, env: process.env.ELECTRON_RUN_AS_NODE,`,
+      ` sigterm: process.listenerCount('SIGTERM'), sighup: process.listenerCount('SIGHUP') }));`,
+    ].join('\n');
+    const child = spawn(process.execPath, ['-e', probe], { stdio: ['ignore', 'pipe', 'pipe'] });
+    register(child.pid!);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.strictEqual(code, 0, err);
+    assert.deepStrictEqual(JSON.parse(out), { processCore: 'function', env: '1', sigterm: 0, sighup: 0 });
+  });
+
+  it('run from standard input (as the watchdog runs it) it is the command line', async () => {
+    const script = fs.openSync(CLI, 'r');
+    const child = spawn(process.execPath, ['-', '--help'], { stdio: [script, 'pipe', 'ignore'] });
+    fs.closeSync(script);
+    register(child.pid!);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.strictEqual(code, 0);
+    assert.match(out, /^Usage:\n {2}agent-trees run /);
   });
 });

@@ -170,6 +170,33 @@ describe("other extensions' processes of an extension host, on real processes", 
     assert.deepStrictEqual(await waitAllDead(keptPids), []);
   });
 
+  it("a live host whose window went to a newer host (the takeover) ends its processes but the kept extension's, in its own group, and records them no more", async function () {
+    const dir = tmpDir();
+    const kept = tmpDir('agent-trees-kept-extension-');
+    const script = path.join(kept, 'server.sh');
+    fs.writeFileSync(script, `#!/bin/sh\nsleep 120 &\nsleep 120\n`);
+    const { spec, daemonPids } = typicalSpec(dir, {});
+    spec.folders.push({ id: 'kept.extension', folder: kept });
+    spec.keep.push({ extensionId: 'kept.extension', folder: kept });
+    spec.children.push({ command: 'sh', args: [script] });
+    const host = await startHost(spec, (s) => s.children.every((pid) => recordedPids(s).includes(pid)) && Object.values(s.whose).includes('kept.extension'));
+    const keptPids = Object.entries(host.state.whose).filter(([, id]) => id === 'kept.extension').map(([key]) => pidOf(key));
+    const ours = [...host.state.members.map(pidOf).filter((pid) => !keptPids.includes(pid)), ...(await fixturePids(daemonPids)).all];
+    // The host's children share its process group (as under code-server): the kill must go one by one.
+    assert.ok(host.state.children.some((pid) => table.read(pid)?.pgid === table.read(host.child.pid!)?.pgid), 'a child in the host\'s group');
+    host.child.kill('SIGUSR2');
+    const report = await waitFor('the hand-over', () => {
+      const s = host.read() as HostState & { handedOver?: { survivors: number } | string };
+      return typeof s.handedOver === 'object' && s.handedOver;
+    }, 15_000);
+    assert.deepStrictEqual(await waitAllDead(ours, 10_000), [], `every process of the host's but the kept extension's: ${JSON.stringify(report)}`);
+    assert.deepStrictEqual(aliveOf(keptPids), keptPids, "the kept extension's processes live on");
+    assert.deepStrictEqual(aliveOf([host.child.pid!]), [host.child.pid!], 'the host itself lives on (it lingers for the reconnection grace)');
+    await waitFor('its record to go with them', () => !fs.existsSync(host.recordFile));
+    for (const pid of keptPids) process.kill(pid, 'SIGKILL');
+    assert.deepStrictEqual(await waitAllDead(keptPids), []);
+  });
+
   it('a host whose watchdog was killed too: the next sweep ends what the record names', async function () {
     const dir = tmpDir();
     const { spec, daemonPids } = typicalSpec(dir);

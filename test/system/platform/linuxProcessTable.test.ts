@@ -227,3 +227,44 @@ describe('LinuxProcessTable tags', () => {
     });
   }
 });
+
+describe('LinuxProcessTable: the files of tracked members, kept open', () => {
+  /** This process's open files under /proc/<pid>/ (their targets). */
+  const openFilesOf = (pid: number) =>
+    fs
+      .readdirSync('/proc/self/fd')
+      .map((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      })
+      .filter((target) => target.startsWith(`/proc/${pid}/`));
+
+  it('reads a member again through its kept files, sees what changed, and never reads a gone process through them', async () => {
+    const table = new LinuxProcessTable();
+    const root = spawn('sh', ['-c', 'sleep 30 & read line; exit 0'], { stdio: ['pipe', 'ignore', 'ignore'] });
+    register(root.pid!);
+    const sleeper = await waitFor(
+      'the sleep',
+      () =>
+        table.snapshotOf([], [root.pid!]).processes.size === 2 &&
+        [...table.snapshotOf([], [root.pid!]).processes.keys()].find((p) => p !== root.pid),
+    );
+    register(sleeper);
+    assert.deepStrictEqual(openFilesOf(root.pid!).sort(), [`/proc/${root.pid}/stat`, `/proc/${root.pid}/task/${root.pid}/children`]);
+    process.kill(sleeper, 'SIGKILL');
+    await waitAllDead([sleeper]);
+    assert.deepStrictEqual([...table.snapshotOf([], [root.pid!]).processes.keys()], [root.pid], 'the kept children list changed with it');
+    const exited = new Promise((resolve) => root.once('exit', resolve));
+    root.stdin!.end('go\n');
+    await exited;
+    assert.strictEqual(table.snapshotOf([root.pid!]).processes.size, 0, 'gone: its kept stat fails and its pid is read afresh');
+    assert.deepStrictEqual(
+      openFilesOf(root.pid!).filter((f) => f.endsWith('/stat')),
+      [],
+      'and that file is closed',
+    );
+  });
+});

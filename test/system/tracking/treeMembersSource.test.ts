@@ -8,7 +8,7 @@ import { processCore, TreeMembersSource, TreeOwner } from '../../../src/proc';
 import { MemberTracker, refreshMembers } from '../../../src/proc/tracking/memberTracker';
 import { fixturePids } from '../../support/fixtures';
 import { pidsOf, queryOf, sorted } from '../../support/ownedTrees';
-import { FIXTURE, REPO, tmpDir } from '../../support/repo';
+import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { register, waitAllDead } from '../../support/started';
 import { requireCgroupTier } from '../../support/environment';
 
@@ -17,7 +17,7 @@ const core = processCore();
 describe("the view's member source", function () {
   this.timeout(30_000);
 
-  it('gives the same members in the worker as on this thread', async () => {
+  it('gives the same members in the worker (compiled, or dist/cli.js as the extension starts it) as on this thread', async () => {
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off' });
     const pidfile = path.join(tmpDir(), 'pids');
     const tree = owner.spawn({ command: FIXTURE, args: ['setsid', pidfile], stdio: 'ignore' });
@@ -25,17 +25,25 @@ describe("the view's member source", function () {
     const pids = await fixturePids(pidfile);
     const query = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: false }];
     const local = new TreeMembersSource(processCore());
-    const worker = new TreeMembersSource(processCore(), { workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'), workerThreshold: -1 }); // always the worker
+    // Always the worker: from the compiled entry, and from the bundle the extension starts it from.
+    const worker = new TreeMembersSource(processCore(), {
+      workerScript: path.join(REPO, 'out', 'src', 'cli', 'bundle.js'),
+      workerThreshold: -1,
+    });
+    const bundled = new TreeMembersSource(processCore(), { workerScript: CLI, workerThreshold: -1 });
     try {
-      const [a, b] = [await local.query(query), await worker.query(query)];
+      const [a, b, c] = [await local.query(query), await worker.query(query), await bundled.query(query)];
       assert.strictEqual(worker.lastInWorker, true);
+      assert.strictEqual(bundled.lastInWorker, true);
       assert.strictEqual(local.lastInWorker, false);
       const pidsOf = (r: typeof a) => r.trees[0].members.map((m) => m.pid).sort();
       assert.deepStrictEqual(pidsOf(a), [...pids.all].sort());
       assert.deepStrictEqual(pidsOf(b), pidsOf(a));
+      assert.deepStrictEqual(pidsOf(c), pidsOf(a));
       assert.ok(b.trees[0].members.every((m) => m.command.length > 0));
     } finally {
       worker.dispose();
+      bundled.dispose();
       await owner.dispose(300);
     }
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
@@ -49,7 +57,10 @@ describe("the view's member source", function () {
     const pids = await fixturePids(pidfile);
     const query = [queryOf(owner, tree.record.id)];
     const local = new TreeMembersSource(core);
-    const worker = new TreeMembersSource(core, { workerScript: path.join(REPO, 'out', 'src', 'proc', 'tracking', 'snapshotWorker.js'), workerThreshold: -1 });
+    const worker = new TreeMembersSource(core, {
+      workerScript: path.join(REPO, 'out', 'src', 'cli', 'bundle.js'),
+      workerThreshold: -1,
+    });
     try {
       for (let round = 0; round < 3; round++) {
         const [a, b] = [await local.query(query), await worker.query(query)];
@@ -82,7 +93,10 @@ describe("the view's member source", function () {
       const trees = [{ ...tree.record, continuouslyOwned: true, cgroupVerified: true }];
       const fast = refreshMembers(processCore().table, new MemberTracker(processCore()).next(trees), processCore());
       assert.ok(fast.processCount < 10, 'no full scan');
-      const full = owner.members(tree.record.id).map((p) => p.pid).sort();
+      const full = owner
+        .members(tree.record.id)
+        .map((p) => p.pid)
+        .sort();
       assert.deepStrictEqual(fast.trees[0].members.map((m) => m.pid).sort(), full);
       assert.deepStrictEqual(full, [...pids.all].sort(), 'the scrubbed daemon too');
     } finally {

@@ -29,7 +29,7 @@ describe('agent definitions', () => {
         'agentTrees.agents[2]: "name" must be a non-empty string',
         'agentTrees.agents[3] ("bad-args"): "args" must be an array of strings',
         'agentTrees.agents[4] ("bad-kind"): "kind" must be "agent" or "mcp"',
-        'agentTrees.agents[5] ("typo"): "timeout" is not a known field (known: name, command, args, cwd, env, timeoutSeconds, kind, terminal, showTerminal, attention)',
+        'agentTrees.agents[5] ("typo"): "timeout" is not a known field (known: name, command, args, cwd, env, timeoutSeconds, kind, terminal, showTerminal, attention, maxMemoryMB, maxProcesses, idleTimeoutSeconds)',
         'agentTrees.agents[6] ("good"): "name" is used by an earlier entry',
         'agentTrees.agents[7]: "(entry)" must be an object with at least "name" and "command"',
       ],

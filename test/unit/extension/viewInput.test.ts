@@ -185,6 +185,23 @@ describe("the view's input, built once per refresh", () => {
     assert.deepStrictEqual(viewInputOf({ ...sources(), orphanRecords: [] }).input.orphans, []);
   });
 
+  it("gives a limited run its owner's use and a limited window tree its members', with the limits of each record", () => {
+    const s = sources();
+    const use = { processes: 2, memory: { bytes: 5 * 1048576, measure: 'PSS' as const }, idleSeconds: 3 };
+    s.runs = [run('later', NOW - 1000, { tree: { tier: 'group', record: { rootPid: 100, pgid: 100, limits: { maxMemoryMB: 64 } } } })];
+    s.liveRecords = [record('/records/300.json', 300, [tree('cli', 301, { limits: { maxProcesses: 3 } }), tree('cli-empty', 310)])];
+    const withUse = viewInputOf({ ...s, budgetUse: (id) => (id === 'later' ? use : undefined) }).input;
+    assert.deepStrictEqual(withUse.runs[0].budget, { limits: { maxMemoryMB: 64 }, use });
+    assert.deepStrictEqual(withUse.windowTrees[0].budget, {
+      limits: { maxProcesses: 3 },
+      use: { processes: 1, memory: { bytes: 10 * 1048576, measure: 'RSS' } },
+    });
+    // Before the owner's first look: what the members show.
+    const before = viewInputOf(s).input;
+    assert.deepStrictEqual(before.runs[0].budget!.use, { processes: 2, memory: { bytes: 20 * 1048576, measure: 'RSS' } });
+    assert.strictEqual(before.windowTrees[1].budget, undefined, 'no limits, no budget');
+  });
+
   it('an empty refresh gives an empty input', () => {
     const { input, windowTrees } = viewInputOf({
       now: NOW,

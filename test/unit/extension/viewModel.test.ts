@@ -6,7 +6,8 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { buildView, Localizer, Row, ViewInput } from '../../../src/extension/viewModel';
-import { commandLabel, formatBytes, formatDuration } from '../../../src/extension/viewFormat';
+import { commandLabel, formatDuration } from '../../../src/extension/viewFormat';
+import { formatBytes } from '../../../src/proc/platform/log';
 import { REPO } from '../../support/repo';
 import { member, NOW } from '../../support/viewMembers';
 
@@ -176,6 +177,14 @@ describe('the view model (pure builder)', () => {
     );
   });
 
+  it("changes a top row's signature when a process beneath it runs another program (an exec keeps pid, start and size)", () => {
+    const before = fullInput();
+    const after = fullInput();
+    after.members.set('no-deadline', [member(110, 1, 'sleep 121')]);
+    const signature = (input: ViewInput) => buildView(input, l10n).rows.find((r) => r.id === 'run:no-deadline')!.signature;
+    assert.notStrictEqual(signature(before), signature(after));
+  });
+
   it('gives every row an id unique in the view, even when one process shows under two top rows', () => {
     const input = fullInput();
     input.members.set('cli-plain', [member(201, 200, 'next dev')]); // also under the terminal
@@ -267,6 +276,59 @@ function viewItemMatches(when: string, contextValue: string): boolean {
   if (re) return new RegExp(re[1]).test(contextValue);
   throw new Error(`no viewItem condition in "${when}"`);
 }
+
+describe('limits in the view model', () => {
+  const MB = 1024 * 1024;
+  /** A Markdown tooltip as it reads. */
+  const unescaped = (row: Row) => row.tooltip!.text.replace(/\\(.)/g, '$1');
+  const limited = (use: { processes: number; memoryMB: number; idleSeconds?: number }, state: 'running' | 'over limit' = 'running') => {
+    const input = fullInput();
+    const budget = {
+      limits: { maxMemoryMB: 1024, maxProcesses: 200, idleTimeoutSeconds: 900 },
+      use: {
+        processes: use.processes,
+        memory: { bytes: use.memoryMB * MB, measure: 'PSS' as const },
+        idleSeconds: use.idleSeconds,
+        kernel: { memory: false, processes: true },
+      },
+    };
+    input.runs = [{ ...input.runs[1], state, budget }];
+    input.windowTrees = [
+      { ...input.windowTrees[1], budget: { limits: { maxProcesses: 4 }, use: { processes: 1, memory: { bytes: 0, measure: 'RSS' } } } },
+    ];
+    return buildView(input, l10n).rows;
+  };
+
+  it("shows each limited tree's use against its limits, and says in the tooltip what memory counts and what the kernel holds", () => {
+    const [run, cli] = limited({ processes: 41, memoryMB: 612, idleSeconds: 12 });
+    assert.strictEqual(run.description, 'running · 41 of 200 processes · 0% CPU · 612 MB of 1.0 GB · idle 12 s of 900 s');
+    assert.deepStrictEqual(run.icon, { id: 'pulse', color: 'charts.green' });
+    assert.match(
+      unescaped(run),
+      /Limits: 612 MB of 1\.0 GB · 41 of 200 processes · idle 12 s of 900 s \(memory: PSS, shared pages divided among the processes that map them; the kernel stops a fork loop at twice the process limit\)/,
+    );
+    assert.strictEqual(cli.description, 'agent-trees run · 1 of 4 processes · 0% CPU · 10 MB');
+  });
+
+  it('turns a tree to the warning colour from 80 % of any limit on, and the row changes with its use', () => {
+    const [below] = limited({ processes: 159, memoryMB: 100 });
+    const [near] = limited({ processes: 160, memoryMB: 100 });
+    const [nearMemory] = limited({ processes: 1, memoryMB: 900 });
+    assert.deepStrictEqual(below.icon, { id: 'pulse', color: 'charts.green' });
+    assert.deepStrictEqual(near.icon, { id: 'warning', color: 'list.warningForeground' });
+    assert.deepStrictEqual(nearMemory.icon, { id: 'warning', color: 'list.warningForeground' });
+    assert.notStrictEqual(below.signature, near.signature);
+  });
+
+  it('shows a run ended past a limit as such, with its ending line', () => {
+    const input = fullInput();
+    input.runs = [{ ...input.runs[2], state: 'over limit', endingText: 'memory limit 1024 MB exceeded (1100 MB): ended 3 processes' }];
+    const [row] = buildView(input, l10n).rows;
+    assert.strictEqual(row.description, 'over limit');
+    assert.deepStrictEqual(row.icon, { id: 'dashboard', color: 'charts.red' });
+    assert.match(unescaped(row), /memory limit 1024 MB exceeded \(1100 MB\): ended 3 processes/);
+  });
+});
 
 describe('the view menus of package.json against the contextValues the view produces', () => {
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));

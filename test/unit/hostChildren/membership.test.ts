@@ -35,6 +35,8 @@ function world() {
     proc(241, { ppid: 240, pgid: 240, sid: 240, tag: 'tree1', mark: MARK, name: 'our tree member' }),
     proc(250, { ppid: HOST.pid, pgid: 250, sid: 250, name: 'our watchdog' }),
     proc(251, { ppid: 250, pgid: 250, sid: 250, name: "watchdog's child" }),
+    // A watchdog of ours this host started before (stopped, on its way out): not the one the query names.
+    proc(260, { ppid: HOST.pid, pgid: 260, sid: 260, watchdog: MARK, name: 'our earlier watchdog' }),
     proc(300, { ppid: 1, pgid: 300, sid: 300, name: 'decoy claude' }), // the same command line, started elsewhere
     proc(310, { ppid: 1, pgid: 310, sid: 310, mark: MARK, uid: 12345, name: 'forged' }), // another user's, our mark
     proc(320, { ppid: 103, ...inEditor, mark: '103:1203', name: "other host's child" }),
@@ -57,10 +59,10 @@ describe("an extension host's processes", () => {
     for (const pid of [EDITOR, 101, 102, 103, 320]) assert.ok(!members.includes(pid), `${pid} is not the host's`);
   });
 
-  it("never Agent Trees' own: its trees (tagged, even a member that kept the mark) and its watchdog, nor anything beneath them", () => {
+  it("never Agent Trees' own: its trees (tagged, even a member that kept the mark) and its watchdogs, nor anything beneath them", () => {
     const m = world();
     const members = pids(resolveHostProcesses(m.table.snapshot(), query(), m.core).members);
-    for (const pid of [240, 241, 250, 251]) assert.ok(!members.includes(pid), `${pid} is Agent Trees' own`);
+    for (const pid of [240, 241, 250, 251, 260]) assert.ok(!members.includes(pid), `${pid} is Agent Trees' own`);
   });
 
   it("never another user's process on the mark alone, and says why", () => {

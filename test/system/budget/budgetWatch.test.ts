@@ -1,0 +1,291 @@
+/**
+ * Budgets on real processes: a tree past its memory, process or idle limit is ended by its owner's budget watch
+ * (src/proc/budget/), where the kernel can hold a line it does (src/proc/cgroup/treeLimits.ts), and the ending says
+ * which limit. Each tree here is ended as the front ends end one: on the owner's `limit` event.
+ */
+import * as assert from 'assert';
+import { spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { KillReport, listOwnedTrees, OwnedTree, processCore, RecordStore, TreeOwner } from '../../../src/proc';
+import { sameProcess } from '../../../src/proc/identity/ownerIdentity';
+import { Breach, breachText } from '../../../src/proc/budget/limits';
+import { OwnerSpawnOptions } from '../../../src/proc/owner/treeOwner';
+import { deadPid, identity, nowTicks, sweep } from '../../support/records';
+import { REPO, tmpDir } from '../../support/repo';
+import { register } from '../../support/started';
+import { waitFor } from '../../support/wait';
+import { requireCgroupTier, requireEnvironment, requireRoot } from '../../support/environment';
+
+const table = processCore().table;
+
+/** Allocates 10 MB (written, so resident) every 100 ms: about 100 MB/s, for ever. */
+const ALLOCATOR = 'import time\nchunks = []\nwhile True:\n    chunks.append(bytearray(b"x") * (10 * 1024 * 1024))\n    time.sleep(0.1)\n';
+const SAMPLER = path.join(REPO, 'test', 'fixtures', 'countSampler.py');
+
+interface Ended {
+  tree: OwnedTree;
+  breach: Breach;
+  report: KillReport;
+  /** ms from the spawn until the owner saw the tree past its limit. */
+  seenAfterMs: number;
+}
+
+/** Spawns a tree with limits and ends it as `endPastLimit` does. */
+async function runPastLimit(owner: TreeOwner, options: OwnerSpawnOptions): Promise<Ended> {
+  const tree = owner.spawn({ stdio: 'ignore', ...options });
+  register(tree.child.pid!);
+  return endPastLimit(owner, tree);
+}
+
+/**
+ * As the front ends do, kills a tree when its owner says it went past a limit; resolves once it has ended (no
+ * member left, no longer recorded).
+ */
+async function endPastLimit(owner: TreeOwner, tree: OwnedTree): Promise<Ended> {
+  const started = Date.now();
+  let breach: Breach | undefined;
+  let seenAfterMs = 0;
+  let kill: Promise<KillReport> | undefined;
+  owner.on('limit', (t: OwnedTree, b: Breach) => {
+    if (t !== tree) return;
+    breach = b;
+    seenAfterMs = Date.now() - started;
+    kill = owner.kill(t.record.id, 500);
+  });
+  await waitFor('the tree to go past its limit', () => breach, 30_000);
+  const report = await kill!;
+  await waitFor('the tree to end', () => !owner.get(tree.record.id), 15_000);
+  return { tree, breach: breach!, report, seenAfterMs };
+}
+
+/** Whether the kernel holds a process line for this owner's trees (cgroup/treeLimits.ts): a tree is spawned to see. */
+async function kernelHoldsProcesses(owner: TreeOwner): Promise<boolean> {
+  const tree = owner.spawn({ command: 'sleep', args: ['0'], stdio: 'ignore', limits: { maxProcesses: 50 } });
+  register(tree.child.pid!);
+  const { cgroup, pidsCgroup } = tree.record;
+  const holds = pidsCgroup !== undefined || (cgroup !== null && fs.existsSync(path.join(cgroup, 'pids.max')));
+  await waitFor('the probe tree to end', () => !owner.get(tree.record.id));
+  return holds;
+}
+
+/**
+ * Starts a loop tree under `limits` with the count sampler on its cgroup (or session) from before it forks: the
+ * root waits for a line on stdin, which it gets once the sampler has counted once. `stop()` resolves with the
+ * largest count the sampler saw and how many samples it took.
+ */
+async function sampledLoop(owner: TreeOwner, loop: string, cgroups: 'auto' | 'off') {
+  const tree = owner.spawn({
+    command: 'sh',
+    args: ['-c', `read go; exec bash -c '${loop}'`],
+    stdio: ['pipe', 'ignore', 'ignore'],
+    limits: { maxProcesses: 50 },
+  });
+  register(tree.child.pid!);
+  const stopFile = path.join(tmpDir(), 'stop');
+  const [mode, arg] = cgroups === 'auto' ? ['cgroup', tree.record.cgroup ?? tree.record.pidsCgroup!] : ['session', String(tree.record.sid)];
+  const sampler = spawn('python3', [SAMPLER, mode, arg, stopFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  register(sampler.pid!);
+  let out = '';
+  sampler.stdout!.on('data', (d) => (out += d));
+  const exited = new Promise<void>((resolve) => sampler.on('exit', () => resolve()));
+  await waitFor('the sampler to count once', () => out.startsWith('ready\n'));
+  tree.child.stdin!.end('go\n');
+  return {
+    tree,
+    async stop() {
+      fs.writeFileSync(stopFile, '');
+      await exited;
+      const [peak, samples] = out.slice('ready\n'.length).trim().split(' ').map(Number);
+      return { peak, samples };
+    },
+  };
+}
+
+const owners: TreeOwner[] = [];
+function newOwner(cgroups: 'auto' | 'off'): TreeOwner {
+  const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
+  owners.push(owner);
+  return owner;
+}
+
+describe('budgets: a tree past a limit is ended (real processes)', function () {
+  this.timeout(60_000);
+  afterEach(async () => {
+    await Promise.all(owners.splice(0).map((o) => o.dispose(0)));
+  });
+
+  for (const cgroups of ['off', 'auto'] as const) {
+    it(`ends a tree allocating about 100 MB/s at its 300 MB memory limit and says how far past it was (cgroups ${cgroups})`, async () => {
+      const owner = newOwner(cgroups);
+      const { breach, report, tree, seenAfterMs } = await runPastLimit(owner, {
+        command: 'python3',
+        args: ['-c', ALLOCATOR],
+        limits: { maxMemoryMB: 300 },
+      });
+      assert.strictEqual(breach.kind, 'memory');
+      if (breach.kind !== 'memory') return;
+      assert.strictEqual(breach.limitMB, 300);
+      assert.ok(breach.bytes > 300 * 1024 * 1024, `seen at ${breach.bytes} bytes, past the limit`);
+      assert.match(breachText(breach), /^memory limit 300 MB exceeded \(\d+ MB\)$/);
+      assert.ok(report.signalled >= 1, 'the allocator was ended');
+      assert.strictEqual(report.survivors, 0);
+      assert.strictEqual(table.read(tree.record.rootPid), undefined, 'nothing of the tree is left');
+      console.log(`      ${breachText(breach)}, seen ${seenAfterMs} ms after the spawn`);
+    });
+  }
+
+  it('keeps a fork loop under maxProcesses 50 below twice the limit where the kernel holds pids.max, and ends it', async function () {
+    const owner = newOwner('auto');
+    // Without the kernel's line this loop would fill the machine: only where it holds.
+    requireEnvironment(this, await kernelHoldsProcesses(owner), "the kernel's process line (pids.max: cgroup v2, a systemd scope, or cgroup v1 as root)");
+    const loop = await sampledLoop(owner, 'while :; do sleep 1000 & done', 'auto');
+    const ended = await endPastLimit(owner, loop.tree);
+    const { peak, samples } = await loop.stop();
+    assert.strictEqual(ended.breach.kind, 'processes');
+    if (ended.breach.kind !== 'processes') return;
+    assert.ok(ended.breach.count > 50, `seen at ${ended.breach.count}`);
+    assert.ok(samples > 1, `sampled ${samples} times`);
+    assert.ok(peak <= 100, `never more than twice the limit alive: the sampler saw at most ${peak}`);
+    assert.strictEqual(ended.report.survivors, 0);
+    const { cgroup, pidsCgroup } = loop.tree.record;
+    for (const dir of [cgroup, pidsCgroup]) if (dir) await waitFor(`${dir} to go`, () => !fs.existsSync(dir));
+    console.log(`      ${breachText(ended.breach)}: ended ${ended.report.signalled}; at most ${peak} alive over ${samples} samples`);
+  });
+
+  it('holds a fork loop of about 20 a second under twice maxProcesses 50 with the watch alone (cgroups off), and ends it', async () => {
+    const owner = newOwner('off');
+    const loop = await sampledLoop(owner, 'while :; do sleep 1000 & sleep 0.05; done', 'off');
+    const ended = await endPastLimit(owner, loop.tree);
+    const { peak, samples } = await loop.stop();
+    assert.strictEqual(ended.breach.kind, 'processes');
+    assert.ok(samples > 1, `sampled ${samples} times`);
+    assert.ok(peak <= 100, `never more than twice the limit alive: the sampler saw at most ${peak}`);
+    assert.strictEqual(ended.report.survivors, 0);
+    console.log(`      ${breachText(ended.breach)}: at most ${peak} alive over ${samples} samples`);
+  });
+
+  it('contains and ends a fast fork loop under maxProcesses 50 with the watch alone (cgroups off), leaving nothing', async () => {
+    const owner = newOwner('off');
+    // Bounded (600 sleeps at most) so that no failure here can fill the machine: the watch alone is no line.
+    const loop = await sampledLoop(owner, 'for i in $(seq 600); do sleep 1000 & done; wait', 'off');
+    const ended = await endPastLimit(owner, loop.tree);
+    const { peak } = await loop.stop();
+    assert.strictEqual(ended.breach.kind, 'processes');
+    assert.strictEqual(ended.report.survivors, 0);
+    const left = [...table.snapshot().processes.values()].filter((p) => p.sid === loop.tree.record.sid);
+    assert.deepStrictEqual(left, [], 'nothing of the loop is left');
+    console.log(`      ${breachText(ended.breach)}: at most ${peak} alive (the watch alone cannot hold a loop this fast)`);
+  });
+
+  it('ends a sleep under a 3 s idle timeout after about 3 s, as idle', async () => {
+    const owner = newOwner('off');
+    const ended = await runPastLimit(owner, { command: 'sleep', args: ['100'], limits: { idleTimeoutSeconds: 3 } });
+    assert.deepStrictEqual(ended.breach, { kind: 'idle', seconds: 3 });
+    assert.strictEqual(breachText(ended.breach), 'idle for 3 s');
+    assert.strictEqual(ended.report.signalled, 1);
+    console.log(`      idle for 3 s: seen ${ended.seenAfterMs} ms after the spawn`);
+  });
+
+  it('never ends a busy loop under a 3 s idle timeout', async () => {
+    const owner = newOwner('off');
+    let breach: Breach | undefined;
+    owner.on('limit', (_t: OwnedTree, b: Breach) => (breach = b));
+    const tree = owner.spawn({ command: 'sh', args: ['-c', 'while :; do :; done'], stdio: 'ignore', limits: { idleTimeoutSeconds: 3 } });
+    register(tree.child.pid!);
+    const started = performance.now();
+    // Three idle timeouts of watching, however slowly the machine lets the watch look.
+    await waitFor('three idle timeouts to pass', () => performance.now() - started > 9000 && owner.budgetUse(tree.record.id), 30_000);
+    assert.strictEqual(breach, undefined, `ended as ${breach && breachText(breach)}`);
+    assert.ok(owner.budgetUse(tree.record.id)!.idleSeconds! < 3);
+    await owner.kill(tree.record.id, 0);
+  });
+
+  it("counts a member that left its tree's cgroup", async function () {
+    const owner = newOwner('auto');
+    // Moving a process between cgroups needs root.
+    requireRoot(this, 'to move a member out of its cgroup');
+    const tier = requireCgroupTier(this, 'directory');
+    const elsewhere = path.join(tier.base, `elsewhere-${process.pid}`);
+    fs.mkdirSync(elsewhere);
+    try {
+      // Four members, one of which moves itself out of the tree's cgroup before the first look.
+      const script = `sh -c 'echo $$ > ${elsewhere}/cgroup.procs; exec sleep 1000' & sleep 1000 & sleep 1000 & wait`;
+      const ended = await runPastLimit(owner, { command: 'sh', args: ['-c', script], limits: { maxProcesses: 3 } });
+      assert.deepStrictEqual(ended.breach, { kind: 'processes', limit: 3, count: 4 });
+      assert.strictEqual(ended.report.survivors, 0);
+    } finally {
+      await owner.dispose(0);
+      await waitFor('the moved member to be gone', () => fs.readFileSync(path.join(elsewhere, 'cgroup.procs'), 'utf8') === '');
+      fs.rmdirSync(elsewhere);
+    }
+  });
+
+  it('says what it reads and costs nothing for a tree without limits', async () => {
+    const owner = newOwner('off');
+    const tree = owner.spawn({ command: 'sleep', args: ['100'], stdio: 'ignore' });
+    register(tree.child.pid!);
+    assert.strictEqual(tree.record.limits, undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.strictEqual(owner.budgetUse(tree.record.id), undefined, 'never looked at');
+    await owner.kill(tree.record.id, 0);
+  });
+});
+
+describe("a tree's limits in its record, through claims and sweeps", () => {
+  const owners: TreeOwner[] = [];
+  afterEach(async () => {
+    await Promise.all(owners.splice(0).map((o) => o.dispose(0)));
+  });
+
+  it('are read by another reader, and come back unchanged when a racing sweeper gives a live owner its record back', async () => {
+    const records = tmpDir();
+    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'auto' });
+    owners.push(owner);
+    const limits = { maxMemoryMB: 512, maxProcesses: 40, idleTimeoutSeconds: 900 };
+    const tree = owner.spawn({ command: 'sleep', args: ['100'], stdio: 'ignore', limits });
+    register(tree.child.pid!);
+    const store = new RecordStore(records);
+    const listed = (await listOwnedTrees(store, processCore())).owners[0].trees[0];
+    assert.deepStrictEqual([listed.limits, listed.pidsCgroup], [limits, tree.record.pidsCgroup]);
+    // A sweeper that judged the owner a moment too early, then saw it alive: the record goes back.
+    const claim = store.claim(owner.self.pid, identity(process.pid, nowTicks()))!;
+    assert.strictEqual(store.restoreClaim(claim, store.readClaim(claim), sameProcess, true), 'restored');
+    const back = store.read(owner.self.pid)!.trees[0];
+    assert.deepStrictEqual([back.limits, back.pidsCgroup], [limits, tree.record.pidsCgroup]);
+  });
+
+  it("are kept unchanged by the watchdog's sweep of a dead owner when its tree stays recorded (refused)", async () => {
+    const store = new RecordStore(tmpDir());
+    const ancestor = table.read(process.ppid)!;
+    const ownerPid = deadPid();
+    const owner = identity(ownerPid, nowTicks() - 1);
+    const limits = { maxMemoryMB: 2048, idleTimeoutSeconds: 60 };
+    store.write(owner, [
+      {
+        id: 'limited',
+        label: 'claude',
+        command: ['claude'],
+        // The sweeper's own ancestor: a tree it may never signal, so the sweep keeps it recorded.
+        rootPid: ancestor.pid,
+        pgid: ancestor.pgid || ancestor.pid,
+        sid: ancestor.sid || ancestor.pid,
+        rootStartTime: ancestor.startTime,
+        rootStartTicks: ancestor.startKey,
+        trackedAt: Date.now(),
+        trackedAtTicks: nowTicks(),
+        envTag: 'AGENT_TREES_TREE_ID=limited',
+        cgroup: null,
+        limits,
+        pidsCgroup: '/sys/fs/cgroup/pids/agent-trees/tree-limited',
+      },
+    ]);
+    const result = await sweep(store, { onlyOwner: owner });
+    assert.deepStrictEqual(
+      result.trees.map((t) => t.outcome),
+      ['refused'],
+    );
+    const kept = store.read(ownerPid)!.trees[0];
+    assert.deepStrictEqual([kept.limits, kept.pidsCgroup], [limits, '/sys/fs/cgroup/pids/agent-trees/tree-limited']);
+  });
+});
