@@ -17,6 +17,7 @@ import { inPhase, killHostAfterResult, log, reloadWindowAfterResult } from './ha
 import { processes } from '../support/repo';
 import { waitFor } from '../support/wait';
 import { CLAUDE_STAND_IN, startClaudeSession, waitShownAndRecorded } from './standInFixtures';
+import { HOST_MARK_VARIABLE } from '../../src/proc/platform/processTable';
 
 const config = () => vscode.workspace.getConfiguration('agentTrees');
 
@@ -32,8 +33,13 @@ async function outsidersFile(): Promise<string> {
  * A terminal of the window running `command`: as a job of its shell, or (`ownSession`) in a session of its own, so
  * that the end of the terminal (its pty host killed between phases) does not end it. Resolves with the pid.
  */
-async function inTerminal(name: string, command: string, ownSession: boolean): Promise<{ terminal: vscode.Terminal; pid: number }> {
-  const terminal = vscode.window.createTerminal({ name, shellPath: '/bin/bash' });
+async function inTerminal(
+  name: string,
+  command: string,
+  ownSession: boolean,
+  env?: Record<string, string | undefined>,
+): Promise<{ terminal: vscode.Terminal; pid: number }> {
+  const terminal = vscode.window.createTerminal({ name, shellPath: '/bin/bash', env });
   const file = pidFile();
   terminal.sendText(ownSession ? `setsid -f sh -c 'echo $$ > "$0"; exec ${command}' ${file}` : `${command} & echo $! > ${file}`);
   await waitFor(`${command} started in the terminal`, () => fs.existsSync(file) && fs.readFileSync(file, 'utf8').endsWith('\n'), 10_000);
@@ -122,8 +128,21 @@ inPhase(5, 'other extensions: a session and a terminal, then the window reloads'
     const { terminal, pid: child } = await inTerminal('it-kept-over-reload', 'sleep 300', false);
     const shell = await terminal.processId;
     assert.ok(shell);
+    // An extension that opens a terminal with the host's environment (as some do) gives its shell the host's mark.
+    const withHostEnv = await inTerminal('it-host-env-kept-over-reload', 'sleep 301', false, { ...process.env });
+    const hostEnvShell = await withHostEnv.terminal.processId;
+    assert.ok(hostEnvShell);
+    const environ = fs.readFileSync(`/proc/${hostEnvShell}/environ`, 'utf8').split('\0');
+    assert.ok(environ.includes(`${HOST_MARK_VARIABLE}=${process.env[HOST_MARK_VARIABLE]}`), "that terminal's shell carries the host's mark");
     await startMonitor('standins-reload', path.join(trees.recordsDir, `${process.pid}.json`), session.pids);
-    const handover = { hostPid: process.pid, shell: identityOf(shell), child: identityOf(child), session: session.pids.map(identityOf) };
+    const handover = {
+      hostPid: process.pid,
+      shell: identityOf(shell),
+      child: identityOf(child),
+      hostEnvShell: identityOf(hostEnvShell),
+      hostEnvChild: identityOf(withHostEnv.pid),
+      session: session.pids.map(identityOf),
+    };
     fs.writeFileSync(path.join(path.dirname(trees.recordsDir), 'standins-reload.json'), JSON.stringify(handover));
     log(`[standins-reload] host ${process.pid}: session ${session.pids.join(', ')}; terminal shell ${shell} with ${child}`);
     reloadWindowAfterResult();

@@ -22,6 +22,7 @@ import {
   StartPrecision,
   TREE_ID_VARIABLE,
   WATCHDOG_VARIABLE,
+  WINDOW_TAG_VARIABLE,
 } from '../../src/proc/platform/processTable';
 import { TreeRecord } from '../../src/proc/records/schema';
 import { Signaller, SignalResult } from '../../src/proc/platform/signaller';
@@ -34,6 +35,8 @@ export interface FakeProcess extends ProcessInfo {
   tag?: string;
   /** Value of AGENT_TREES_HOST (an extension host's mark) in its environment, if any. */
   mark?: string;
+  /** Value of AGENT_TREES_WINDOW (a window's terminal tag) in its environment, if any. */
+  window?: string;
   /** Value of AGENT_TREES_WATCHDOG (an owner's watchdog) in its environment, if any. */
   watchdog?: string;
   /** The file it runs. */
@@ -102,6 +105,7 @@ export class FakeTable implements ProcessTable, PresenceProbe {
     };
     const trees = byVariable((p) => p.tag);
     const marks = byVariable((p) => p.mark);
+    const windows = byVariable((p) => p.window);
     const watchdogs = byVariable((p) => p.watchdog);
     return {
       takenAt: Date.now(),
@@ -109,7 +113,8 @@ export class FakeTable implements ProcessTable, PresenceProbe {
       startPrecision: this.startPrecision,
       commandLine: (pid) => this.processes.get(pid)?.command ?? processes.get(pid)?.name ?? '',
       executable: (pid) => this.processes.get(pid)?.exe,
-      tagged: (variable = TREE_ID_VARIABLE) => (variable === HOST_MARK_VARIABLE ? marks : variable === WATCHDOG_VARIABLE ? watchdogs : trees),
+      tagged: (variable = TREE_ID_VARIABLE) =>
+        variable === HOST_MARK_VARIABLE ? marks : variable === WINDOW_TAG_VARIABLE ? windows : variable === WATCHDOG_VARIABLE ? watchdogs : trees,
       children: () => childrenOf(processes),
     };
   }

@@ -88,8 +88,9 @@ export class LinuxProcessTable implements ProcessTable {
   constructor(private readonly procRoot = '/proc') {}
 
   private bootTime(): number {
-    // Re-read now and then: a wall-clock step moves the boot time as seen in epoch ms.
-    if (Date.now() - this.bootReadAt > 10_000) {
+    // Re-read now and then: a wall-clock step moves the boot time as seen in epoch ms (a step back too: waiting for
+    // the clock to pass the last read again would keep start times on the old clock for as long as the step).
+    if (Math.abs(Date.now() - this.bootReadAt) > 10_000) {
       this.bootTimeMs = readBootTimeMs();
       this.bootReadAt = Date.now();
     }

@@ -19,6 +19,7 @@ import { MemberTracker, refreshMembers } from '../../../src/proc/tracking/member
 import { runCli } from '../../support/cli';
 import { fixturePids } from '../../support/fixtures';
 import { AS_OTHER_USER } from '../../support/otherUser';
+import { identity, nowTicks } from '../../support/records';
 import { isRoot, requireEnvironment } from '../../support/environment';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { aliveOf, register, waitAllDead } from '../../support/started';
@@ -213,6 +214,74 @@ describe("other extensions' processes of an extension host, on real processes", 
     assert.strictEqual(result.hostProcesses.length, 1);
     assert.deepStrictEqual(await waitAllDead(all, 10_000), []);
     assert.ok(!fs.existsSync(host.recordFile));
+  });
+
+  it("a gone host's record edited to name another live host's mark, or a process older than itself: the sweep ends neither", async function () {
+    const dir = tmpDir();
+    const { spec } = typicalSpec(dir);
+    const live = await startHost(spec, (s) => s.children.every((pid) => recordedPids(s).includes(pid)));
+    const older = spawn('/bin/sleep', ['120'], { stdio: 'ignore', detached: true });
+    register(older.pid!);
+    const olderKey = await waitFor('the older process to run', () => table.read(older.pid!)?.startKey);
+    await waitFor('a clock tick to pass: the host starts after it', () => nowTicks() > olderKey + 1);
+    const gone = spawn('/bin/sleep', ['0.2'], { stdio: 'ignore' });
+    const goneKey = await waitFor('the gone host to start', () => table.read(gone.pid!)?.startKey);
+    await new Promise((resolve) => gone.once('exit', resolve));
+    const records = tmpDir();
+    const record = {
+      version: 1,
+      owner: identity(gone.pid!, goneKey),
+      trees: [],
+      hostProcesses: { mark: live.state.mark, seen: [{ pid: older.pid!, startTicks: olderKey, extensionId: 'some.ext' }], keep: [] },
+    };
+    fs.writeFileSync(path.join(records, `${gone.pid}.json`), JSON.stringify(record), { mode: 0o600 });
+    const swept = await runCli(['sweep', '--records', records, '--json', '--grace', '0.5', '--no-cgroup']);
+    assert.strictEqual(swept.code, 0, swept.stderr);
+    assert.strictEqual(JSON.parse(swept.stdout).killed, 0, swept.stdout);
+    const others = [older.pid!, ...live.state.members.map(pidOf)];
+    assert.deepStrictEqual(aliveOf(others), others, "the live host's processes and the older process live on");
+    older.kill('SIGKILL');
+    assert.deepStrictEqual(await waitAllDead([older.pid!]), []);
+  });
+
+  it("a SIGKILLed host: a terminal an extension opened with the host's environment (its mark and the window's tag) lives on, with what runs in it", async function () {
+    const dir = tmpDir();
+    const { spec } = typicalSpec(dir);
+    const host = await startHost(spec, (s) => s.children.every((pid) => recordedPids(s).includes(pid)));
+    // The pty host starts the shell, not the extension host: `createTerminal({ env: process.env })` gives it the mark.
+    const shell = spawn('sh', ['-c', 'sleep 120 & wait'], {
+      stdio: 'ignore',
+      detached: true,
+      env: { ...process.env, AGENT_TREES_HOST: host.state.mark, AGENT_TREES_WINDOW: 'a-window-id' },
+    });
+    register(shell.pid!);
+    const inShell = await waitFor('the shell to start its command', () => table.snapshot().children().get(shell.pid!)?.map((p) => p.pid));
+    for (const pid of inShell) register(pid);
+    const ours = host.state.members.map(pidOf);
+    host.child.kill('SIGKILL');
+    assert.deepStrictEqual(await waitAllDead(ours, 10_000), [], "every process of the host's ended");
+    await waitFor('the record to go', () => !fs.existsSync(host.recordFile));
+    assert.deepStrictEqual(aliveOf([shell.pid!, ...inShell]), [shell.pid!, ...inShell], 'the terminal and its command live on');
+    for (const pid of [shell.pid!, ...inShell]) process.kill(pid, 'SIGKILL');
+    assert.deepStrictEqual(await waitAllDead([shell.pid!, ...inShell]), []);
+  });
+
+  it("a SIGKILLed host: an `agent-trees run` an agent started in it keeps its watchdog, which ends the run's tree (it ignores SIGTERM)", async function () {
+    const cliRecords = tmpDir();
+    const run = `${process.execPath} ${CLI} run --records ${cliRecords} -- sh -c 'trap "" TERM; sleep 120 & wait'; :`;
+    const spec: Spec = { folders: [{ id: 'some.agent', folder: '/usr' }], keep: [], children: [{ command: 'sh', args: ['-c', run] }] };
+    const host = await startHost(spec, (s) => s.members.length >= 2 && s.members.every((key) => recordedPids(s).includes(pidOf(key))));
+    const tree = await waitFor('the run to record its tree', () => {
+      const file = fs.readdirSync(cliRecords).find((n) => /^\d+\.json$/.test(n));
+      const root = file && JSON.parse(fs.readFileSync(path.join(cliRecords, file), 'utf8')).trees[0]?.rootPid;
+      const below = root && table.snapshot().children().get(root);
+      return below?.length ? [root as number, ...below.map((p: { pid: number }) => p.pid)] : undefined;
+    });
+    for (const pid of tree) register(pid);
+    host.child.kill('SIGKILL');
+    assert.deepStrictEqual(await waitAllDead(host.state.members.map(pidOf), 10_000), [], "every process of the host's ended");
+    assert.deepStrictEqual(await waitAllDead(tree, 10_000), [], "the run's tree ended, by its own watchdog");
+    await waitFor("the run's record to go", () => fs.readdirSync(cliRecords).filter((n) => n.endsWith('.json')).length === 0);
   });
 
   it('an owner that records host processes starts its watchdog (its records folder made first), keeps both past its teardown, and stops them when it records nothing', async () => {

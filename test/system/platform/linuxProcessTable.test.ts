@@ -180,6 +180,30 @@ describe('LinuxProcessTable processes', () => {
 
 // A tag read before an exec that dropped it (`env -i`) would keep a process a member for one table and not for
 // another that read it later: membership would depend on which table read it first.
+describe('LinuxProcessTable start times on the wall clock', () => {
+  // Ages are wall-clock differences (an extension host records the processes that have run 2 s): after a step
+  // back, start times on the old clock would make every new process look an hour young, and none recorded.
+  it('follow a wall-clock step back within 10 s: a new process is no younger than it is', async () => {
+    const realNow = Date.now;
+    const table = new LinuxProcessTable();
+    table.read(process.pid);
+    let step = -3_600_000;
+    Date.now = () => realNow() + step;
+    try {
+      step += 11_000; // 11 s pass on the stepped clock
+      const child = spawn('/bin/sleep', ['30'], { stdio: 'ignore' });
+      register(child.pid!);
+      const p = await waitFor('the child to be read', () => table.read(child.pid!));
+      const age = Date.now() - p.startTime;
+      child.kill('SIGKILL');
+      assert.deepStrictEqual(await waitAllDead([child.pid!]), []);
+      assert.ok(age > -1000 && age < 11_000, `a process started just now is ${age} ms old on the stepped clock`);
+    } finally {
+      Date.now = realNow;
+    }
+  });
+});
+
 describe('LinuxProcessTable tags', () => {
   for (const [title, then] of [
     ['after it exec\'d another program (comm changed)', 'env -i sleep 60'],

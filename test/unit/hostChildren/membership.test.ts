@@ -86,6 +86,32 @@ describe("an extension host's processes", () => {
     assert.deepStrictEqual(pids(r.members), [200, 201, 202, 220]);
   });
 
+  it("a record's mark finds nothing unless it is the host's own (pid and start key): never another window's host or its children", () => {
+    const m = world();
+    const r = resolveHostProcesses(m.table.snapshot(), query({ mark: '103:1203' }), m.core);
+    for (const pid of [103, 320]) assert.ok(!pids(r.members).includes(pid), `${pid} is another host's`);
+    assert.ok(r.excluded.some((e) => /the mark 103:1203 is not extension host 100's own/.test(e)), r.excluded.join('; '));
+  });
+
+  it('a process that started before the host is never its own, whether a record says it was seen or it carries the mark', () => {
+    const m = world();
+    m.table.processes.set(400, proc(400, { ppid: 1, pgid: 400, sid: 400, startKey: 900, name: "the user's older shell" }));
+    m.table.processes.set(401, proc(401, { ppid: 1, pgid: 401, sid: 401, startKey: 901, mark: MARK, name: 'older, a forged mark' }));
+    const r = resolveHostProcesses(m.table.snapshot(), query({ seen: ['230:1230', '400:900'] }), m.core);
+    assert.deepStrictEqual(pids(r.members), [200, 201, 202, 210, 220, 230]);
+    assert.ok(r.excluded.some((e) => /pid 400 started before extension host 100/.test(e)), r.excluded.join('; '));
+  });
+
+  it("never a terminal's process, though it carries the mark (an extension opened the terminal with the host's environment), nor what runs in it", () => {
+    const m = world();
+    // A terminal the pty host started with `env: process.env` from an extension: the host's mark and this window's tag.
+    m.table.processes.set(500, proc(500, { ...inEditor, ppid: 101, mark: MARK, window: 'w1', name: 'bash (a terminal)' }));
+    m.table.processes.set(501, proc(501, { ppid: 500, pgid: 501, sid: 500, mark: MARK, window: 'w1', name: 'vim' }));
+    const r = resolveHostProcesses(m.table.snapshot(), query({ seen: ['230:1230', '501:1501'] }), m.core);
+    assert.deepStrictEqual(pids(r.members), [200, 201, 202, 210, 220, 230]);
+    assert.ok(r.excluded.some((e) => /pid 500 runs in a terminal/.test(e)), r.excluded.join('; '));
+  });
+
   it('never PID 1, this process or its ancestors, even carrying the mark', () => {
     const m = world();
     m.table.processes.get(EDITOR)!.mark = MARK;
