@@ -40,14 +40,22 @@ const common = {
   plugins: [problemMatcherPlugin],
 };
 
-/** The extension's bundle takes the core (src/proc) from dist/cli.js: one copy ships (src/cli/bundle.ts). */
-const CORE = path.join(__dirname, 'src', 'proc');
+/**
+ * The extension's bundle takes the core (src/proc) and the agents' layer (src/agents) from dist/cli.js, so one copy of
+ * each ships: what it imports from them, src/cli/bundle.ts must export, and the build fails when it does not.
+ */
+const SRC = path.join(__dirname, 'src');
+const CLI_BUNDLE = path.join(SRC, 'cli', 'bundle.ts');
 const coreFromCli = {
   name: 'core-from-cli',
   setup(build) {
-    build.onResolve({ filter: /(^|\/)proc$/ }, (args) =>
-      path.resolve(args.resolveDir, args.path) === CORE ? { path: './cli.js', external: true } : undefined,
-    );
+    build.onResolve({ filter: /^\.\.\/(proc|agents\/\w+)$/ }, (args) => {
+      if (path.relative(SRC, args.resolveDir) !== 'extension') return undefined;
+      const module = args.path.slice(3);
+      if (!require('fs').readFileSync(CLI_BUNDLE, 'utf8').includes(`export * from '../${module}';`))
+        return { errors: [{ text: `src/cli/bundle.ts does not export '../${module}', which ${args.importer} imports` }] };
+      return { path: './cli.js', external: true };
+    });
   },
 };
 
