@@ -63,7 +63,8 @@ export default tseslint.config(
         'error',
         {
           selector: "CallExpression[callee.object.type='ThisExpression'][callee.property.name='skip']",
-          message: 'Skip through test/support/environment.ts (requireEnvironment or skipBecause): it says why, and CI fails a test whose environment is missing.',
+          message:
+            'Skip through test/support/environment.ts (requireEnvironment or skipBecause): it says why, and CI fails a test whose environment is missing.',
         },
       ],
     },

@@ -35,7 +35,9 @@ export function measureActivation(runs = 3): ActivationRuns {
     fs.rmSync(path.dirname(out), { recursive: true, force: true });
     result.activateMs.push(t.activateMs);
     if (typeof t.loadMs === 'number') result.loadMs.push(t.loadMs);
-    log(`extension: activation in the real host, run ${i + 1}: activate() ${t.activateMs.toFixed(1)} ms, bundle load ${t.loadMs?.toFixed(1)} ms`);
+    log(
+      `extension: activation in the real host, run ${i + 1}: activate() ${t.activateMs.toFixed(1)} ms, bundle load ${t.loadMs?.toFixed(1)} ms`,
+    );
   }
   return result;
 }

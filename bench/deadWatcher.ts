@@ -28,7 +28,10 @@ parentPort!.on('message', (msg: { id: number; members: [number, number][]; timeo
       return;
     }
     if (Date.now() > deadline) {
-      const survivors = members.slice(i).filter(([pid, key]) => !dead(pid, key)).map(([pid]) => pid);
+      const survivors = members
+        .slice(i)
+        .filter(([pid, key]) => !dead(pid, key))
+        .map(([pid]) => pid);
       parentPort!.postMessage({ id: msg.id, type: 'done', allDeadAtNs: null, survivors });
       return;
     }

@@ -57,7 +57,11 @@ export function readActivation(): ActivationFigure {
 /** A copy of the working tree (tracked and untracked-but-not-ignored files) with node_modules linked in. */
 function copyWorkingTree(): string {
   const dir = tmpDir('agent-trees-bench-pkg-');
-  const list = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const list = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: REPO,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   for (const rel of new Set(list.split('\0').filter(Boolean))) {
     if (rel.startsWith('bench/results/')) continue;
     const from = path.join(REPO, rel);
@@ -133,7 +137,12 @@ export function runExtension(measured?: ActivationFigure): ExtensionResults {
   const vsix = path.join(dir, 'agent-trees.vsix');
   const pack = (file: string, args: string[], via: string) => {
     const t0 = nowNs();
-    execFileSync(file, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000, env: { ...process.env, npm_config_update_notifier: 'false' } });
+    execFileSync(file, args, {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 300_000,
+      env: { ...process.env, npm_config_update_notifier: 'false' },
+    });
     const buildMs = msSince(t0);
     const bytes = sizeOf(vsix);
     if (bytes === undefined) throw new Error('agent-trees.vsix was not written');
@@ -148,8 +157,11 @@ export function runExtension(measured?: ActivationFigure): ExtensionResults {
     log('extension: npm run package failed; measuring the .vsix with vsce --baseContentUrl/--baseImagesUrl');
     try {
       const base = 'https://example.invalid/agent-trees';
-      pack(path.join(dir, 'node_modules', '.bin', 'vsce'), ['package', '--no-dependencies', '--baseContentUrl', base, '--baseImagesUrl', base, '--out', 'agent-trees.vsix'],
-        '`vsce package --no-dependencies --baseContentUrl … --baseImagesUrl …` (npm run package failed)');
+      pack(
+        path.join(dir, 'node_modules', '.bin', 'vsce'),
+        ['package', '--no-dependencies', '--baseContentUrl', base, '--baseImagesUrl', base, '--out', 'agent-trees.vsix'],
+        '`vsce package --no-dependencies --baseContentUrl … --baseImagesUrl …` (npm run package failed)',
+      );
     } catch (e2) {
       results.vsixError += ` || fallback failed too: ${firstLines(e2)}`;
     }

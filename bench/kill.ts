@@ -6,8 +6,25 @@
 import { ChildProcess } from 'child_process';
 import { processCore, TreeOwner } from '../src/proc';
 import {
-  childrenCpuMs, log, Member, processCpuMs, realKill, register, registerCgroup, registerGroup, rotated,
-  selfCpuMs, sleep, spawnDetachedTree, summarize, Summary, treeCommand, treeMembers, waitReady, nowNs, msSince,
+  childrenCpuMs,
+  log,
+  Member,
+  processCpuMs,
+  realKill,
+  register,
+  registerCgroup,
+  registerGroup,
+  rotated,
+  selfCpuMs,
+  sleep,
+  spawnDetachedTree,
+  summarize,
+  Summary,
+  treeCommand,
+  treeMembers,
+  waitReady,
+  nowNs,
+  msSince,
 } from './lib';
 import { DeadWatcher, TreeKillProcess } from './watcher';
 
@@ -49,11 +66,11 @@ export interface KillResults {
 
 export function killTitles(tier: string): Record<KillMethod, string> {
   return {
-    'ours': `ours: TreeOwner.kill(id, 0), ${tier} tier`,
+    ours: `ours: TreeOwner.kill(id, 0), ${tier} tier`,
     'ours-group': 'ours: TreeOwner.kill(id, 0), group tier (cgroups off)',
     'ours-direct': `ours: core.killer.kill(record, {graceMs: 0}) directly, ${tier} tier`,
     'tree-kill': "tree-kill(rootPid, 'SIGKILL')",
-    'floor': "process.kill(-pgid, 'SIGKILL') (floor)",
+    floor: "process.kill(-pgid, 'SIGKILL') (floor)",
   };
 }
 
@@ -130,11 +147,21 @@ async function buildDetached(n: number, method: 'tree-kill' | 'floor'): Promise<
   };
 }
 
-async function runOnce(method: KillMethod, n: number, owners: { cgroup: TreeOwner; group: TreeOwner }, watcher: DeadWatcher, capMs: number): Promise<KillRun> {
-  const built = method === 'ours' ? await buildOwned(owners.cgroup, n, false)
-    : method === 'ours-direct' ? await buildOwned(owners.cgroup, n, true)
-      : method === 'ours-group' ? await buildOwned(owners.group, n, false)
-        : await buildDetached(n, method);
+async function runOnce(
+  method: KillMethod,
+  n: number,
+  owners: { cgroup: TreeOwner; group: TreeOwner },
+  watcher: DeadWatcher,
+  capMs: number,
+): Promise<KillRun> {
+  const built =
+    method === 'ours'
+      ? await buildOwned(owners.cgroup, n, false)
+      : method === 'ours-direct'
+        ? await buildOwned(owners.cgroup, n, true)
+        : method === 'ours-group'
+          ? await buildOwned(owners.group, n, false)
+          : await buildDetached(n, method);
   for (const m of built.members.slice(0, 1)) register(m.pid);
   await built.prepare?.();
   await sleep(100); // let the forks settle
@@ -175,7 +202,8 @@ async function runOnce(method: KillMethod, n: number, owners: { cgroup: TreeOwne
   // tree-kill's runner timed its own call (same monotonic clock): use its request and return times.
   const start = own?.t0Ns ?? t0;
   const deadMs = result.allDeadAtNs ? msSince(start, result.allDeadAtNs) : capMs;
-  const returnMs = method === 'floor' ? undefined : own ? msSince(start, own.t1Ns) : returnedAt && !capped ? msSince(start, returnedAt) : undefined;
+  const returnMs =
+    method === 'floor' ? undefined : own ? msSince(start, own.t1Ns) : returnedAt && !capped ? msSince(start, returnedAt) : undefined;
   return { deadMs, returnMs, cpuMs, capped, survivors, blocked: own?.blocked };
 }
 
@@ -200,25 +228,34 @@ export async function runKill(opts: {
           if (runs.get(m)!.length >= opts.reps(m, n)) continue;
           const run = await runOnce(m, n, opts.owners, watcher, opts.capMs);
           runs.get(m)!.push(run);
-          log(`kill: ${n} ${m}: ${run.deadMs.toFixed(1)} ms${run.capped ? ' (capped)' : ''}${run.returnMs !== undefined ? `, returned at ${run.returnMs.toFixed(1)} ms` : ''}, ${run.cpuMs.toFixed(0)} CPU-ms`);
+          log(
+            `kill: ${n} ${m}: ${run.deadMs.toFixed(1)} ms${run.capped ? ' (capped)' : ''}${run.returnMs !== undefined ? `, returned at ${run.returnMs.toFixed(1)} ms` : ''}, ${run.cpuMs.toFixed(0)} CPU-ms`,
+          );
           await sleep(200);
         }
       }
       sizes.push({
         size: n,
-        methods: methods.filter((m) => runs.get(m)!.length > 0).map((m) => {
-          const list = runs.get(m)!;
-          const returned = list.filter((x) => x.returnMs !== undefined).map((x) => x.returnMs!);
-          return {
-            method: m,
-            title: titles[m],
-            dead: summarize(list.map((x) => x.deadMs)),
-            returned: returned.length ? summarize(returned) : undefined,
-            cpuMs: summarize(list.map((x) => x.cpuMs)),
-            capped: list.some((x) => x.capped),
-            runs: list.map((x) => ({ ...x, deadMs: Number(x.deadMs.toFixed(2)), returnMs: x.returnMs === undefined ? undefined : Number(x.returnMs.toFixed(2)), cpuMs: Number(x.cpuMs.toFixed(1)) })),
-          };
-        }),
+        methods: methods
+          .filter((m) => runs.get(m)!.length > 0)
+          .map((m) => {
+            const list = runs.get(m)!;
+            const returned = list.filter((x) => x.returnMs !== undefined).map((x) => x.returnMs!);
+            return {
+              method: m,
+              title: titles[m],
+              dead: summarize(list.map((x) => x.deadMs)),
+              returned: returned.length ? summarize(returned) : undefined,
+              cpuMs: summarize(list.map((x) => x.cpuMs)),
+              capped: list.some((x) => x.capped),
+              runs: list.map((x) => ({
+                ...x,
+                deadMs: Number(x.deadMs.toFixed(2)),
+                returnMs: x.returnMs === undefined ? undefined : Number(x.returnMs.toFixed(2)),
+                cpuMs: Number(x.cpuMs.toFixed(1)),
+              })),
+            };
+          }),
       });
     }
   } finally {

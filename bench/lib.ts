@@ -294,7 +294,10 @@ export function treeCommand(n: number, lifeS = MEMBER_LIFETIME_S): { command: st
   if (!treeBuilder) {
     const bin = path.join(tmpDir('agent-trees-bench-tree-'), 'tree');
     try {
-      execFileSync('cc', ['-O2', '-o', bin, path.join(REPO, 'bench', 'fixtures', 'tree.c')], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
+      execFileSync('cc', ['-O2', '-o', bin, path.join(REPO, 'bench', 'fixtures', 'tree.c')], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        timeout: 60_000,
+      });
       treeBuilder = { command: bin, prefix: [], kind: 'C (bench/fixtures/tree.c)' };
     } catch {
       treeBuilder = { command: 'perl', prefix: [TREE_SCRIPT], kind: 'perl (bench/fixtures/tree.pl; no C compiler)' };
@@ -384,7 +387,9 @@ export interface HostRunOptions {
 
 /** Whether the real host is installed; the reason to skip when not. */
 export function hostMissing(): string | undefined {
-  return fs.existsSync(path.join(REPO, '.tools', 'code-server')) ? undefined : 'the real host is not installed (bash scripts/host/install.sh)';
+  return fs.existsSync(path.join(REPO, '.tools', 'code-server'))
+    ? undefined
+    : 'the real host is not installed (bash scripts/host/install.sh)';
 }
 
 /**
@@ -396,7 +401,16 @@ export function runInHost(o: HostRunOptions): { status: number | null; tail: (li
   const suite = o.suite ? ['--extensionTestsPath', o.suite] : [];
   const r = spawnSync(
     process.execPath,
-    [path.join(REPO, 'scripts', 'host', 'runTests.js'), '--host', o.host ?? 'oldest', ...suite, ...(o.args ?? []), ...env, '--timeout', String(o.timeoutS)],
+    [
+      path.join(REPO, 'scripts', 'host', 'runTests.js'),
+      '--host',
+      o.host ?? 'oldest',
+      ...suite,
+      ...(o.args ?? []),
+      ...env,
+      '--timeout',
+      String(o.timeoutS),
+    ],
     { cwd: REPO, encoding: 'utf8', timeout: (o.timeoutS + 120) * 1000 },
   );
   return { status: r.status, tail: (lines) => (r.stdout || '').split('\n').slice(-lines).join(' | ') };

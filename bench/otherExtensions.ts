@@ -20,7 +20,8 @@ export interface OthersBenchResults {
 export const OTHERS_VISIBLE_TARGET_PCT = 0.5;
 
 export function measureOtherExtensions(opts: { windowS: number; rounds: number }): OthersBenchResults {
-  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server', '.installed'))) return { error: 'the real host is not installed (bash scripts/host/install.sh)' };
+  if (!fs.existsSync(path.join(REPO, '.tools', 'code-server', '.installed')))
+    return { error: 'the real host is not installed (bash scripts/host/install.sh)' };
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- the stand-ins' plain JavaScript, by path
   const { prepareStandIns } = require(path.join(REPO, 'test', 'fixtures', 'extensions', 'standIns.js'));
   const standIns = prepareStandIns({ quiet: true });
@@ -36,17 +37,29 @@ export function measureOtherExtensions(opts: { windowS: number; rounds: number }
   );
   const out = path.join(dir, 'result.json');
   const budgetS = 150 + opts.rounds * 4 * (opts.windowS + 12);
-  log(`other extensions (real host): 15 host children, ${opts.rounds} rounds of 4 windows of ${opts.windowS} s; about ${Math.round(budgetS / 60)} min`);
+  log(
+    `other extensions (real host): 15 host children, ${opts.rounds} rounds of 4 windows of ${opts.windowS} s; about ${Math.round(budgetS / 60)} min`,
+  );
   const r = runInHost({
     suite: path.join(REPO, 'out', 'bench', 'otherExtensionsSuite.js'),
     args: ['--user-data-dir', userData, '--extension', standIns.claudeCode.dir, '--extension', standIns.codex.dir],
-    env: { AGENT_TREES_OTHERS_BENCH_OUT: out, AGENT_TREES_OTHERS_BENCH_WINDOW_S: opts.windowS, AGENT_TREES_OTHERS_BENCH_ROUNDS: opts.rounds },
+    env: {
+      AGENT_TREES_OTHERS_BENCH_OUT: out,
+      AGENT_TREES_OTHERS_BENCH_WINDOW_S: opts.windowS,
+      AGENT_TREES_OTHERS_BENCH_ROUNDS: opts.rounds,
+    },
     timeoutS: budgetS,
   });
   if (!fs.existsSync(out)) return { error: `host run failed (exit ${r.status}): ${r.tail(6)}` };
   const run = JSON.parse(fs.readFileSync(out, 'utf8')) as OthersResult;
   const of = (c: OthersCondition) => summarize(run.windows.filter((w) => w.condition === c).map((w) => w.pct));
-  const conditions = { 'off-hidden': of('off-hidden'), 'end-hidden': of('end-hidden'), 'end-visible': of('end-visible'), 'off-visible': of('off-visible') };
-  for (const [c, s] of Object.entries(conditions)) log(`other extensions (real host): ${c}: ${s.median.toFixed(3)} % of a core (median of ${s.n})`);
+  const conditions = {
+    'off-hidden': of('off-hidden'),
+    'end-hidden': of('end-hidden'),
+    'end-visible': of('end-visible'),
+    'off-visible': of('off-visible'),
+  };
+  for (const [c, s] of Object.entries(conditions))
+    log(`other extensions (real host): ${c}: ${s.median.toFixed(3)} % of a core (median of ${s.n})`);
   return { run, conditions, error: run.errors[0]?.split('\n')[0] };
 }

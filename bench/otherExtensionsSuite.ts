@@ -43,7 +43,6 @@ export interface OthersResult {
   errors: string[];
 }
 
-
 /** Every thread's time on a CPU so far, ns (a thread that never runs adds nothing, unlike 10 ms ticks). */
 function hostCpuNs(): number {
   let ns = 0;
@@ -58,7 +57,9 @@ function hostCpuNs(): number {
 }
 
 async function setMode(api: AgentTreesTestExports, mode: 'end' | 'off'): Promise<void> {
-  await vscode.workspace.getConfiguration('agentTrees').update('otherExtensions.mode', mode === 'end' ? undefined : mode, vscode.ConfigurationTarget.Global);
+  await vscode.workspace
+    .getConfiguration('agentTrees')
+    .update('otherExtensions.mode', mode === 'end' ? undefined : mode, vscode.ConfigurationTarget.Global);
   await until(`mode ${mode}`, async () => (await api.testHooks.otherExtensions()).enabled === (mode === 'end'), 10_000);
 }
 
@@ -75,12 +76,16 @@ export async function run(): Promise<void> {
     await vscode.extensions.getExtension('agent-trees-tests.claude-code-stand-in')!.activate();
     const session = await vscode.commands.executeCommand<{ claudePid: number }>('agentTreesStandIn.claudeCode.startSession', {});
     result.hostChildren = sleepers.length + 1;
-    await until('the section to show the 15 children and their descendants', async () => {
-      const s = await api.testHooks.otherExtensions(true);
-      const pids = s.extensions.flatMap((e) => [...e.pids, ...e.left]);
-      result.processes = pids.length;
-      return pids.includes(session.claudePid) && sleepers.every((c) => pids.includes(c.pid!)) && pids.length >= 19;
-    }, 60_000);
+    await until(
+      'the section to show the 15 children and their descendants',
+      async () => {
+        const s = await api.testHooks.otherExtensions(true);
+        const pids = s.extensions.flatMap((e) => [...e.pids, ...e.left]);
+        result.processes = pids.length;
+        return pids.includes(session.claudePid) && sleepers.every((c) => pids.includes(c.pid!)) && pids.length >= 19;
+      },
+      60_000,
+    );
     // Warm-up, not measured: the view once (its caches), then the host settles.
     await show(api, true);
     const warm = api.testHooks.viewRefresh().refreshes;

@@ -6,13 +6,22 @@ import * as path from 'path';
 import { spawn } from 'child_process';
 import { processCore, TreeOwner } from '../src/proc';
 import {
-  isAlive, log, processesWithEnv, readStat, realKill, register, registerCgroup, registerGroup, REPO,
-  RUN_ID, sleep, tmpDir,
+  isAlive,
+  log,
+  processesWithEnv,
+  readStat,
+  realKill,
+  register,
+  registerCgroup,
+  registerGroup,
+  REPO,
+  RUN_ID,
+  sleep,
+  tmpDir,
 } from './lib';
 import { TreeKillProcess } from './watcher';
 import { SCENARIOS } from '../test/fixtures/scenarios';
 import { fixturePids } from '../test/support/fixtures';
-
 
 export type ReachMethod = 'ours-cgroup' | 'ours-group' | 'tree-kill' | 'group-kill';
 export const REACH_TITLES: Record<ReachMethod, string> = {

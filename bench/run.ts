@@ -16,8 +16,19 @@ import { ActivationFigure, ACTIVATION_ENV, ACTIVATION_FILE_ENV, runExtension } f
 import { measureActivation } from './activation';
 import { KillMethod, runKill } from './kill';
 import {
-  cleanUpAndVerify, installInterruptHandlers, killEverythingSync, log, processCount, REPO, removeTempDirs, RUN_ID,
-  tmpDir, nowNs, msSince, MARKER, treeBuilderKind,
+  cleanUpAndVerify,
+  installInterruptHandlers,
+  killEverythingSync,
+  log,
+  processCount,
+  REPO,
+  removeTempDirs,
+  RUN_ID,
+  tmpDir,
+  nowNs,
+  msSince,
+  MARKER,
+  treeBuilderKind,
   summarize,
 } from './lib';
 import { runReach } from './reach';
@@ -32,15 +43,36 @@ import { runView } from './view';
 import { measureViewInHost } from './viewHost';
 import { measureOtherExtensions } from './otherExtensions';
 
-const PHASES = ['snapshot', 'sweep', 'kill', 'reach', 'view', 'extension', 'watchdog', 'crowd', 'reload', 'terminal', 'attention', 'budget', 'otherExtensions'] as const;
+const PHASES = [
+  'snapshot',
+  'sweep',
+  'kill',
+  'reach',
+  'view',
+  'extension',
+  'watchdog',
+  'crowd',
+  'reload',
+  'terminal',
+  'attention',
+  'budget',
+  'otherExtensions',
+] as const;
 type Phase = (typeof PHASES)[number];
 
 function args() {
-  const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',') as Phase[] | undefined;
+  const only = process.argv
+    .find((a) => a.startsWith('--only='))
+    ?.slice(7)
+    .split(',') as Phase[] | undefined;
   const quick = process.argv.includes('--quick');
   const outArg = process.argv.find((a) => a.startsWith('--out='))?.slice(6);
   const partial = !!only || quick;
-  const outDir = outArg ? path.resolve(outArg) : partial ? fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-out-')) : path.join(REPO, 'bench', 'results');
+  const outDir = outArg
+    ? path.resolve(outArg)
+    : partial
+      ? fs.mkdtempSync(path.join(os.tmpdir(), 'agent-trees-bench-out-'))
+      : path.join(REPO, 'bench', 'results');
   return { phases: new Set<Phase>(only ?? PHASES), quick, outDir };
 }
 
@@ -61,7 +93,10 @@ async function main(): Promise<number> {
     kernel: os.release(),
     node: process.version,
     processes: processCount(),
-    load: os.loadavg().map((x) => x.toFixed(2)).join(' '),
+    load: os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' '),
     runId: RUN_ID,
     marker: MARKER,
   };
@@ -71,7 +106,10 @@ async function main(): Promise<number> {
   };
   installInterruptHandlers();
   const tier = processCore().cgroupTier('auto').tier ? 'cgroup' : 'group';
-  meta.tier = tier === 'cgroup' ? `cgroup (${processCore().cgroupTier('auto').tier!.reason})` : `group (no cgroup tier: ${processCore().cgroupTier('auto').unavailable})`;
+  meta.tier =
+    tier === 'cgroup'
+      ? `cgroup (${processCore().cgroupTier('auto').tier!.reason})`
+      : `group (no cgroup tier: ${processCore().cgroupTier('auto').unavailable})`;
   meta.treeBuilder = treeBuilderKind();
   const results: AllResults = {};
   const errors: string[] = [];
@@ -125,17 +163,34 @@ async function main(): Promise<number> {
     });
     await phase('view', async () => {
       const baseline = Number(meta.processes);
-      results.view = await runView({ owners, rounds: quick ? 1 : 3, seconds: quick ? 10 : 20, bigSeconds: quick ? 5 : 10, escapes: quick ? [200] : [200, 5000, 9700], baseline });
-      results.viewHost = await measureViewInHost({ tiers: quick ? ['group'] : ['group', 'cgroup'], windowS: quick ? 10 : 15, rounds: quick ? 1 : 4, escapes: quick ? 1 : 2, baseline });
+      results.view = await runView({
+        owners,
+        rounds: quick ? 1 : 3,
+        seconds: quick ? 10 : 20,
+        bigSeconds: quick ? 5 : 10,
+        escapes: quick ? [200] : [200, 5000, 9700],
+        baseline,
+      });
+      results.viewHost = await measureViewInHost({
+        tiers: quick ? ['group'] : ['group', 'cgroup'],
+        windowS: quick ? 10 : 15,
+        rounds: quick ? 1 : 4,
+        escapes: quick ? 1 : 2,
+        baseline,
+      });
     });
     await phase('extension', async () => {
       // Measured in the real host unless a figure was handed in ($AGENT_TREES_ACTIVATION_MS or its file).
       let measured: ActivationFigure | undefined;
       if (!process.env[ACTIVATION_ENV] && !process.env[ACTIVATION_FILE_ENV]) {
         const act = measureActivation(quick ? 1 : 3);
-        measured = act.activateMs.length > 0
-          ? { ms: summarize(act.activateMs).median, source: `activate() in the real host (code-server 4.100.3), median of ${act.activateMs.length} fresh starts; loading the bundle before it: ${summarize(act.loadMs).median.toFixed(1)} ms` }
-          : { source: `not measured: ${act.error}` };
+        measured =
+          act.activateMs.length > 0
+            ? {
+                ms: summarize(act.activateMs).median,
+                source: `activate() in the real host (code-server 4.100.3), median of ${act.activateMs.length} fresh starts; loading the bundle before it: ${summarize(act.loadMs).median.toFixed(1)} ms`,
+              }
+            : { source: `not measured: ${act.error}` };
       }
       results.extension = runExtension(measured);
     });
@@ -174,7 +229,10 @@ async function main(): Promise<number> {
 
   // Nothing this run started may be left: kill and look again until none is (zombies count as gone).
   const left = await cleanUpAndVerify(8000);
-  meta.leftovers = left.length === 0 ? 'none (checked by pid and by the run marker in /proc/<pid>/environ)' : `${left.length}: ${left.map((s) => s.pid).join(' ')}`;
+  meta.leftovers =
+    left.length === 0
+      ? 'none (checked by pid and by the run marker in /proc/<pid>/environ)'
+      : `${left.length}: ${left.map((s) => s.pid).join(' ')}`;
   removeTempDirs();
   meta.durationS = (msSince(started) / 1000).toFixed(0);
 
@@ -184,8 +242,14 @@ async function main(): Promise<number> {
   writeAtomic(path.join(outDir, 'latest.json'), JSON.stringify(json, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2) + '\n');
   writeAtomic(path.join(outDir, 'latest.md'), md);
   process.stdout.write('\n' + md + '\n');
-  process.stdout.write(`Ratios:\n${ratioLines(results).map((l) => `  ${l}`).join('\n')}\n`);
-  process.stdout.write(`\nTargets: ${ts.map((t) => `${t.id} ${t.met === true ? 'met' : t.met === false ? 'MISSED' : 'n/a'}`).join(', ')}\n`);
+  process.stdout.write(
+    `Ratios:\n${ratioLines(results)
+      .map((l) => `  ${l}`)
+      .join('\n')}\n`,
+  );
+  process.stdout.write(
+    `\nTargets: ${ts.map((t) => `${t.id} ${t.met === true ? 'met' : t.met === false ? 'MISSED' : 'n/a'}`).join(', ')}\n`,
+  );
   process.stdout.write(`Results: ${path.relative(process.cwd(), path.join(outDir, 'latest.md')) || outDir} and latest.json\n`);
   for (const e of errors) process.stderr.write(`error in ${e}\n`);
   if (left.length) process.stderr.write(`LEFTOVERS: ${meta.leftovers}\n`);

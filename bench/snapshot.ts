@@ -11,8 +11,24 @@ import { LinuxProcessTable } from '../src/proc/platform/linuxProcessTable';
 import { TreeQuery } from '../src/proc/tracking/listing';
 import { canTrack, MemberTracker, refreshMembers } from '../src/proc/tracking/memberTracker';
 import {
-  childrenCpuMs, log, processCount, register, registerCgroup, registerGroup, REPO, rotated,
-  selfCpuMs, sleep, summarize, Summary, tmpDir, treeCommand, treeMembers, waitReady, nowNs, msSince,
+  childrenCpuMs,
+  log,
+  processCount,
+  register,
+  registerCgroup,
+  registerGroup,
+  REPO,
+  rotated,
+  selfCpuMs,
+  sleep,
+  summarize,
+  Summary,
+  tmpDir,
+  treeCommand,
+  treeMembers,
+  waitReady,
+  nowNs,
+  msSince,
 } from './lib';
 
 export type SnapshotMethod = 'ours-cold' | 'ours-cold+cmd' | 'ours-warm' | 'ours-view' | 'node-floor' | 'ps-list' | 'ps' | 'c-ref';
@@ -21,10 +37,11 @@ export const METHOD_TITLES: Record<SnapshotMethod, string> = {
   'ours-cold': 'ours, first call on a fresh table: snapshot()',
   'ours-cold+cmd': 'ours, first call on a fresh table: snapshot() + commandLine() for every pid',
   'ours-warm': 'ours, repeat call on a warm table: snapshot() + commandLine() for every pid (cached)',
-  'ours-view': "ours, the view's refresh: MemberTracker + refreshMembers() on a warm table (the owned trees: none at 'current', the extra tree above)",
+  'ours-view':
+    "ours, the view's refresh: MemberTracker + refreshMembers() on a warm table (the owned trees: none at 'current', the extra tree above)",
   'node-floor': 'Node floor: readdir + open/read/close of every /proc/<pid>/stat, nothing else',
   'ps-list': 'ps-list 9 (two `ps` calls)',
-  'ps': 'spawn `ps -eo pid,ppid,pgid,sid,lstart,pcpu,rss,comm,args` + parse',
+  ps: 'spawn `ps -eo pid,ppid,pgid,sid,lstart,pcpu,rss,comm,args` + parse',
   'c-ref': 'C reference measured here: stat for every pid (no spawn time)',
 };
 
@@ -68,7 +85,12 @@ interface Call {
 
 type PsListFn = (options?: { all?: boolean }) => Promise<{ pid: number }[]>;
 
-function parsePs(out: string): Map<number, { pid: number; ppid: number; pgid: number; sid: number; start: number; cpu: number; rssKb: number; comm: string; args: string }> {
+function parsePs(
+  out: string,
+): Map<
+  number,
+  { pid: number; ppid: number; pgid: number; sid: number; start: number; cpu: number; rssKb: number; comm: string; args: string }
+> {
   const lines = out.split('\n');
   const header = lines[0] ?? '';
   const commAt = header.indexOf('COMMAND');
@@ -97,8 +119,12 @@ function parsePs(out: string): Map<number, { pid: number; ppid: number; pgid: nu
 
 function psOnce(): Promise<number> {
   return new Promise((resolve, reject) => {
-    execFile('ps', ['-eo', 'pid,ppid,pgid,sid,lstart,pcpu,rss,comm,args'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } },
-      (error, stdout) => (error ? reject(error) : resolve(parsePs(stdout).size)));
+    execFile(
+      'ps',
+      ['-eo', 'pid,ppid,pgid,sid,lstart,pcpu,rss,comm,args'],
+      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } },
+      (error, stdout) => (error ? reject(error) : resolve(parsePs(stdout).size)),
+    );
   });
 }
 
@@ -166,7 +192,12 @@ async function filler(owner: TreeOwner, n: number) {
   return { tree, members };
 }
 
-export async function runSnapshot(opts: { owner: TreeOwner; rounds: number[]; oneHzSeconds: number; keepLast: boolean }): Promise<{ results: SnapshotResults; keptTree?: { id: string } }> {
+export async function runSnapshot(opts: {
+  owner: TreeOwner;
+  rounds: number[];
+  oneHzSeconds: number;
+  keepLast: boolean;
+}): Promise<{ results: SnapshotResults; keptTree?: { id: string } }> {
   const { default: psList } = (await import('ps-list')) as { default: PsListFn };
   const cref = buildCRef();
   const methods: SnapshotMethod[] = ['ours-cold', 'ours-cold+cmd', 'ours-warm', 'ours-view', 'node-floor', 'ps-list', 'ps'];
@@ -198,7 +229,9 @@ export async function runSnapshot(opts: { owner: TreeOwner; rounds: number[]; on
     const viewTable = new LinuxProcessTable();
     const core = processCore();
     const tracker = new MemberTracker(core);
-    const queries: TreeQuery[] = fill ? [{ ...fill.tree.record, continuouslyOwned: true, cgroupVerified: fill.tree.record.cgroup !== null }] : [];
+    const queries: TreeQuery[] = fill
+      ? [{ ...fill.tree.record, continuouslyOwned: true, cgroupVerified: fill.tree.record.cgroup !== null }]
+      : [];
     const viewCall = () => {
       const r = refreshMembers(viewTable, tracker.next(queries, {}, canTrack(viewTable, queries, {}, core)), core);
       tracker.learn(r);
@@ -208,16 +241,17 @@ export async function runSnapshot(opts: { owner: TreeOwner; rounds: number[]; on
     const cRefStatCmd: number[] = [];
     const run: Record<SnapshotMethod, () => Promise<Call>> = {
       'ours-cold': () => timed(() => new LinuxProcessTable().snapshot().processes.size),
-      'ours-cold+cmd': () => timed(() => {
-        const snap = new LinuxProcessTable().snapshot();
-        for (const pid of snap.processes.keys()) snap.commandLine(pid);
-        return snap.processes.size;
-      }),
+      'ours-cold+cmd': () =>
+        timed(() => {
+          const snap = new LinuxProcessTable().snapshot();
+          for (const pid of snap.processes.keys()) snap.commandLine(pid);
+          return snap.processes.size;
+        }),
       'ours-warm': () => timed(warmCall),
       'ours-view': () => timed(viewCall),
       'node-floor': () => timed(nodeFloor),
       'ps-list': () => timed(async () => (await psList()).length),
-      'ps': () => timed(psOnce),
+      ps: () => timed(psOnce),
       'c-ref': async () => {
         const r = cRefOnce(cref.bin!);
         cRefStatCmd.push(r.statCmd);
@@ -251,7 +285,10 @@ export async function runSnapshot(opts: { owner: TreeOwner; rounds: number[]; on
 
     if (li === extras.length - 1 && opts.oneHzSeconds > 0) {
       // Steady state for real: one call per second, CPU over the whole window (idle time included).
-      for (const [method, call] of [['ours-warm', warmCall], ['ours-view', viewCall]] as const) {
+      for (const [method, call] of [
+        ['ours-warm', warmCall],
+        ['ours-view', viewCall],
+      ] as const) {
         log(`snapshot: ${method} at 1 Hz for ${opts.oneHzSeconds} s`);
         const cpu0 = selfCpuMs();
         const t0 = nowNs();

@@ -62,36 +62,38 @@ async function orphanedOwners(dir: string, n: number): Promise<{ pids: number[];
   const keys = new Map<number, number>();
   const all: number[] = [];
   const ownerPids: number[] = [];
-  await Promise.all(Array.from({ length: n }, async () => {
-    const pidfile = path.join(tmpDir(), 'pids');
-    const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), dir, 'deep', pidfile, 'auto'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, LIFETIME: '60' },
-    });
-    register(owner.pid);
-    ownerPids.push(owner.pid!);
-    await new Promise<void>((resolve, reject) => {
-      owner.stdout!.once('data', () => resolve());
-      owner.once('exit', (code) => reject(new Error(`owner.js exited (${code})`)));
-    });
-    const deadline = Date.now() + 15_000;
-    while (!/^ready /m.test(fs.existsSync(pidfile) ? fs.readFileSync(pidfile, 'utf8') : '')) {
-      if (Date.now() > deadline) throw new Error('owner.js tree not ready');
-      await sleep(20);
-    }
-    for (const line of fs.readFileSync(pidfile, 'utf8').split('\n')) {
-      const [role, p] = line.split(' ');
-      const pid = Number(p);
-      if (!role || role === 'ready' || !(pid > 0)) continue;
-      register(pid);
-      const s = readStat(pid);
-      if (s) keys.set(pid, s.startKey);
-      all.push(pid);
-    }
-    const exited = new Promise((resolve) => owner.once('exit', resolve));
-    realKill(owner.pid!, 'SIGKILL');
-    await exited;
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      const pidfile = path.join(tmpDir(), 'pids');
+      const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), dir, 'deep', pidfile, 'auto'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, LIFETIME: '60' },
+      });
+      register(owner.pid);
+      ownerPids.push(owner.pid!);
+      await new Promise<void>((resolve, reject) => {
+        owner.stdout!.once('data', () => resolve());
+        owner.once('exit', (code) => reject(new Error(`owner.js exited (${code})`)));
+      });
+      const deadline = Date.now() + 15_000;
+      while (!/^ready /m.test(fs.existsSync(pidfile) ? fs.readFileSync(pidfile, 'utf8') : '')) {
+        if (Date.now() > deadline) throw new Error('owner.js tree not ready');
+        await sleep(20);
+      }
+      for (const line of fs.readFileSync(pidfile, 'utf8').split('\n')) {
+        const [role, p] = line.split(' ');
+        const pid = Number(p);
+        if (!role || role === 'ready' || !(pid > 0)) continue;
+        register(pid);
+        const s = readStat(pid);
+        if (s) keys.set(pid, s.startKey);
+        all.push(pid);
+      }
+      const exited = new Promise((resolve) => owner.once('exit', resolve));
+      realKill(owner.pid!, 'SIGKILL');
+      await exited;
+    }),
+  );
   return { pids: all, keys, owners: ownerPids };
 }
 
@@ -159,7 +161,8 @@ export async function runSweep(opts: { reps: number; mixedReps: number; records:
   for (let r = 0; r < 5; r++) {
     const t0 = nowNs();
     const snap = table.snapshot();
-    for (const tree of trees) resolveTreeMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, processCore()) }, processCore());
+    for (const tree of trees)
+      resolveTreeMembers(tree, snap, { continuouslyOwned: false, cgroupVerified: cgroupVerified(tree, processCore()) }, processCore());
     shared.push(msSince(t0));
   }
 

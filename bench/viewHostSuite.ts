@@ -49,7 +49,6 @@ export interface HostViewResult {
   errors: string[];
 }
 
-
 function stat(pid: number | 'self'): string[] | undefined {
   try {
     const text = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');

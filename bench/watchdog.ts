@@ -138,8 +138,6 @@ export async function runWatchdogIdle(windowS: number, rounds: number): Promise<
   });
 }
 
-
-
 export async function runWatchdogDeath(runs: number): Promise<DeathRow[]> {
   const rows: DeathRow[] = [];
   for (const [tree, mode] of [

@@ -9,7 +9,22 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { LinuxProcessTable } from '../src/proc/platform/linuxProcessTable';
-import { isAlive, log, msSince, nowNs, processCount, readStat, realKill, register, REPO, sleep, spawnDetachedTree, summarize, Summary, tmpDir } from './lib';
+import {
+  isAlive,
+  log,
+  msSince,
+  nowNs,
+  processCount,
+  readStat,
+  realKill,
+  register,
+  REPO,
+  sleep,
+  spawnDetachedTree,
+  summarize,
+  Summary,
+  tmpDir,
+} from './lib';
 
 export interface CrowdRow {
   tier: 'cgroup' | 'group';
@@ -97,7 +112,9 @@ export async function runWatchdogCrowd(o: {
           dead.push(r.deadMs);
           record.push(r.recordMs);
         }
-        log(`crowd: ${tier} tier, run ${i + 1}/${o.reps}: dead after ${r.deadMs?.toFixed(0) ?? 'never'} ms, record after ${r.recordMs?.toFixed(0) ?? 'never'} ms`);
+        log(
+          `crowd: ${tier} tier, run ${i + 1}/${o.reps}: dead after ${r.deadMs?.toFixed(0) ?? 'never'} ms, record after ${r.recordMs?.toFixed(0) ?? 'never'} ms`,
+        );
       }
       rows.push({ tier, deadMs: { ...summarize(dead), samples: dead }, recordMs: { ...summarize(record), samples: record }, failures });
     }

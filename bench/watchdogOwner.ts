@@ -10,7 +10,12 @@ import { ChildProcess, spawn } from 'child_process';
 import { processCore, TreeOwner } from '../src/proc';
 
 const [mode, records, treesText, cli] = process.argv.slice(2);
-const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'off', watchdog: mode === 'sh-pipe' ? { cliPath: cli } : undefined });
+const owner = new TreeOwner({
+  core: processCore(),
+  recordsDir: records,
+  cgroups: 'off',
+  watchdog: mode === 'sh-pipe' ? { cliPath: cli } : undefined,
+});
 const trees = Array.from({ length: Number(treesText) }, () => owner.spawn({ command: 'sleep', args: ['3600'], stdio: 'ignore' }));
 
 /** A watcher that holds the read end of a pipe whose write end we keep (unused here: the owner never dies). */

@@ -17,7 +17,10 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
     return answer({ id: null, error: { code: -32700, message: 'parse error' } });
   }
   if (req.method === 'initialize') {
-    answer({ id: req.id, result: { protocolVersion: '2025-06-18', serverInfo: { name: 'fake-mcp', version: '0.0.1' }, capabilities: { tools: {} } } });
+    answer({
+      id: req.id,
+      result: { protocolVersion: '2025-06-18', serverInfo: { name: 'fake-mcp', version: '0.0.1' }, capabilities: { tools: {} } },
+    });
   } else if (req.method === 'tools/list') {
     answer({ id: req.id, result: { tools: [{ name: 'grep', description: 'search the workspace' }] } });
   } else {

@@ -154,11 +154,7 @@ async function pressKey(page, bin) {
 
 /** Waits until none of `list()` is left (15 s); returns the commands of what is left. */
 async function leftAlive(what, list) {
-  return waitUntil(
-    what,
-    async () => (list().length === 0 ? [] : undefined),
-    15000,
-  ).catch(() => list().map((p) => p.command));
+  return waitUntil(what, async () => (list().length === 0 ? [] : undefined), 15000).catch(() => list().map((p) => p.command));
 }
 
 /** The rows of the Agent Trees view with their depth: [{ level, text }]. */
@@ -301,11 +297,14 @@ async function tryShellTerminal(page, bin, how, { clis, home }) {
   );
   // The terminal still takes a command line as typed (a keyboard protocol left on sends every key as CSI … u).
   await typeLine(page, 'echo "typed $((6 * 7))"');
-  r.usableAfter = await waitUntil('the shell to run a typed line', async () => ((await terminalText(page)).includes('typed 42') ? true : undefined), 10000).catch(
-    () => false,
-  );
+  r.usableAfter = await waitUntil(
+    'the shell to run a typed line',
+    async () => ((await terminalText(page)).includes('typed 42') ? true : undefined),
+    10000,
+  ).catch(() => false);
   say(`${bin}: the terminal ${r.usableAfter ? 'takes typed lines' : 'NO LONGER takes typed lines'} after it ended`);
-  r.ok = r.firstScreen && r.leftAlive.length === 0 && r.keyReached !== false && (!r.alive || (r.inView && !!r.notification)) && r.usableAfter;
+  r.ok =
+    r.firstScreen && r.leftAlive.length === 0 && r.keyReached !== false && (!r.alive || (r.inView && !!r.notification)) && r.usableAfter;
   return r;
 }
 

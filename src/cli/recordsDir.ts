@@ -75,7 +75,7 @@ function foreignLink(dir: string): { path: string; uid: number } | undefined {
   if (me === undefined) return undefined;
   let todo = path.resolve(dir).split(path.sep).filter(Boolean);
   let at = path.parse(path.resolve(dir)).root;
-  for (let links = 0; todo.length > 0 && links <= 40; ) {
+  for (let links = 0; todo.length > 0 && links <= 40;) {
     const next = path.join(at, todo.shift()!);
     let st: fs.Stats;
     try {
@@ -123,7 +123,8 @@ function foreignFolder(dir: string): string | undefined {
     } catch {
       continue;
     }
-    if (st.uid !== me && st.uid !== 0) return `${folder}, a folder of uid ${st.uid}: only folders of this user or root are trusted to hold it`;
+    if (st.uid !== me && st.uid !== 0)
+      return `${folder}, a folder of uid ${st.uid}: only folders of this user or root are trusted to hold it`;
     if ((st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0) return `${folder}, which any user can write to (no sticky bit)`;
   }
   return undefined;

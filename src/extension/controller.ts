@@ -82,8 +82,21 @@ export class AgentTreesController implements vscode.Disposable {
     this.parts = { log, settings: basics.settings, ...processes, ...ui };
     this.contextKeys = new ContextKeys(this.parts.runs, this.parts.windowTerminals, this.parts.otherExtensions);
     this.windowLease = this.leaseWindow();
-    const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting, otherExtensions } = this.parts;
-    this.disposables.push(terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting, otherExtensions);
+    const { terminals, windowTerminals, mcp, provider, source, view, statusBar, sweeper, viewRefresh, waiting, otherExtensions } =
+      this.parts;
+    this.disposables.push(
+      terminals,
+      windowTerminals,
+      mcp,
+      provider,
+      source,
+      view,
+      statusBar,
+      sweeper,
+      viewRefresh,
+      waiting,
+      otherExtensions,
+    );
     this.connectEvents(this.contextKeys, this.windowLease);
     this.disposables.push(...registerCommands(this.parts));
     this.start();

@@ -208,7 +208,8 @@ export class OtherExtensions implements vscode.Disposable {
   async endProcesses(roots: ProcessIdentity[], id: string): Promise<KillReport> {
     const query = this.query();
     const core = processCore();
-    if (!query) return { treeId: id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: ['other extensions are not tracked'] };
+    if (!query)
+      return { treeId: id, signalled: 0, survivors: 0, survivorPids: [], escalated: false, refused: ['other extensions are not tracked'] };
     return endHostSubtrees(core.table.snapshot(), { query, roots, id }, core, {
       killer: core.killer,
       graceMs: this.deps.settings().killGraceSeconds * 1000,

@@ -34,7 +34,8 @@ export function otherExtensionsInput(
     const top = byKey.get(place.topKey);
     if (!top || options.takenAt - top.startTime < LONG_LIVED_MS) continue;
     let entry = entries.get(place.extensionId);
-    if (!entry) entries.set(place.extensionId, (entry = { id: place.extensionId, name: options.nameOf(place.extensionId), members: [], left: [] }));
+    if (!entry)
+      entries.set(place.extensionId, (entry = { id: place.extensionId, name: options.nameOf(place.extensionId), members: [], left: [] }));
     (place.left ? entry.left : entry.members).push(p);
   }
   const rank = (e: OtherExtensionInput) => (e.id === OTHER_ID ? 1 : 0);

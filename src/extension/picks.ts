@@ -153,7 +153,10 @@ export class Picks {
           label: `$(extensions) ${label}`,
           description: pidAndCount(root.pid, count),
           detail: vscode.l10n.t('Started by the extension {0}', e.name),
-          pick: { name: `${e.name}: ${label}`, host: { id: `process-${root.pid}-${root.startKey}`, roots: [{ pid: root.pid, startKey: root.startKey }] } },
+          pick: {
+            name: `${e.name}: ${label}`,
+            host: { id: `process-${root.pid}-${root.startKey}`, roots: [{ pid: root.pid, startKey: root.startKey }] },
+          },
         });
       }
     }

@@ -23,7 +23,10 @@ export class DeadlineStatusBar implements vscode.Disposable {
     if (Date.now() - this.lastBudgetUpdate >= 1000) this.update();
   };
 
-  constructor(private readonly runs: AgentRuns, private readonly warningSeconds: () => number) {
+  constructor(
+    private readonly runs: AgentRuns,
+    private readonly warningSeconds: () => number,
+  ) {
     this.item = vscode.window.createStatusBarItem(STATUS_BAR_ID, vscode.StatusBarAlignment.Left, 50);
     this.item.name = vscode.l10n.t('Agent Trees Deadlines');
     this.item.command = 'agentTrees.deadlineActions';
@@ -34,7 +37,10 @@ export class DeadlineStatusBar implements vscode.Disposable {
 
   /** Runs with a deadline, nearest first. */
   withDeadlines(): AgentRun[] {
-    return this.runs.running().filter((r) => r.deadline !== undefined).sort((a, b) => a.deadline! - b.deadline!);
+    return this.runs
+      .running()
+      .filter((r) => r.deadline !== undefined)
+      .sort((a, b) => a.deadline! - b.deadline!);
   }
 
   /** The running agent nearest one of its limits, with its figures. */
@@ -66,7 +72,8 @@ export class DeadlineStatusBar implements vscode.Disposable {
     this.item.text = `$(watch) ${next.name} ${formatDuration(left)}${runs.length > 1 ? ` +${runs.length - 1}` : ''}`;
     this.item.backgroundColor = left <= this.warningSeconds() * 1000 ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     const tooltip = new vscode.MarkdownString(`**${vscode.l10n.t('Agent deadlines')}**\n\n`);
-    for (const r of runs) tooltip.appendMarkdown(`- ${r.name}: ${vscode.l10n.t('killed in {0}', formatDuration(r.deadline! - Date.now()))}\n`);
+    for (const r of runs)
+      tooltip.appendMarkdown(`- ${r.name}: ${vscode.l10n.t('killed in {0}', formatDuration(r.deadline! - Date.now()))}\n`);
     if (near) tooltip.appendMarkdown(`\n${this.limitLine(near)}\n`);
     tooltip.appendMarkdown(`\n${vscode.l10n.t('Click to extend or kill.')}`);
     this.item.tooltip = tooltip;

@@ -162,7 +162,12 @@ export function createTestHooks(parts: TestHookParts, facts: ActivationFacts): A
       return {
         mark: others.mark,
         enabled: others.enabled,
-        extensions: (others.viewInput() ?? []).map((e) => ({ id: e.id, name: e.name, pids: e.members.map((p) => p.pid), left: e.left.map((p) => p.pid) })),
+        extensions: (others.viewInput() ?? []).map((e) => ({
+          id: e.id,
+          name: e.name,
+          pids: e.members.map((p) => p.pid),
+          left: e.left.map((p) => p.pid),
+        })),
         recorded: others.recorded(),
       };
     },

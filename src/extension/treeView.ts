@@ -78,7 +78,11 @@ export class ProcessTreeProvider implements vscode.TreeDataProvider<Row>, vscode
     for (const s of mcpServers) if (s.state === 'running') queries.push(recordedTreeQuery(s.tree, owner.core));
     let snapshot;
     try {
-      snapshot = await source.query(queries, { terminals: windowTerminals.query(), liveRecords: records.live, host: otherExtensions.query() });
+      snapshot = await source.query(queries, {
+        terminals: windowTerminals.query(),
+        liveRecords: records.live,
+        host: otherExtensions.query(),
+      });
     } catch (e) {
       this.options.onError(`reading the process table failed: ${(e as Error).message}`);
       return;

@@ -159,7 +159,10 @@ export function buildView(input: ViewInput, l10n: Localizer): ViewModel {
   for (const run of runs) {
     const id = `run:${run.id}`;
     const tree = subtree(build, { topId: id, top: { kind: 'run', runId: run.id }, members: run.live ? membersOf(input, run.id) : [] });
-    agents.push({ row: runRow(id, run, tree, build), waitingSince: waitingSince(run.live && run.state === 'running', run.attention, l10n) });
+    agents.push({
+      row: runRow(id, run, tree, build),
+      waitingSince: waitingSince(run.live && run.state === 'running', run.attention, l10n),
+    });
   }
   for (const t of input.windowTrees) {
     const id = `window:${t.id}`;
@@ -319,11 +322,23 @@ function runRow(id: string, run: RunInput, tree: Subtree, { input: { now }, l10n
     label: run.name,
     description: parts.join(' · '),
     tooltip: { text: tooltip, markdown: true },
-    icon: running && nearLimit(run.budget) ? NEAR_LIMIT_ICON : (attention.icon ?? { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color }),
+    icon:
+      running && nearLimit(run.budget)
+        ? NEAR_LIMIT_ICON
+        : (attention.icon ?? { id: run.live && run.state !== 'running' ? 'loading~spin' : icon, color }),
     contextValue: ['agent', run.live ? 'live' : 'ended', run.live && run.deadline ? 'deadline' : ''].filter(Boolean).join('.'),
     children: tree.roots,
     command: { command: 'agentTrees.showTerminal', title: l10n.t('Show Agent Terminal') },
-    signature: [run.state, run.live, left ?? '', run.exitCode ?? '', run.exitSignal ?? '', parts.join(' · '), attention.signature, tree.signature].join('|'),
+    signature: [
+      run.state,
+      run.live,
+      left ?? '',
+      run.exitCode ?? '',
+      run.exitSignal ?? '',
+      parts.join(' · '),
+      attention.signature,
+      tree.signature,
+    ].join('|'),
   };
 }
 

@@ -59,7 +59,10 @@ describe('Agent Trees: agents in a real extension host', function () {
     const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
     assert.strictEqual(result?.survivors, 0);
     assert.ok(result!.signalled >= 2);
-    await waitFor(() => `alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0);
+    await waitFor(
+      () => `alive: ${aliveOf(all)}`,
+      () => aliveOf(all).length === 0,
+    );
     await waitFor('the run to show killed', () => trees.list().find((x) => x.id === id)?.state === 'killed');
   });
 
@@ -100,9 +103,17 @@ describe('Agent Trees: agents in a real extension host', function () {
     const file = pidFile();
     const id = await trees.launch({ name: 'terminal-agent', command: FIXTURE, args: ['deep', file], timeoutSeconds: 0 });
     const { all } = await fixturePids(file);
-    const terminal = await waitFor('the terminal-agent terminal', () => vscode.window.terminals.find((t) => t.name === 'Agent: terminal-agent'), 5000);
+    const terminal = await waitFor(
+      'the terminal-agent terminal',
+      () => vscode.window.terminals.find((t) => t.name === 'Agent: terminal-agent'),
+      5000,
+    );
     terminal.dispose();
-    await waitFor(() => `alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0, 10_000);
+    await waitFor(
+      () => `alive: ${aliveOf(all)}`,
+      () => aliveOf(all).length === 0,
+      10_000,
+    );
     await waitFor('the run to show killed', () => trees.list().find((t) => t.id === id)?.state === 'killed');
   });
 
@@ -173,7 +184,10 @@ describe('Agent Trees: agents in a real extension host', function () {
     const t = record.trees.find((x: { id: string }) => x.id === id);
     assert.strictEqual(t.envTag, `AGENT_TREES_TREE_ID=${id}`);
     await trees.kill(id);
-    await waitFor('the tree to leave the record', () => !fs.existsSync(file) || !JSON.parse(fs.readFileSync(file, 'utf8')).trees.some((x: { id: string }) => x.id === id));
+    await waitFor(
+      'the tree to leave the record',
+      () => !fs.existsSync(file) || !JSON.parse(fs.readFileSync(file, 'utf8')).trees.some((x: { id: string }) => x.id === id),
+    );
   });
 
   it('registers a handler for every command it contributes', async () => {

@@ -82,7 +82,15 @@ inPhase(2, 'crash: what the killed host left', () => {
     const fallback: Fallback = JSON.parse(fs.readFileSync(await fallbackFile(), 'utf8'));
     const alive = () => fallback.helpers.filter((h) => processes.isAlive(h.pid, h.startTicks)).map((h) => h.pid);
     // The activation sweep runs in the background: wait for it, without triggering one ourselves.
-    await waitFor(() => `still alive: ${alive().join(', ')}`, () => alive().length === 0, 20_000);
-    await waitFor(() => `${fallback.recordFile} is still there`, () => !fs.existsSync(fallback.recordFile), 5000);
+    await waitFor(
+      () => `still alive: ${alive().join(', ')}`,
+      () => alive().length === 0,
+      20_000,
+    );
+    await waitFor(
+      () => `${fallback.recordFile} is still there`,
+      () => !fs.existsSync(fallback.recordFile),
+      5000,
+    );
   });
 });

@@ -137,7 +137,11 @@ export async function monitorReport(out: string, timeoutMs = 60_000): Promise<Mo
       return undefined;
     }
   };
-  await waitFor(() => `the monitor (${out}) did not finish`, () => read()?.done !== undefined, timeoutMs);
+  await waitFor(
+    () => `the monitor (${out}) did not finish`,
+    () => read()?.done !== undefined,
+    timeoutMs,
+  );
   return read()!;
 }
 

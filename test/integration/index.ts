@@ -27,7 +27,16 @@ import * as fs from 'fs';
 import * as path from 'path';
 import Mocha from 'mocha';
 import * as vscode from 'vscode';
-import { continueRequest, currentPhase, HOST_MARKER_VAR, hostKillScope, isHostKillRequested, isReloadRequested, log, RESULT_FILE_VAR } from './harness';
+import {
+  continueRequest,
+  currentPhase,
+  HOST_MARKER_VAR,
+  hostKillScope,
+  isHostKillRequested,
+  isReloadRequested,
+  log,
+  RESULT_FILE_VAR,
+} from './harness';
 import { processes } from '../support/repo';
 
 interface Failure {

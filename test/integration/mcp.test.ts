@@ -45,7 +45,11 @@ function lines(file: string): { role: string; value: string }[] {
  */
 async function serverTree(file: string, generation: number): Promise<{ server: number; helper: number; setsid: number; all: number[] }> {
   const nth = (role: string) => lines(file).filter((l) => l.role === role)[generation - 1]?.value;
-  await waitFor(() => `start ${generation} of the server in ${file}: ${JSON.stringify(lines(file))}`, () => !!nth('server') && !!nth('ready'), 20_000);
+  await waitFor(
+    () => `start ${generation} of the server in ${file}: ${JSON.stringify(lines(file))}`,
+    () => !!nth('server') && !!nth('ready'),
+    20_000,
+  );
   const [server, helper, setsid] = ['server', 'root', 'setsid'].map((r) => Number(nth(r)));
   for (const pid of [server, helper, setsid]) startTicks.set(pid, processes.readStat(pid)?.startTicks ?? -1);
   return { server, helper, setsid, all: [server, helper, setsid] };
@@ -119,7 +123,11 @@ async function startUntilRunning(id: string, file: string, generation = 1, timeo
  */
 async function stopAndWaitForTheEnd(id: string, pids: number[]): Promise<void> {
   const stopping = vscode.commands.executeCommand('workbench.mcp.stopServer', id);
-  await waitFor(() => `still alive after ${BEFORE_VSCODE_WOULD_MS} ms: ${described(pids)}`, () => alive(pids).length === 0, BEFORE_VSCODE_WOULD_MS);
+  await waitFor(
+    () => `still alive after ${BEFORE_VSCODE_WOULD_MS} ms: ${described(pids)}`,
+    () => alive(pids).length === 0,
+    BEFORE_VSCODE_WOULD_MS,
+  );
   await stopping;
 }
 
@@ -184,12 +192,19 @@ describe('MCP: the wrapper command', function () {
       }) + '\n',
     );
     const tree = await serverTree(file, 1);
-    await waitFor(() => `initialize answered: ${out}`, () => out.includes('"serverInfo"'));
+    await waitFor(
+      () => `initialize answered: ${out}`,
+      () => out.includes('"serverInfo"'),
+    );
     assert.ok(processes.envOf(tree.setsid, 'AGENT_TREES_TREE_ID'), 'the setsid grandchild carries the tree tag');
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.stdin!.end();
     assert.strictEqual(await exited, 0, err);
-    await waitFor(() => `alive: ${described(tree.all)}; the wrapper said: ${err}`, () => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS);
+    await waitFor(
+      () => `alive: ${described(tree.all)}; the wrapper said: ${err}`,
+      () => alive(tree.all).length === 0,
+      BEFORE_VSCODE_WOULD_MS,
+    );
   });
 });
 
@@ -229,7 +244,10 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
   it('VS Code starts a provided server through agent-trees run: it initializes and lists its tools, and shows as an owned tree', async () => {
     await startUntilRunning(providedId('it-mcp-stop'), files.stop);
     const tree = await serverTree(files.stop, 1);
-    await waitFor(() => `the client initialized the server and listed its tools: ${methods(files.stop)}`, () => ['initialize', 'notifications/initialized', 'tools/list'].every((m) => methods(files.stop).includes(m)));
+    await waitFor(
+      () => `the client initialized the server and listed its tools: ${methods(files.stop)}`,
+      () => ['initialize', 'notifications/initialized', 'tools/list'].every((m) => methods(files.stop).includes(m)),
+    );
     wrapperOf(tree.server);
     assert.ok(processes.envOf(tree.server, 'AGENT_TREES_TREE_ID'), 'the server carries its tree tag');
     const row = await serverRow(hooks, { name: 'it-mcp-stop' }, 'running');
@@ -261,7 +279,10 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
     // What the view's Kill action passes: the server's row.
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', row);
     assert.strictEqual(report?.survivors, 0);
-    await waitFor(() => `alive: ${described([...first.all, wrapper])}`, () => alive([...first.all, wrapper]).length === 0);
+    await waitFor(
+      () => `alive: ${described([...first.all, wrapper])}`,
+      () => alive([...first.all, wrapper]).length === 0,
+    );
     await serverRow(hooks, { name: 'it-mcp-kill' }, 'killed');
     // Were the server still running in VS Code's eyes, starting it would do nothing.
     await startUntilRunning(providedId('it-mcp-kill'), files.kill, 2);
@@ -284,7 +305,11 @@ describe("MCP: servers of agentTrees.agents in VS Code's MCP client (1.101+)", f
       [server('it-mcp-stop', files.stop), server('it-mcp-kill', files.kill)],
       vscode.ConfigurationTarget.Global,
     );
-    await waitFor(() => `the removed server's tree: alive ${described(tree.all)}`, () => alive(tree.all).length === 0, BEFORE_VSCODE_WOULD_MS);
+    await waitFor(
+      () => `the removed server's tree: alive ${described(tree.all)}`,
+      () => alive(tree.all).length === 0,
+      BEFORE_VSCODE_WOULD_MS,
+    );
     await removing;
   });
 });
@@ -327,14 +352,20 @@ describe("MCP: a server of .vscode/mcp.json wrapped by the copied command, in VS
     // VS Code picks the file up through its watcher.
     await startUntilRunning(id, file);
     const tree = await serverTree(file, 1);
-    await waitFor(() => `initialized and listed: ${methods(file)}`, () => methods(file).includes('tools/list'));
+    await waitFor(
+      () => `initialized and listed: ${methods(file)}`,
+      () => methods(file).includes('tools/list'),
+    );
     const wrapper = wrapperOf(tree.server);
     assert.ok(processes.envOf(tree.setsid, 'AGENT_TREES_TREE_ID'), 'the setsid grandchild carries the tree tag');
     let listed: ReturnType<AgentTreesApi['mcp']>['servers'][number] | undefined;
-    await waitFor('listed as a running MCP server', () =>
-          !!(listed = trees()
-            .mcp()
-            .servers.find((s) => s.rootPid === tree.server && s.state === 'running')));
+    await waitFor(
+      'listed as a running MCP server',
+      () =>
+        !!(listed = trees()
+          .mcp()
+          .servers.find((s) => s.rootPid === tree.server && s.state === 'running')),
+    );
     const row = await serverRow(await testHooks(), { treeId: listed!.id }, 'running');
     assert.deepStrictEqual(
       tree.all.filter((p) => !pidsUnder(row).includes(p)),

@@ -41,7 +41,7 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
     for (const key of ['killGraceSeconds', 'otherExtensions.mode', 'otherExtensions.keep']) await setting(key, undefined);
   });
 
-  it('marks what this host starts, and the terminals never: they are the pty host\'s', async () => {
+  it("marks what this host starts, and the terminals never: they are the pty host's", async () => {
     const { mark } = await (await testHooks()).otherExtensions();
     const me = processes.readStat(process.pid)!;
     assert.strictEqual(mark, `${process.pid}:${me.startTicks}`);
@@ -57,13 +57,17 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
     }
   });
 
-  it('lists the session under the Claude Code stand-in (claude, both MCP servers, the setsid child) and the app-server under Codex\'s', async () => {
+  it("lists the session under the Claude Code stand-in (claude, both MCP servers, the setsid child) and the app-server under Codex's", async () => {
     const session = await startClaudeSession();
     const appServer = await startCodexAppServer();
-    for (const pid of [...session.pids, appServer]) assert.strictEqual(processes.envOf(pid, 'AGENT_TREES_HOST'), process.env.AGENT_TREES_HOST, `${pid} carries the mark`);
+    for (const pid of [...session.pids, appServer])
+      assert.strictEqual(processes.envOf(pid, 'AGENT_TREES_HOST'), process.env.AGENT_TREES_HOST, `${pid} carries the mark`);
     await waitShownAndRecorded(CLAUDE_STAND_IN, session.pids);
     const state = await waitShownAndRecorded(CODEX_STAND_IN, [appServer]);
-    assert.ok(state.recorded!.keep.some((k) => k.extensionId === 'agent-trees.agent-trees'), "Agent Trees' own are never ended");
+    assert.ok(
+      state.recorded!.keep.some((k) => k.extensionId === 'agent-trees.agent-trees'),
+      "Agent Trees' own are never ended",
+    );
 
     const section = await viewRow('otherExtensions');
     assert.ok(section, 'the view has the section');
@@ -106,7 +110,9 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
     await waitShownAndRecorded(CLAUDE_STAND_IN, [...a.pids, ...b.pids]);
     const row = await viewRow(`hostExtension:${CLAUDE_STAND_IN}`);
     const pids = withStarts([...a.pids, ...b.pids]);
-    const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', row, { confirmed: true });
+    const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', row, {
+      confirmed: true,
+    });
     assert.deepStrictEqual(await allGone(pids), []);
     assert.strictEqual(result.survivors, 0);
   });
@@ -122,7 +128,10 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
       (e: Error) => e.message,
     );
     assert.ok(answer === undefined || /dialog/i.test(String(answer)), `no kill: ${JSON.stringify(answer)}`);
-    assert.ok(session.pids.every((p) => processes.isAlive(p)), 'they run on');
+    assert.ok(
+      session.pids.every((p) => processes.isAlive(p)),
+      'they run on',
+    );
   });
 
   it("Kill Agent Tree's pick lists another extension's process trees; picking claude's ends its session", async () => {
@@ -131,7 +140,11 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
     let offered: KillPickItem[] = [];
     (await testHooks()).answerKillPick((items) => {
       offered = items;
-      const i = items.findIndex((it) => it.detail === 'Started by the extension Claude Code (stand-in)' && (it.description ?? '').startsWith(`pid ${session.claudePid} ·`));
+      const i = items.findIndex(
+        (it) =>
+          it.detail === 'Started by the extension Claude Code (stand-in)' &&
+          (it.description ?? '').startsWith(`pid ${session.claudePid} ·`),
+      );
       return i < 0 ? undefined : i;
     });
     const pids = withStarts(session.pids);
@@ -178,7 +191,9 @@ describe("other extensions' processes, with the stand-ins of Claude Code's and C
       await setting('otherExtensions.keep', [CODEX_STAND_IN]);
       const codexFolder = vscode.extensions.getExtension(CODEX_STAND_IN)!.extensionPath;
       await waitFor('the record to keep the Codex stand-in by its folder', () =>
-        recordOf()?.hostProcesses?.keep.some((k: { extensionId: string; folder: string }) => k.extensionId === CODEX_STAND_IN && k.folder === codexFolder),
+        recordOf()?.hostProcesses?.keep.some(
+          (k: { extensionId: string; folder: string }) => k.extensionId === CODEX_STAND_IN && k.folder === codexFolder,
+        ),
       );
       await setting('otherExtensions.mode', 'keep');
       await waitFor('nothing to end in the record', () => recordOf()?.hostProcesses === undefined);

@@ -29,11 +29,19 @@ describe('other extensions, after the reload', () => {
       assert.deepStrictEqual(report.survivors, [], 'no survivor');
       assert.ok(report.hostGoneAt !== null && report.processesGoneAt !== null && report.recordGoneAt !== null, JSON.stringify(report));
       const after = Math.max(0, report.processesGoneAt! - report.hostGoneAt!);
-      log(`[standins-reload] the old host's ${handover.session.length} processes gone ${after} ms after it, its record ${report.recordGoneAt! - report.hostGoneAt!} ms after it`);
-      assert.deepStrictEqual(handover.session.filter((p) => processes.isAlive(p.pid, p.startTicks)), []);
+      log(
+        `[standins-reload] the old host's ${handover.session.length} processes gone ${after} ms after it, its record ${report.recordGoneAt! - report.hostGoneAt!} ms after it`,
+      );
+      assert.deepStrictEqual(
+        handover.session.filter((p) => processes.isAlive(p.pid, p.startTicks)),
+        [],
+      );
       assert.ok(processes.isAlive(handover.shell.pid, handover.shell.startTicks), "the terminal's shell is kept");
       assert.ok(processes.isAlive(handover.child.pid, handover.child.startTicks), 'its child is kept');
-      assert.ok(processes.isAlive(handover.hostEnvShell.pid, handover.hostEnvShell.startTicks), "a terminal opened with the host's environment is kept");
+      assert.ok(
+        processes.isAlive(handover.hostEnvShell.pid, handover.hostEnvShell.startTicks),
+        "a terminal opened with the host's environment is kept",
+      );
       assert.ok(processes.isAlive(handover.hostEnvChild.pid, handover.hostEnvChild.startTicks), 'and its child');
     } finally {
       processes.signalIfSame(handover.child.pid, handover.child.startTicks, 'SIGKILL');

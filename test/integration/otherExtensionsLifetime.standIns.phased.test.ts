@@ -90,8 +90,15 @@ inPhase(3, 'other extensions: a session of a kept extension, then the host is SI
     await config().update('otherExtensions.keep', [CLAUDE_STAND_IN], vscode.ConfigurationTarget.Global);
     const session = await startClaudeSession();
     const state = await waitShownAndRecorded(CLAUDE_STAND_IN, session.pids);
-    assert.ok(state.recorded?.keep.some((k) => k.extensionId === CLAUDE_STAND_IN), 'the record names it kept');
-    const kept = { hostPid: process.pid, record: path.join(trees.recordsDir, `${process.pid}.json`), session: session.pids.map(identityOf) };
+    assert.ok(
+      state.recorded?.keep.some((k) => k.extensionId === CLAUDE_STAND_IN),
+      'the record names it kept',
+    );
+    const kept = {
+      hostPid: process.pid,
+      record: path.join(trees.recordsDir, `${process.pid}.json`),
+      session: session.pids.map(identityOf),
+    };
     fs.writeFileSync(await keptFile(), JSON.stringify(kept));
     log(`[standins-kept] host ${process.pid}: kept session ${session.pids.join(', ')}`);
     killHostAfterResult();
@@ -133,7 +140,10 @@ inPhase(5, 'other extensions: a session and a terminal, then the window reloads'
     const hostEnvShell = await withHostEnv.terminal.processId;
     assert.ok(hostEnvShell);
     const environ = fs.readFileSync(`/proc/${hostEnvShell}/environ`, 'utf8').split('\0');
-    assert.ok(environ.includes(`${HOST_MARK_VARIABLE}=${process.env[HOST_MARK_VARIABLE]}`), "that terminal's shell carries the host's mark");
+    assert.ok(
+      environ.includes(`${HOST_MARK_VARIABLE}=${process.env[HOST_MARK_VARIABLE]}`),
+      "that terminal's shell carries the host's mark",
+    );
     await startMonitor('standins-reload', path.join(trees.recordsDir, `${process.pid}.json`), session.pids);
     const handover = {
       hostPid: process.pid,

@@ -24,13 +24,20 @@ function reportFile(): string {
 
 async function event(file: string, match: (e: ProbeEvent) => boolean, what: string, timeoutMs = 10_000): Promise<ProbeEvent> {
   let found: ProbeEvent | undefined;
-  await waitFor(() => `no ${what} in ${JSON.stringify(events(file))}`, () => (found = events(file).find(match)) !== undefined, timeoutMs);
+  await waitFor(
+    () => `no ${what} in ${JSON.stringify(events(file))}`,
+    () => (found = events(file).find(match)) !== undefined,
+    timeoutMs,
+  );
   return found!;
 }
 
 async function terminalOf(name: string): Promise<vscode.Terminal> {
   let t: vscode.Terminal | undefined;
-  await waitFor(() => `terminal of ${name}`, () => (t = vscode.window.terminals.find((x) => x.name === `Agent: ${name}`)) !== undefined);
+  await waitFor(
+    () => `terminal of ${name}`,
+    () => (t = vscode.window.terminals.find((x) => x.name === `Agent: ${name}`)) !== undefined,
+  );
   return t!;
 }
 
@@ -69,13 +76,16 @@ describe('Agent Trees: agents on a terminal of their own', function () {
         events(file)
           .filter((e) => e.event === 'winch')
           .pop()?.size ?? start.size;
-      await waitFor(() => `program size ${JSON.stringify(last)} vs terminal ${JSON.stringify(hooks.terminalState(id)!.size)}`, () => {
+      await waitFor(
+        () => `program size ${JSON.stringify(last)} vs terminal ${JSON.stringify(hooks.terminalState(id)!.size)}`,
+        () => {
           const now = hooks.terminalState(id)!.size!;
           const seen = (events(file)
             .filter((e) => e.event === 'winch')
             .pop()?.size ?? start.size) as number[];
           return seen[0] === now.cols && seen[1] === now.rows;
-        });
+        },
+      );
     } finally {
       await trees.kill(id);
     }
@@ -95,7 +105,11 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.ok(!events(file).some((e) => e.event === 'key' && e.key === '\x03'), 'Ctrl-C is a signal, not a key, in cbreak mode');
     assert.strictEqual(trees.list().find((t) => t.id === id)?.state, 'running', 'SIGINT went to the program, not to a kill');
     terminal.sendText('q', false);
-    await waitFor(() => `ending: ${hooks.terminalState(id)?.ending}`, () => hooks.terminalState(id)?.ending === 'exited with code 0', 10_000);
+    await waitFor(
+      () => `ending: ${hooks.terminalState(id)?.ending}`,
+      () => hooks.terminalState(id)?.ending === 'exited with code 0',
+      10_000,
+    );
   });
 
   it('ends input for a line-mode reader on Ctrl-D', async () => {
@@ -107,7 +121,11 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     await event(file, (e) => e.event === 'line' && e.line === 'hello there', 'the line');
     terminal.sendText('\x04', false);
     await event(file, (e) => e.event === 'eof', 'end of input');
-    await waitFor('the terminal to say the agent exited with code 0', () => hooks.terminalState(id)?.ending === 'exited with code 0', 10_000);
+    await waitFor(
+      'the terminal to say the agent exited with code 0',
+      () => hooks.terminalState(id)?.ending === 'exited with code 0',
+      10_000,
+    );
   });
 
   it('passes a resize of the panel on as SIGWINCH with the new size', async () => {
@@ -120,10 +138,13 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const before = hooks.terminalState(id)!.size!;
     try {
       await vscode.commands.executeCommand('workbench.action.toggleMaximizedPanel');
-      await waitFor(() => `the terminal kept ${JSON.stringify(before)}`, () => {
+      await waitFor(
+        () => `the terminal kept ${JSON.stringify(before)}`,
+        () => {
           const now = hooks.terminalState(id)!.size!;
           return now.rows !== before.rows || now.cols !== before.cols;
-        });
+        },
+      );
       const after = hooks.terminalState(id)!.size!;
       await event(
         file,
@@ -140,14 +161,22 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const file = reportFile();
     const id = await trees.launch({ name: 'tty-flood', command: PYTHON, args: [PROBE, file, 'flood', '10000'], timeoutSeconds: 0 });
     await event(file, (e) => e.event === 'flooded', 'flooded');
-    await waitFor(() => `ending: ${hooks.terminalState(id)?.ending}`, () => hooks.terminalState(id)?.ending === 'exited with code 0', 20_000);
+    await waitFor(
+      () => `ending: ${hooks.terminalState(id)?.ending}`,
+      () => hooks.terminalState(id)?.ending === 'exited with code 0',
+      20_000,
+    );
     const expected = Array.from({ length: 10_000 }, (_, i) => `line ${i}\r\n`).join('');
     const output = hooks.output(id)!;
     assert.strictEqual(output.length, expected.length, 'nothing lost, nothing added');
     assert.ok(output === expected, 'in order, unchanged (the tty turned \\n into \\r\\n, nothing else did)');
     const state = hooks.terminalState(id)!;
     assert.strictEqual(state.written, expected.length, 'all of it went to the terminal');
-    await waitFor(() => `acknowledged ${hooks.terminalState(id)!.acked} of ${expected.length}`, () => hooks.terminalState(id)!.acked === expected.length, 10_000);
+    await waitFor(
+      () => `acknowledged ${hooks.terminalState(id)!.acked} of ${expected.length}`,
+      () => hooks.terminalState(id)!.acked === expected.length,
+      10_000,
+    );
   });
 
   it('shows output written before its terminal opened when it opens', async () => {
@@ -175,7 +204,10 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     assert.strictEqual(hooks.terminalState(id)?.io, 'pty');
     const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
     assert.strictEqual(result?.survivors, 0);
-    await waitFor(() => `alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0);
+    await waitFor(
+      () => `alive: ${aliveOf(all)}`,
+      () => aliveOf(all).length === 0,
+    );
     await waitFor('an ending line', () => hooks.terminalState(id)?.ending !== null);
     assert.strictEqual(hooks.terminalState(id)!.ending, `killed: ended ${result!.signalled} processes`);
   });
@@ -185,7 +217,11 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const id = await trees.launch({ name: 'tty-close', command: FIXTURE, args: ['deep', pids], timeoutSeconds: 0 });
     const { all } = await fixturePids(pids);
     (await terminalOf('tty-close')).dispose();
-    await waitFor(() => `alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0, 10_000);
+    await waitFor(
+      () => `alive: ${aliveOf(all)}`,
+      () => aliveOf(all).length === 0,
+      10_000,
+    );
     await waitFor('the run to show killed', () => trees.list().find((t) => t.id === id)?.state === 'killed');
   });
 
@@ -213,12 +249,17 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     }
     // One more may stay: the terminal in front of the user is never closed under them.
     const open = () => vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-'));
-    await waitFor(() => `open: ${open()
-        .map((t) => t.name)
-        .join(', ')}; active: ${vscode.window.activeTerminal?.name}; runs: ${trees
-        .list()
-        .map((t) => `${t.name}:${t.state}`)
-        .join(', ')}`, () => open().length <= kept + 1, 10_000);
+    await waitFor(
+      () =>
+        `open: ${open()
+          .map((t) => t.name)
+          .join(', ')}; active: ${vscode.window.activeTerminal?.name}; runs: ${trees
+          .list()
+          .map((t) => `${t.name}:${t.state}`)
+          .join(', ')}`,
+      () => open().length <= kept + 1,
+      10_000,
+    );
     log(
       `[pty] agent terminals open after ${kept + 15} runs: ${vscode.window.terminals.filter((t) => t.name.startsWith('Agent: tty-many-')).length}`,
     );
@@ -277,8 +318,16 @@ describe('Agent Trees: agents on a terminal of their own', function () {
     const id = await trees.launch({ name: 'tty-timeout', command: FIXTURE, args: ['ignore-term', pids], timeoutSeconds: 3 });
     const { all } = await fixturePids(pids);
     await waitFor('the run to show timed out', () => trees.list().find((t) => t.id === id)?.state === 'timed out', 15_000);
-    await waitFor(() => `the tree to end; alive: ${aliveOf(all)}`, () => aliveOf(all).length === 0, 10_000);
-    await waitFor(() => `ending: ${hooks.terminalState(id)?.ending}`, () => /^timed out after 3 s: ended [1-9]\d* processes$/.test(hooks.terminalState(id)?.ending ?? ''), 10_000);
+    await waitFor(
+      () => `the tree to end; alive: ${aliveOf(all)}`,
+      () => aliveOf(all).length === 0,
+      10_000,
+    );
+    await waitFor(
+      () => `ending: ${hooks.terminalState(id)?.ending}`,
+      () => /^timed out after 3 s: ended [1-9]\d* processes$/.test(hooks.terminalState(id)?.ending ?? ''),
+      10_000,
+    );
     assert.ok(all.every((p) => !processes.isAlive(p)));
   });
 });

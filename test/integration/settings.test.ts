@@ -23,7 +23,11 @@ describe('Agent Trees settings: durations in seconds, older names as deprecated 
 
   /** Waits until the extension has read the settings again and `pick` of them is `expected`. */
   async function read<T>(pick: (s: ReturnType<AgentTreesTestHooks['settings']>) => T, expected: T, what: string): Promise<void> {
-    await waitFor(() => `${what}: ${JSON.stringify(pick(hooks.settings()))}`, () => pick(hooks.settings()) === expected, 10_000);
+    await waitFor(
+      () => `${what}: ${JSON.stringify(pick(hooks.settings()))}`,
+      () => pick(hooks.settings()) === expected,
+      10_000,
+    );
   }
 
   it('reads the defaults in seconds when nothing is set', async () => {

@@ -31,10 +31,16 @@ export interface StandInSession {
 
 /** Starts a Claude Code stand-in session (the real Agent SDK and claude); resolves once every process of it runs. */
 export async function startClaudeSession(options: Record<string, unknown> = {}): Promise<StandInSession> {
-  const s = await vscode.commands.executeCommand<Omit<StandInSession, 'pids' | 'setsidChild'>>('agentTreesStandIn.claudeCode.startSession', options);
+  const s = await vscode.commands.executeCommand<Omit<StandInSession, 'pids' | 'setsidChild'>>(
+    'agentTreesStandIn.claudeCode.startSession',
+    options,
+  );
   const ours = await session.waitForOurServer(s.pidFile);
   const pids = [s.claudePid, ...s.mcp.map((m) => m.pid), ours.root, ours.setsid];
-  assert.ok(pids.every((p) => p > 0 && processes.isAlive(p)), `the session runs: ${pids.join(', ')}`);
+  assert.ok(
+    pids.every((p) => p > 0 && processes.isAlive(p)),
+    `the session runs: ${pids.join(', ')}`,
+  );
   return { ...s, pids, setsidChild: ours.setsid };
 }
 
@@ -84,8 +90,7 @@ export function processRows(row: ApiRow): ApiRow[] {
 }
 
 /** The pids of `row`'s process rows. */
-export const pidsUnder = (row: ApiRow) =>
-  processRows(row).map((r) => (r.target.kind === 'process' ? r.target.pid : 0));
+export const pidsUnder = (row: ApiRow) => processRows(row).map((r) => (r.target.kind === 'process' ? r.target.pid : 0));
 
 /** Waits until none of `pids` runs; resolves with those still running at the deadline (the caller names them). */
 export async function allGone(pids: { pid: number; startTicks: number }[], timeoutMs = 15_000): Promise<number[]> {

@@ -33,7 +33,11 @@ class Started {
   }
   async cleanUp(): Promise<void> {
     for (const p of this.procs) if (processes.isAlive(p.pid, p.startTicks)) process.kill(p.pid, 'SIGKILL');
-    await waitFor(() => `left alive: ${this.alive()}`, () => this.alive().length === 0, 5000);
+    await waitFor(
+      () => `left alive: ${this.alive()}`,
+      () => this.alive().length === 0,
+      5000,
+    );
   }
 }
 
@@ -87,10 +91,14 @@ async function terminalRow(hooks: AgentTreesTestHooks, shellPid: number): Promis
 
 /** Waits until the view shows every child under the shell's terminal (so they were seen while it was open). */
 async function seenUnderTerminal(hooks: AgentTreesTestHooks, shell: Shell): Promise<ApiRow> {
-  return waitFor(`the children ${shell.children} under terminal ${shell.pid}`, async () => {
-    const row = await terminalRow(hooks, shell.pid);
-    return row && shell.children.every((pid) => pidsUnder(row).includes(pid)) ? row : undefined;
-  }, EVENTUALLY);
+  return waitFor(
+    `the children ${shell.children} under terminal ${shell.pid}`,
+    async () => {
+      const row = await terminalRow(hooks, shell.pid);
+      return row && shell.children.every((pid) => pidsUnder(row).includes(pid)) ? row : undefined;
+    },
+    EVENTUALLY,
+  );
 }
 
 describe("Agent Trees: the window's terminals", function () {
@@ -119,8 +127,10 @@ describe("Agent Trees: the window's terminals", function () {
 
   async function closeAndFind(shell: Shell) {
     shell.terminal.dispose();
-    return waitFor('the close to be handled', () =>
-      hooks.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'), EVENTUALLY,
+    return waitFor(
+      'the close to be handled',
+      () => hooks.terminalClosings().find((c) => c.shellPid === shell.pid && c.outcome !== 'asked'),
+      EVENTUALLY,
     );
   }
 
@@ -132,7 +142,11 @@ describe("Agent Trees: the window's terminals", function () {
     assert.ok(environ.includes(`AGENT_TREES_RECORDS=${trees.recordsDir}`), 'and the records folder');
     const which = pidFile();
     shell.terminal.sendText(`command -v agent-trees > ${which}`);
-    await waitFor('agent-trees is on the PATH', () => fs.existsSync(which) && fs.readFileSync(which, 'utf8').trim().endsWith('/bin/agent-trees'), 10_000);
+    await waitFor(
+      'agent-trees is on the PATH',
+      () => fs.existsSync(which) && fs.readFileSync(which, 'utf8').trim().endsWith('/bin/agent-trees'),
+      10_000,
+    );
 
     const row = await seenUnderTerminal(hooks, shell);
     assert.strictEqual(row.label, 'it-view');
@@ -148,7 +162,11 @@ describe("Agent Trees: the window's terminals", function () {
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.endTerminal', shellKey);
     assert.strictEqual(report?.survivors, 0);
     assert.ok(report!.signalled >= 3, `signalled ${report?.signalled}`);
-    await waitFor(() => `alive: ${shell.children.filter((p) => processes.isAlive(p))}`, () => shell.children.every((pid) => !processes.isAlive(pid)), 10_000);
+    await waitFor(
+      () => `alive: ${shell.children.filter((p) => processes.isAlive(p))}`,
+      () => shell.children.every((pid) => !processes.isAlive(pid)),
+      10_000,
+    );
     assert.ok(processes.isAlive(shell.pid), 'the shell was spared');
     shell.terminal.sendText('echo still here');
     const closing = await closeAndFind(shell);
@@ -162,7 +180,11 @@ describe("Agent Trees: the window's terminals", function () {
     const closing = await closeAndFind(shell);
     assert.strictEqual(closing.outcome, 'ended');
     assertLeft(shell, closing.left, 'the log lists exactly what was left');
-    await waitFor(() => `alive: ${started.alive()}`, () => started.alive().length === 0, 10_000);
+    await waitFor(
+      () => `alive: ${started.alive()}`,
+      () => started.alive().length === 0,
+      10_000,
+    );
   });
 
   it('onClose "keep": closing the terminal leaves them running (and the log lists them)', async () => {
@@ -188,7 +210,10 @@ describe("Agent Trees: the window's terminals", function () {
     shell.terminal.dispose();
     const question = await waitFor('the question', () => hooks.terminalQuestions().find((q) => q.shellPid === shell.pid), EVENTUALLY);
     const command = '(sleep 300|(setsid -w )?sh -c .*)';
-    assert.match(question.message, new RegExp(`^Terminal 'it-ask' left ${question.processes.length} processes running: ${command}(, ${command})*$`));
+    assert.match(
+      question.message,
+      new RegExp(`^Terminal 'it-ask' left ${question.processes.length} processes running: ${command}(, ${command})*$`),
+    );
     assertLeft(shell, question.processes);
     assert.deepStrictEqual(
       shell.children.filter((p) => !processes.isAlive(p)),
@@ -198,7 +223,11 @@ describe("Agent Trees: the window's terminals", function () {
     const closing = await hooks.answerTerminalQuestion(question.id, 'always');
     assert.strictEqual(closing?.answer, 'always');
     assert.strictEqual(closing?.report?.survivors, 0);
-    await waitFor(() => `alive: ${started.alive()}`, () => started.alive().length === 0, 10_000);
+    await waitFor(
+      () => `alive: ${started.alive()}`,
+      () => started.alive().length === 0,
+      10_000,
+    );
     assert.strictEqual(config().get('terminals.onClose'), 'end');
     assert.deepStrictEqual(
       hooks.terminalQuestions().filter((q) => q.shellPid === shell.pid),
@@ -217,8 +246,10 @@ describe("Agent Trees: the window's terminals", function () {
     const { roles } = await fixturePids(file);
     const root = roles.get('root')![0];
     started.add([root]);
-    const row = await waitFor('the run in the view', async () =>
-      (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'), EVENTUALLY,
+    const row = await waitFor(
+      'the run in the view',
+      async () => (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
+      EVENTUALLY,
     );
     assert.strictEqual(row.contextValue, 'windowTree.live.deadline');
     assert.match(row.description ?? '', /^agent-trees run · 0:0\d left · \d+ processes/);
@@ -226,7 +257,8 @@ describe("Agent Trees: the window's terminals", function () {
     await waitFor('the tree died at its timeout', () => !processes.isAlive(root), 20_000);
     await waitFor(
       'the run gone from the view',
-      async () => !(await hooks.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'), EVENTUALLY,
+      async () => !(await hooks.view()).some((r) => r.target.kind === 'windowTree' && r.label === 'it-cli-run'),
+      EVENTUALLY,
     );
     terminal.dispose();
   });
@@ -244,8 +276,10 @@ describe("Agent Trees: the window's terminals", function () {
       );
       const root = (await fixturePids(file)).roles.get('root')![0];
       started.add([root]);
-      const row = await waitFor(`${label} in the view`, async () =>
-        (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === label), EVENTUALLY,
+      const row = await waitFor(
+        `${label} in the view`,
+        async () => (await hooks.view()).find((r) => r.target.kind === 'windowTree' && r.label === label),
+        EVENTUALLY,
       );
       started.add(pidsUnder(row));
       return { root, row };

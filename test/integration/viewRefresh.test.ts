@@ -14,21 +14,29 @@ import { api, pidFile, testHooks } from './fixtures';
 
 async function showView(hooks: AgentTreesTestHooks, visible: boolean): Promise<void> {
   await vscode.commands.executeCommand(visible ? 'agentTrees.processTrees.focus' : 'workbench.view.explorer');
-  await waitFor(() => `the view is ${visible ? 'shown' : 'hidden'}`, () => hooks.viewRefresh().visible === visible, 10_000);
+  await waitFor(
+    () => `the view is ${visible ? 'shown' : 'hidden'}`,
+    () => hooks.viewRefresh().visible === visible,
+    10_000,
+  );
 }
 
 /** Waits until `count` more status-bar countdown ticks have happened (its text changed that often). */
 async function countdownTicks(hooks: AgentTreesTestHooks, count: number): Promise<void> {
   let last = hooks.statusBar().text;
   let seen = 0;
-  await waitFor(() => `${count} countdown ticks`, () => {
-        const text = hooks.statusBar().text;
-        if (text !== last) {
-          last = text;
-          seen++;
-        }
-        return seen >= count;
-      }, (count + 3) * 1000);
+  await waitFor(
+    () => `${count} countdown ticks`,
+    () => {
+      const text = hooks.statusBar().text;
+      if (text !== last) {
+        last = text;
+        seen++;
+      }
+      return seen >= count;
+    },
+    (count + 3) * 1000,
+  );
 }
 
 describe('Agent Trees: the view refresh in a real extension host', function () {
@@ -160,13 +168,21 @@ describe('Agent Trees: the view refresh in a real extension host', function () {
     await waitFor('the view shows the root', () => shown().includes(root), 10_000);
     fs.writeFileSync(go, '');
     let daemon = 0;
-    await waitFor('the daemon started', () => {
+    await waitFor(
+      'the daemon started',
+      () => {
         const m = /^daemon (\d+)$/m.exec(fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
         daemon = m ? Number(m[1]) : 0;
         return daemon > 0;
-      }, 10_000);
+      },
+      10_000,
+    );
     // Within the 10 s full-scan interval in the group tier (at once in the cgroup tier); waited for, not timed.
-    await waitFor(() => `the view shows the daemon ${daemon}`, () => shown().includes(daemon), 25_000);
+    await waitFor(
+      () => `the view shows the daemon ${daemon}`,
+      () => shown().includes(daemon),
+      25_000,
+    );
     const report = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', id);
     assert.strictEqual(report?.survivors, 0);
     await waitFor('the daemon died with its tree', () => !processes.isAlive(daemon), 5000);

@@ -86,4 +86,3 @@ export function runBounded(file: string, args: string[], timeoutMs = 20_000, opt
 export function hasTool(name: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
 }
-

@@ -34,7 +34,8 @@ export const skips: Skip[] = [];
 /** What `ctx` runs: a test, or the hook of a suite (whose tests a skip there skips), and how many tests that is. */
 function skipped(ctx: Mocha.Context): { test: string; tests: number } {
   const runnable = ctx.test;
-  if (runnable && (runnable as Mocha.Hook).type === 'hook' && runnable.parent) return { test: runnable.parent.fullTitle(), tests: runnable.parent.total() };
+  if (runnable && (runnable as Mocha.Hook).type === 'hook' && runnable.parent)
+    return { test: runnable.parent.fullTitle(), tests: runnable.parent.total() };
   return { test: runnable?.fullTitle() ?? '?', tests: 1 };
 }
 

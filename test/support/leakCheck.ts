@@ -24,6 +24,7 @@ after(async function () {
     if (s && (recorded === undefined || recorded === s.startTicks)) processes.signalIfSame(pid, s.startTicks, 'SIGKILL');
   }
   throw new Error(
-    `leak check: ${leaks.length} process(es) started by the tests were still alive:\n` + leaks.map((l) => `  ${l.pid} ${l.command}`).join('\n'),
+    `leak check: ${leaks.length} process(es) started by the tests were still alive:\n` +
+      leaks.map((l) => `  ${l.pid} ${l.command}`).join('\n'),
   );
 });

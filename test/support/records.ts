@@ -42,7 +42,6 @@ export function deadPid(): number {
   }
 }
 
-
 /** A sweep by this process as a front end runs it (cgroups off unless asked). */
 export function sweep(store: RecordStore, extra: Partial<SweepOptions> = {}) {
   const parts = localSweepParts(processCore());

@@ -114,14 +114,21 @@ export class FakeTable implements ProcessTable, PresenceProbe {
       commandLine: (pid) => this.processes.get(pid)?.command ?? processes.get(pid)?.name ?? '',
       executable: (pid) => this.processes.get(pid)?.exe,
       tagged: (variable = TREE_ID_VARIABLE) =>
-        variable === HOST_MARK_VARIABLE ? marks : variable === WINDOW_TAG_VARIABLE ? windows : variable === WATCHDOG_VARIABLE ? watchdogs : trees,
+        variable === HOST_MARK_VARIABLE
+          ? marks
+          : variable === WINDOW_TAG_VARIABLE
+            ? windows
+            : variable === WATCHDOG_VARIABLE
+              ? watchdogs
+              : trees,
       children: () => childrenOf(processes),
     };
   }
 }
 
 /** A table of exactly `list` with Linux's start times (ticks); `unreadable` pids answer as under EMFILE. */
-export const syntheticTable = (list: FakeProcess[], options: { unreadable?: number[] } = {}) => new FakeTable(list, LINUX_PRECISION, options);
+export const syntheticTable = (list: FakeProcess[], options: { unreadable?: number[] } = {}) =>
+  new FakeTable(list, LINUX_PRECISION, options);
 
 /** The boot clock of the synthetic machine: its ids, and now at tick NOW_TICKS (ten hours after boot). */
 export const NOW_TICKS = 3_600_000;
@@ -322,4 +329,3 @@ export function treeRecord(id: string, extra: Partial<TreeRecord> = {}): TreeRec
     ...extra,
   };
 }
-

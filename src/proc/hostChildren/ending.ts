@@ -45,7 +45,9 @@ export function membersToEnd(snap: Snapshot, query: HostQuery, keep: KeepSpec, d
   const isKept = (p: ProcessInfo) => {
     const whose = keep.whose[processKey(p)];
     if (whose !== undefined) return kept.has(whose);
-    return keep.folders.length > 0 && attribute({ exe: snap.executable?.(p.pid), command: snap.commandLine(p.pid) }, keep.folders) !== OTHER_ID;
+    return (
+      keep.folders.length > 0 && attribute({ exe: snap.executable?.(p.pid), command: snap.commandLine(p.pid) }, keep.folders) !== OTHER_ID
+    );
   };
   const byPid = new Map(m.members.map((p) => [p.pid, p]));
   const spared = new Set<number>();
@@ -85,7 +87,11 @@ export function recordedHostQuery(
  * look asks for them (`query`), but the kept extensions' its record names, judged by whose it knows each process
  * to be (`whose`: every process it placed, the young ones too).
  */
-export function liveHostTarget(query: HostQuery, recorded: HostProcessesRecord, whose: Record<string, string>): { query: HostQuery; keep: KeepSpec } {
+export function liveHostTarget(
+  query: HostQuery,
+  recorded: HostProcessesRecord,
+  whose: Record<string, string>,
+): { query: HostQuery; keep: KeepSpec } {
   return { query, keep: keepSpec(recorded.keep, whose) };
 }
 
@@ -116,7 +122,12 @@ export async function endHostProcesses(
     ownGroup: 'one-by-one',
     resolve: (s: Snapshot, guard: SignalGuard) => membersToEnd(s, target.query, target.keep, { guard }),
   };
-  const report = await parts.killer.killTarget(kill, { graceMs: parts.graceMs, continuouslyOwned: false, cgroupVerified: false, log: parts.log });
+  const report = await parts.killer.killTarget(kill, {
+    graceMs: parts.graceMs,
+    continuouslyOwned: false,
+    cgroupVerified: false,
+    log: parts.log,
+  });
   parts.log?.info(
     `other extensions' processes of extension host ${target.query.host.pid}: ended ${processCount(report.signalled)}` +
       (first.spared ? `, kept ${processCount(first.spared)} of extensions never ended` : '') +
@@ -138,7 +149,9 @@ export async function endHostSubtrees(
 ): Promise<KillReport> {
   const members = new Set(resolveHostProcesses(snap, target.query, deps).members.map(processKey));
   const roots = target.roots.filter((r) => members.has(processKey(r)));
-  const refused = target.roots.filter((r) => !members.has(processKey(r))).map((r) => `pid ${r.pid} is not (any more) a process of this extension host`);
+  const refused = target.roots
+    .filter((r) => !members.has(processKey(r)))
+    .map((r) => `pid ${r.pid} is not (any more) a process of this extension host`);
   if (roots.length === 0) return { ...emptyReport(target.id), refused };
   const resolve = (s: Snapshot, guard: SignalGuard): Membership => {
     const protection = hostProtection(s, target.query, { guard });

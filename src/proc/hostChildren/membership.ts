@@ -25,7 +25,14 @@ import type { SignalGuard } from '../identity/guard';
 import { ProcessIdentity, processKey } from '../identity/processIdentity';
 import { withDescendants } from '../members/membership';
 import { stillSeen } from '../members/seenProcesses';
-import { HOST_MARK_VARIABLE, ProcessInfo, Snapshot, TREE_ID_VARIABLE, WATCHDOG_VARIABLE, WINDOW_TAG_VARIABLE } from '../platform/processTable';
+import {
+  HOST_MARK_VARIABLE,
+  ProcessInfo,
+  Snapshot,
+  TREE_ID_VARIABLE,
+  WATCHDOG_VARIABLE,
+  WINDOW_TAG_VARIABLE,
+} from '../platform/processTable';
 
 /** Everything needed to find one extension host's processes in a snapshot (plain data: it crosses to the snapshot worker). */
 export interface HostQuery {
@@ -60,7 +67,11 @@ export function hostMark(host: ProcessIdentity): string {
  * Why `p` can never be one of the host's processes (nor be walked through), or undefined: protected by the guard,
  * Agent Trees' own child of the host, a member of an owned tree, or a watchdog.
  */
-export function hostProtection(snap: Snapshot, query: Pick<HostQuery, 'exclude'>, deps: HostMemberDeps): (p: ProcessInfo) => string | undefined {
+export function hostProtection(
+  snap: Snapshot,
+  query: Pick<HostQuery, 'exclude'>,
+  deps: HostMemberDeps,
+): (p: ProcessInfo) => string | undefined {
   const excluded = new Set(query.exclude);
   let inTrees: Set<number> | undefined;
   let inTerminals: Set<number> | undefined;
@@ -106,11 +117,14 @@ export function resolveHostProcesses(snap: Snapshot, query: HostQuery, deps: Hos
   for (const p of stillSeen(snap, query.seen)) if (sinceHost(p)) add(p);
   // Only the host's own mark: a record naming another's (edited, forged) would reach another host's processes.
   const marked = query.mark === hostMark(query.host) ? (snap.tagged(HOST_MARK_VARIABLE).get(query.mark) ?? []) : [];
-  if (query.mark !== hostMark(query.host)) excluded.add(`the mark ${query.mark} is not extension host ${query.host.pid}'s own: nothing is found by it`);
+  if (query.mark !== hostMark(query.host))
+    excluded.add(`the mark ${query.mark} is not extension host ${query.host.pid}'s own: nothing is found by it`);
   for (const p of marked) {
     const uid = deps.guard.otherUid?.(p);
     if (uid !== undefined)
-      excluded.add(`pid ${p.pid} carries this host's mark but runs as uid ${uid}: a mark alone does not make another user's process the host's`);
+      excluded.add(
+        `pid ${p.pid} carries this host's mark but runs as uid ${uid}: a mark alone does not make another user's process the host's`,
+      );
     else if (sinceHost(p)) add(p);
   }
   const members = [...withDescendants(seeds, snap, isProtected).values()].sort((a, b) => a.pid - b.pid);

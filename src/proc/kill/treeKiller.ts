@@ -51,7 +51,12 @@ export class TreeKiller extends EventEmitter {
    * now). A tree whose kill is running joins that kill instead. Reports come in the order of `trees`.
    */
   killTrees(trees: { tree: TreeIdentity; options: KillOptions }[], firstLook?: Snapshot): Promise<KillReport[]> {
-    return Promise.all(this.start(trees.map(({ tree, options }) => ({ target: { kind: 'tree', tree }, options })), firstLook));
+    return Promise.all(
+      this.start(
+        trees.map(({ tree, options }) => ({ target: { kind: 'tree', tree }, options })),
+        firstLook,
+      ),
+    );
   }
 
   /**
@@ -86,10 +91,19 @@ export class TreeKiller extends EventEmitter {
     const started = new Map<string, Promise<KillReport>>();
     let kill: PosixTreeKill | undefined;
     if (fresh.length > 0 && this.deps.platform !== 'win32') {
-      const onPhase = (id: string, phase: KillPhase) => this.phase(fresh.find((s) => targetId(s.target) === id)!, phase);
+      const onPhase = (id: string, phase: KillPhase) =>
+        this.phase(
+          fresh.find((s) => targetId(s.target) === id)!,
+          phase,
+        );
       kill = new PosixTreeKill(fresh, this.killDeps(), onPhase, firstLook);
       const all = kill.run();
-      fresh.forEach((s, i) => started.set(targetId(s.target), all.then((reports) => reports[i])));
+      fresh.forEach((s, i) =>
+        started.set(
+          targetId(s.target),
+          all.then((reports) => reports[i]),
+        ),
+      );
     } else {
       for (const s of fresh) started.set(targetId(s.target), this.killOnWindows(s));
     }
@@ -115,7 +129,9 @@ export class TreeKiller extends EventEmitter {
 
   private phase(spec: KillSpec, phase: KillPhase): void {
     const { target, options } = spec;
-    (options.log ?? silentLogger).debug(`${describe(target)}: ${phase === 'terminate' ? `SIGTERM, grace ${options.graceMs} ms` : 'SIGKILL'}`);
+    (options.log ?? silentLogger).debug(
+      `${describe(target)}: ${phase === 'terminate' ? `SIGTERM, grace ${options.graceMs} ms` : 'SIGKILL'}`,
+    );
     this.emit(phase, targetId(target));
   }
 
@@ -132,11 +148,18 @@ export class TreeKiller extends EventEmitter {
    */
   killNowSync(tree: TreeIdentity, options: Omit<KillOptions, 'graceMs'>): boolean {
     if (this.deps.platform === 'win32') return false;
-    return new PosixTreeKill([{ target: { kind: 'tree', tree }, options: { ...options, graceMs: 0 } }], this.killDeps(), () => {}).killNow();
+    return new PosixTreeKill(
+      [{ target: { kind: 'tree', tree }, options: { ...options, graceMs: 0 } }],
+      this.killDeps(),
+      () => {},
+    ).killNow();
   }
 
   /** Ctrl-C for a tree: SIGINT to its process group, while that provably is the tree's (POSIX only). */
-  interrupt(tree: TreeIdentity, options: Pick<KillOptions, 'continuouslyOwned' | 'cgroupVerified' | 'extraSeeds' | 'rootAliveAt'>): boolean {
+  interrupt(
+    tree: TreeIdentity,
+    options: Pick<KillOptions, 'continuouslyOwned' | 'cgroupVerified' | 'extraSeeds' | 'rootAliveAt'>,
+  ): boolean {
     if (this.deps.platform === 'win32') return false;
     return interruptGroup(tree, options, this.killDeps());
   }

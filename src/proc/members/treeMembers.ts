@@ -136,7 +136,9 @@ function withTagged(
   const members = withDescendants(seeds, walk.snap, walk.isProtected);
   for (const [pid, uid] of foreign) {
     if (!members.has(pid))
-      walk.excluded.add(`pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`);
+      walk.excluded.add(
+        `pid ${pid} carries the tree's tag but runs as uid ${uid}: a tag alone does not make another user's process a member`,
+      );
   }
   return members;
 }

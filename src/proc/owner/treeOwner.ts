@@ -457,7 +457,9 @@ export class TreeOwner extends EventEmitter {
   private async killAll(graceMs: number): Promise<KillReport[]> {
     const trees = [...this.trees.values()];
     for (const tree of trees) if (tree.state !== 'ended') tree.state = 'killing';
-    const reports = await this.core.killer.killTrees(trees.map((tree) => ({ tree: tree.record, options: this.killOptions(tree, graceMs) })));
+    const reports = await this.core.killer.killTrees(
+      trees.map((tree) => ({ tree: tree.record, options: this.killOptions(tree, graceMs) })),
+    );
     const snap = this.core.platform === 'win32' ? undefined : this.core.table.snapshot();
     trees.forEach((tree, i) => {
       tree.lastKill = reports[i];
@@ -472,7 +474,8 @@ export class TreeOwner extends EventEmitter {
    * drained), so a tree never ends before its root's exit is known.
    */
   checkAll(snap: Snapshot = this.core.table.snapshot()): void {
-    for (const tree of this.trees.values()) if (tree.state !== 'running' && !this.beingKilled.has(tree.record.id)) this.checkEnded(tree, snap);
+    for (const tree of this.trees.values())
+      if (tree.state !== 'running' && !this.beingKilled.has(tree.record.id)) this.checkEnded(tree, snap);
   }
 
   private checkEnded(tree: OwnedTree, snap?: Snapshot): void {

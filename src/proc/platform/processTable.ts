@@ -128,11 +128,7 @@ export const SIGHUP_IGNORED_VARIABLE = 'AGENT_TREES_SIGHUP';
  */
 export const WATCHDOG_VARIABLE = 'AGENT_TREES_WATCHDOG';
 /** The variables a snapshot indexes processes by (all read from one pass over the environment). */
-export type TagVariable =
-  | typeof TREE_ID_VARIABLE
-  | typeof WINDOW_TAG_VARIABLE
-  | typeof WATCHDOG_VARIABLE
-  | typeof HOST_MARK_VARIABLE;
+export type TagVariable = typeof TREE_ID_VARIABLE | typeof WINDOW_TAG_VARIABLE | typeof WATCHDOG_VARIABLE | typeof HOST_MARK_VARIABLE;
 
 export function childrenOf(processes: Map<number, ProcessInfo>): Map<number, ProcessInfo[]> {
   const map = new Map<number, ProcessInfo[]>();

@@ -178,7 +178,8 @@ function hostProcessesProblem(value: unknown, ownerHasTicks: boolean): string | 
   if (!ownerHasTicks) return "hostProcesses: without the owner's boot identity";
   const h = value as Record<string, unknown>;
   if (typeof h.mark !== 'string' || !/^\d{1,10}:\d{1,20}$/.test(h.mark)) return 'hostProcesses.mark: expected "<pid>:<start key>"';
-  if (!Array.isArray(h.seen) || h.seen.length > MAX_HOST_ENTRIES) return `hostProcesses.seen: expected an array of at most ${MAX_HOST_ENTRIES}`;
+  if (!Array.isArray(h.seen) || h.seen.length > MAX_HOST_ENTRIES)
+    return `hostProcesses.seen: expected an array of at most ${MAX_HOST_ENTRIES}`;
   for (let i = 0; i < h.seen.length; i++) {
     const p = h.seen[i] as Record<string, unknown>;
     const at = `hostProcesses.seen[${i}]`;
@@ -187,13 +188,15 @@ function hostProcessesProblem(value: unknown, ownerHasTicks: boolean): string | 
     if (!isTicks(p.startTicks)) return `${at}.startTicks: expected clock ticks since boot`;
     if (typeof p.extensionId !== 'string' || !EXTENSION_ID.test(p.extensionId)) return `${at}.extensionId: expected an extension id`;
   }
-  if (!Array.isArray(h.keep) || h.keep.length > MAX_HOST_ENTRIES) return `hostProcesses.keep: expected an array of at most ${MAX_HOST_ENTRIES}`;
+  if (!Array.isArray(h.keep) || h.keep.length > MAX_HOST_ENTRIES)
+    return `hostProcesses.keep: expected an array of at most ${MAX_HOST_ENTRIES}`;
   for (let i = 0; i < h.keep.length; i++) {
     const k = h.keep[i] as Record<string, unknown>;
     const at = `hostProcesses.keep[${i}]`;
     if (typeof k !== 'object' || k === null) return `${at}: expected an object`;
     if (typeof k.extensionId !== 'string' || !EXTENSION_ID.test(k.extensionId)) return `${at}.extensionId: expected an extension id`;
-    if (typeof k.folder !== 'string' || !k.folder.startsWith('/') || k.folder.length > 4096) return `${at}.folder: expected an absolute path`;
+    if (typeof k.folder !== 'string' || !k.folder.startsWith('/') || k.folder.length > 4096)
+      return `${at}.folder: expected an absolute path`;
   }
   return undefined;
 }

@@ -265,11 +265,7 @@ function removeCgroups(...dirs: (string | null | undefined)[]): void {
 }
 
 /** The tree's own cgroup, where the Linux cgroup tier is there (its directory made), or why it has none. */
-function treeCgroup(
-  options: SpawnTreeOptions,
-  id: string,
-  core: SpawnParts,
-): { entry?: CgroupEntry; tierNote?: string } {
+function treeCgroup(options: SpawnTreeOptions, id: string, core: SpawnParts): { entry?: CgroupEntry; tierNote?: string } {
   if (process.platform !== 'linux') return {};
   const probe = core.cgroupTier(options.cgroups ?? 'auto');
   if (!probe.tier) return { tierNote: probe.unavailable };

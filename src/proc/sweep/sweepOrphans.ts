@@ -164,7 +164,15 @@ export function sweepOrphans(store: RecordStore, options: SweepOptions): Promise
  * what they share is the result so far, the claims held, and the cgroups some record still names.
  */
 class Sweep {
-  private readonly result: SweepResult = { trees: [], hostProcesses: [], killed: 0, liveOwners: 0, skipped: [], problems: [], cgroupsRemoved: [] };
+  private readonly result: SweepResult = {
+    trees: [],
+    hostProcesses: [],
+    killed: 0,
+    liveOwners: 0,
+    skipped: [],
+    problems: [],
+    cgroupsRemoved: [],
+  };
   /** Keys (`pid:startTicks`) of every owner a listed record names: Agent Trees' own, never another host's process. */
   private readonly owners = new Set<string>();
   private readonly log: Logger;
@@ -326,7 +334,12 @@ class Sweep {
     try {
       // The kill starts from the snapshot the trees were just judged on.
       const [reports, hostLeft] = await Promise.all([
-        kills.length > 0 ? this.options.killer.killTrees(kills.map((k) => k.kill), snap) : Promise.resolve([]),
+        kills.length > 0
+          ? this.options.killer.killTrees(
+              kills.map((k) => k.kill),
+              snap,
+            )
+          : Promise.resolve([]),
         Promise.all(this.claimed.map(({ record, cleanUpOnly }) => (cleanUpOnly ? undefined : this.endHostProcessesOf(record, snap!)))),
       ]);
       const reportOf = new Map(kills.map((k, i) => [k, reports[i]]));
@@ -381,7 +394,11 @@ class Sweep {
       log.info(`${treeOfStopped(record, tree)}: nothing of it runs any more`);
       return { ...base(record, tree), outcome: 'gone', killed: 0, survivors: 0, note: membership.groupDoubt };
     }
-    return { record, groupDoubt: membership.groupDoubt, kill: { tree, options: { graceMs: options.graceMs, continuouslyOwned: false, cgroupVerified: verified, log } } };
+    return {
+      record,
+      groupDoubt: membership.groupDoubt,
+      kill: { tree, options: { graceMs: options.graceMs, continuouslyOwned: false, cgroupVerified: verified, log } },
+    };
   }
 
   /** What the kill of one tree did, as the sweep reports it. */
@@ -418,13 +435,29 @@ class Sweep {
       return hp;
     }
     const guard = options.guard;
-    const deps = { guard: { protectedPidReason: (p: ProcessInfo) => (guard.protectedPidReason ?? guard.protectedReason).call(guard, p), otherUid: guard.otherUid?.bind(guard) } };
+    const deps = {
+      guard: {
+        protectedPidReason: (p: ProcessInfo) => (guard.protectedPidReason ?? guard.protectedReason).call(guard, p),
+        otherUid: guard.otherUid?.bind(guard),
+      },
+    };
     const target = recordedHostQuery({ owner: record.owner, hostProcesses: hp }, [...this.owners]);
-    const ending = await endHostProcesses(snap, target, deps, { killer: { killTarget: killer.killTarget.bind(killer) }, graceMs: options.graceMs, log });
-    Object.assign(outcome, { found: ending.found, killed: ending.report.signalled, survivors: ending.report.survivors, kept: ending.spared });
+    const ending = await endHostProcesses(snap, target, deps, {
+      killer: { killTarget: killer.killTarget.bind(killer) },
+      graceMs: options.graceMs,
+      log,
+    });
+    Object.assign(outcome, {
+      found: ending.found,
+      killed: ending.report.signalled,
+      survivors: ending.report.survivors,
+      kept: ending.spared,
+    });
     this.result.killed += ending.report.signalled;
     if (ending.found > 0)
-      log.info(`stopped extension host ${record.owner.pid}: ended ${processCount(ending.report.signalled)} other extensions had started in it`);
+      log.info(
+        `stopped extension host ${record.owner.pid}: ended ${processCount(ending.report.signalled)} other extensions had started in it`,
+      );
     if (ending.report.survivors === 0) return undefined;
     const left = new Set(ending.report.survivorPids);
     return { ...hp, seen: hp.seen.filter((s) => left.has(s.pid)) };
@@ -451,7 +484,10 @@ class Sweep {
       log.info(`removed ${file}: a record left half-written by a process that is gone`);
     for (const w of this.store.takeWatchdogLogs((owner) => this.watchdogAtWork(owner))) {
       const what = w.text ? w.text.split('\n').join('; ') : 'it left no message';
-      this.problem({ file: w.file, problem: `the watchdog of process ${w.ownerPid} could not end its trees: ${what} (reported once, removed)` });
+      this.problem({
+        file: w.file,
+        problem: `the watchdog of process ${w.ownerPid} could not end its trees: ${what} (reported once, removed)`,
+      });
     }
   }
 

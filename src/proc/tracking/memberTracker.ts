@@ -173,7 +173,8 @@ function seedsOf(request: RefreshRequest, deps: ListingDeps): { read: Set<number
     for (const t of record.trees) tree(recordedTreeQuery(t, deps), recordKey(t.id));
   }
   const host = request.extras.host;
-  if (host) for (const pid of [host.host.pid, ...known(HOST_KEY), ...seenPids(host.seen)]) (request.hostWalk === false ? read : walk).add(pid);
+  if (host)
+    for (const pid of [host.host.pid, ...known(HOST_KEY), ...seenPids(host.seen)]) (request.hostWalk === false ? read : walk).add(pid);
   // PID 1 and below are never members, and walking PID 1 would read every orphan on the machine.
   for (const pid of walk) if (pid <= 1) walk.delete(pid);
   for (const pid of read) if (pid <= 0) read.delete(pid);
@@ -275,7 +276,11 @@ export class MemberTracker {
           recordKey(t.id),
           t.members.map((m) => m.pid),
         );
-    if (result.host) known.set(HOST_KEY, result.host.members.map((m) => m.pid));
+    if (result.host)
+      known.set(
+        HOST_KEY,
+        result.host.members.map((m) => m.pid),
+      );
     for (const key of this.asked) if (!known.has(key)) known.set(key, []); // another window's record, say
     this.known = known;
     if (result.listed !== undefined) this.machine = result.listed;

@@ -53,7 +53,7 @@ inPhase(2, 'after the previous extension host was killed', () => {
     assert.ok(!processes.isAlive(marker.hostPid, marker.hostStartTicks), `old host ${marker.hostPid} still runs`);
   });
 
-  it("the child started outside the killed host survived it", async () => {
+  it('the child started outside the killed host survived it', async () => {
     assert.ok(processes.isAlive(marker.childPid, marker.childStartTicks), `child ${marker.childPid} is gone`);
     process.kill(marker.childPid, 'SIGKILL');
     await waitFor('the child to be gone', () => !processes.isAlive(marker.childPid, marker.childStartTicks));

@@ -153,7 +153,8 @@ describe('attention channel: hook calls into the owner of a tree', function () {
 
   it('a FIFO or a symlink where a message is expected is refused without blocking, and removed; the target is untouched', async () => {
     const address = parseAddress(s.env[NOTIFY_VARIABLE])!;
-    const name = (n: number) => path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${String(n).repeat(20)}-${String(n).repeat(16)}.msg`);
+    const name = (n: number) =>
+      path.join(s.folder.dir, `to-${process.pid}-${address.owner.startKey}-${String(n).repeat(20)}-${String(n).repeat(16)}.msg`);
     execFileSync('mkfifo', [name(1)]);
     const target = path.join(s.records, 'target');
     fs.writeFileSync(

@@ -138,7 +138,11 @@ describe('budgets: a tree past a limit is ended (real processes)', function () {
   it('keeps a fork loop under maxProcesses 50 below twice the limit where the kernel holds pids.max, and ends it', async function () {
     const owner = newOwner('auto');
     // Without the kernel's line this loop would fill the machine: only where it holds.
-    requireEnvironment(this, await kernelHoldsProcesses(owner), "the kernel's process line (pids.max: cgroup v2, a systemd scope, or cgroup v1 as root)");
+    requireEnvironment(
+      this,
+      await kernelHoldsProcesses(owner),
+      "the kernel's process line (pids.max: cgroup v2, a systemd scope, or cgroup v1 as root)",
+    );
     const loop = await sampledLoop(owner, 'while :; do sleep 1000 & done', 'auto');
     const ended = await endPastLimit(owner, loop.tree);
     const { peak, samples } = await loop.stop();
@@ -283,7 +287,10 @@ describe("a tree's limits in its record, through claims and sweeps", () => {
     const dead = identity(deadPid(), Math.min(rootStartTicks!, trackedAtTicks!) - 1, rootStartTime - 10);
     store.write(dead, [tree.record]);
     const result = await sweep(store, { onlyOwner: dead, cgroups: 'auto' });
-    assert.deepStrictEqual(result.trees.map((t) => t.outcome), ['killed']);
+    assert.deepStrictEqual(
+      result.trees.map((t) => t.outcome),
+      ['killed'],
+    );
     await waitFor(`${dir} to go with the tree`, () => !fs.existsSync(dir!), 15_000);
   });
 
@@ -311,7 +318,10 @@ describe("a tree's limits in its record, through claims and sweeps", () => {
       },
     ]);
     const result = await sweep(store, { onlyOwner: dead, cgroups: 'auto' });
-    assert.deepStrictEqual(result.trees.map((t) => t.outcome), ['gone']);
+    assert.deepStrictEqual(
+      result.trees.map((t) => t.outcome),
+      ['gone'],
+    );
     assert.ok(fs.existsSync(stranger), 'a directory that is not its pids cgroup is never removed');
   });
 

@@ -141,7 +141,11 @@ describe('cgroup housekeeping', () => {
       assert.ok(removed.includes(stale));
       assert.ok(!fs.existsSync(stale));
       assert.ok(fs.existsSync(named));
-      assert.deepStrictEqual(removeUnnamedEmptyCgroups(tier, new Set(), Date.now()).filter((d) => d === named), [], 'a fresh one may be a tree being spawned');
+      assert.deepStrictEqual(
+        removeUnnamedEmptyCgroups(tier, new Set(), Date.now()).filter((d) => d === named),
+        [],
+        'a fresh one may be a tree being spawned',
+      );
     } finally {
       for (const dir of [stale, named]) if (fs.existsSync(dir)) fs.rmdirSync(dir);
     }

@@ -273,7 +273,11 @@ describe('agent-trees run with limits', function () {
   it('exits 125 past a limit, saying on stderr which limit and what was ended, with the whole tree dead', async () => {
     const records = tmpDir();
     const cases: [string[], string[], RegExp][] = [
-      [['--max-processes', '3', '--no-cgroup'], ['sh', '-c', 'sleep 60 & sleep 60 & sleep 60 & wait'], /process limit 3 exceeded \(4\): ended 4 processes/],
+      [
+        ['--max-processes', '3', '--no-cgroup'],
+        ['sh', '-c', 'sleep 60 & sleep 60 & sleep 60 & wait'],
+        /process limit 3 exceeded \(4\): ended 4 processes/,
+      ],
       [['--idle-timeout', '2'], ['sleep', '60'], /idle for 2 s: ended 1 process\n/],
       [
         ['--max-memory', '100'],
@@ -308,7 +312,21 @@ describe('agent-trees run with limits', function () {
   it("ps shows a tree's limits and its use against them; the record carries them", async () => {
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');
-    const run = startCli(['run', '--records', records, '--max-memory', '512', '--max-processes', '10', '--idle-timeout', '600', '--', FIXTURE, 'deep', pidfile]);
+    const run = startCli([
+      'run',
+      '--records',
+      records,
+      '--max-memory',
+      '512',
+      '--max-processes',
+      '10',
+      '--idle-timeout',
+      '600',
+      '--',
+      FIXTURE,
+      'deep',
+      pidfile,
+    ]);
     const pids = await fixturePids(pidfile);
     const tree = JSON.parse((await runCli(['ps', '--records', records, '--json'])).stdout).owners[0].trees[0];
     assert.deepStrictEqual(tree.limits, { maxMemoryMB: 512, maxProcesses: 10, idleTimeoutSeconds: 600 });

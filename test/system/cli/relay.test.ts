@@ -112,7 +112,9 @@ describe('agent-trees run in a terminal', function () {
       assert.match(
         t.output,
         // At the start of a line, or right after the modes the relay restored (the agent left the cursor there).
-        new RegExp(`(^|\r\n|${escapeRegExp(RESTORE_TERMINAL_MODES)})agent-trees: warning: (timed out after 1 s|terminated): ended \\d+ processes\r\n`),
+        new RegExp(
+          `(^|\r\n|${escapeRegExp(RESTORE_TERMINAL_MODES)})agent-trees: warning: (timed out after 1 s|terminated): ended \\d+ processes\r\n`,
+        ),
         'printed after the terminal was restored',
       );
       assert.deepStrictEqual(await waitAllDead(pids.all), []);

@@ -64,10 +64,14 @@ async function startHost(spec: Spec, ready: (s: HostState) => boolean) {
       return undefined;
     }
   };
-  const state = await waitFor('the host to record its processes', () => {
-    const s = read();
-    return s && ready(s) && s;
-  }, 20_000);
+  const state = await waitFor(
+    'the host to record its processes',
+    () => {
+      const s = read();
+      return s && ready(s) && s;
+    },
+    20_000,
+  );
   register(state.watchdog);
   for (const key of state.members) register(Number(key.split(':')[0]));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -122,7 +126,10 @@ describe("other extensions' processes of an extension host, on real processes", 
     const grandchild = scrubbed.roles.get('setsid')![0];
     await waitFor('the grandchild recorded', () => writtenPids(host.recordFile).includes(grandchild));
     process.kill(scrubbed.roles.get('root')![0], 'SIGKILL');
-    await waitFor('the grandchild to leave the chain', () => table.read(grandchild)?.ppid === 1 || table.read(grandchild)?.ppid !== scrubbed.roles.get('root')![0]);
+    await waitFor(
+      'the grandchild to leave the chain',
+      () => table.read(grandchild)?.ppid === 1 || table.read(grandchild)?.ppid !== scrubbed.roles.get('root')![0],
+    );
 
     // Outside the host: the language server's very command line, and another user's process with the host's mark.
     const decoy = spawn('/bin/sleep', ['120'], { stdio: 'ignore', detached: true });
@@ -139,7 +146,10 @@ describe("other extensions' processes of an extension host, on real processes", 
     host.child.kill('SIGKILL');
     assert.deepStrictEqual(await waitAllDead(ours, 10_000), [], "every process of the host's ended");
     const ms = Date.now() - killedAt;
-    await waitFor('the record (and its claim) to go', () => fs.readdirSync(host.records).filter((n) => !n.startsWith('window-')).length === 0);
+    await waitFor(
+      'the record (and its claim) to go',
+      () => fs.readdirSync(host.records).filter((n) => !n.startsWith('window-')).length === 0,
+    );
     this.test!.title += ` (${ours.length} processes ended ${ms} ms after the SIGKILL)`;
     assert.deepStrictEqual(aliveOf([decoy.pid!]), [decoy.pid!], 'the decoy lives');
     if (forged) assert.deepStrictEqual(aliveOf([forged.pid!]), [forged.pid!], "another user's process with a forged mark lives");
@@ -157,8 +167,13 @@ describe("other extensions' processes of an extension host, on real processes", 
     spec.folders.push({ id: 'kept.extension', folder: kept });
     spec.keep.push({ extensionId: 'kept.extension', folder: kept });
     spec.children.push({ command: 'sh', args: [script] });
-    const host = await startHost(spec, (s) => s.children.every((pid) => recordedPids(s).includes(pid)) && Object.values(s.whose).includes('kept.extension'));
-    const keptPids = Object.entries(host.state.whose).filter(([, id]) => id === 'kept.extension').map(([key]) => pidOf(key));
+    const host = await startHost(
+      spec,
+      (s) => s.children.every((pid) => recordedPids(s).includes(pid)) && Object.values(s.whose).includes('kept.extension'),
+    );
+    const keptPids = Object.entries(host.state.whose)
+      .filter(([, id]) => id === 'kept.extension')
+      .map(([key]) => pidOf(key));
     for (const pid of keptPids) register(pid);
     assert.ok(keptPids.length >= 2, `the kept server and its child: ${keptPids.join(', ')}`);
     const others = host.state.members.map(pidOf).filter((pid) => !keptPids.includes(pid));
@@ -179,19 +194,39 @@ describe("other extensions' processes of an extension host, on real processes", 
     spec.folders.push({ id: 'kept.extension', folder: kept });
     spec.keep.push({ extensionId: 'kept.extension', folder: kept });
     spec.children.push({ command: 'sh', args: [script] });
-    const host = await startHost(spec, (s) => s.children.every((pid) => recordedPids(s).includes(pid)) && Object.values(s.whose).includes('kept.extension'));
-    const keptPids = Object.entries(host.state.whose).filter(([, id]) => id === 'kept.extension').map(([key]) => pidOf(key));
+    const host = await startHost(
+      spec,
+      (s) => s.children.every((pid) => recordedPids(s).includes(pid)) && Object.values(s.whose).includes('kept.extension'),
+    );
+    const keptPids = Object.entries(host.state.whose)
+      .filter(([, id]) => id === 'kept.extension')
+      .map(([key]) => pidOf(key));
     const ours = [...host.state.members.map(pidOf).filter((pid) => !keptPids.includes(pid)), ...(await fixturePids(daemonPids)).all];
     // The host's children share its process group (as under code-server): the kill must go one by one.
-    assert.ok(host.state.children.some((pid) => table.read(pid)?.pgid === table.read(host.child.pid!)?.pgid), 'a child in the host\'s group');
+    assert.ok(
+      host.state.children.some((pid) => table.read(pid)?.pgid === table.read(host.child.pid!)?.pgid),
+      "a child in the host's group",
+    );
     host.child.kill('SIGUSR2');
-    const report = await waitFor('the hand-over', () => {
-      const s = host.read() as HostState & { handedOver?: { survivors: number } | string };
-      return typeof s.handedOver === 'object' && s.handedOver;
-    }, 15_000);
-    assert.deepStrictEqual(await waitAllDead(ours, 10_000), [], `every process of the host's but the kept extension's: ${JSON.stringify(report)}`);
+    const report = await waitFor(
+      'the hand-over',
+      () => {
+        const s = host.read() as HostState & { handedOver?: { survivors: number } | string };
+        return typeof s.handedOver === 'object' && s.handedOver;
+      },
+      15_000,
+    );
+    assert.deepStrictEqual(
+      await waitAllDead(ours, 10_000),
+      [],
+      `every process of the host's but the kept extension's: ${JSON.stringify(report)}`,
+    );
     assert.deepStrictEqual(aliveOf(keptPids), keptPids, "the kept extension's processes live on");
-    assert.deepStrictEqual(aliveOf([host.child.pid!]), [host.child.pid!], 'the host itself lives on (it lingers for the reconnection grace)');
+    assert.deepStrictEqual(
+      aliveOf([host.child.pid!]),
+      [host.child.pid!],
+      'the host itself lives on (it lingers for the reconnection grace)',
+    );
     await waitFor('its record to go with them', () => !fs.existsSync(host.recordFile));
     for (const pid of keptPids) process.kill(pid, 'SIGKILL');
     assert.deepStrictEqual(await waitAllDead(keptPids), []);
@@ -255,7 +290,13 @@ describe("other extensions' processes of an extension host, on real processes", 
       env: { ...process.env, AGENT_TREES_HOST: host.state.mark, AGENT_TREES_WINDOW: 'a-window-id' },
     });
     register(shell.pid!);
-    const inShell = await waitFor('the shell to start its command', () => table.snapshot().children().get(shell.pid!)?.map((p) => p.pid));
+    const inShell = await waitFor('the shell to start its command', () =>
+      table
+        .snapshot()
+        .children()
+        .get(shell.pid!)
+        ?.map((p) => p.pid),
+    );
     for (const pid of inShell) register(pid);
     const ours = host.state.members.map(pidOf);
     host.child.kill('SIGKILL');
@@ -343,7 +384,7 @@ describe("other extensions' processes of an extension host, on real processes", 
     assert.deepStrictEqual(await waitAllDead([child.pid!, later.pid!, ...tree, ...deep]), []);
   });
 
-  it('a live host ends its own child and the child\'s tree one by one, in its own process group; never a process of its group that is not its', async () => {
+  it("a live host ends its own child and the child's tree one by one, in its own process group; never a process of its group that is not its", async () => {
     const core = processCore();
     const me = core.table.read(process.pid)!;
     const pids = path.join(tmpDir(), 'pids');
@@ -354,20 +395,36 @@ describe("other extensions' processes of an extension host, on real processes", 
     const tree = (await fixturePids(pids)).all;
     const strangerFile = path.join(tmpDir(), 'stranger');
     spawn('sh', ['-c', `env -i sh -c 'echo $$ > ${strangerFile}; exec sleep 120' &`], { stdio: 'ignore' }).unref();
-    const stranger = await waitFor('the stranger', () => fs.existsSync(strangerFile) && Number(fs.readFileSync(strangerFile, 'utf8').trim()));
+    const stranger = await waitFor(
+      'the stranger',
+      () => fs.existsSync(strangerFile) && Number(fs.readFileSync(strangerFile, 'utf8').trim()),
+    );
     register(stranger);
-    await waitFor('the stranger to be re-parented', () => table.read(stranger)?.ppid !== undefined && table.read(stranger)!.ppid !== process.pid);
+    await waitFor(
+      'the stranger to be re-parented',
+      () => table.read(stranger)?.ppid !== undefined && table.read(stranger)!.ppid !== process.pid,
+    );
     assert.strictEqual(table.read(stranger)!.pgid, me.pgid, 'the stranger is in our group');
     assert.strictEqual(table.read(child.pid!)!.pgid, me.pgid, 'our child is in our group');
     // The guard alone would refuse both (our own group): a tree kill could not reach them.
     assert.ok(core.guard.protectedReason(table.read(child.pid!)!));
 
-    const query = { host: { pid: me.pid, startKey: me.startKey }, mark: hostMark({ pid: me.pid, startKey: me.startKey }), seen: [], exclude: [] };
+    const query = {
+      host: { pid: me.pid, startKey: me.startKey },
+      mark: hostMark({ pid: me.pid, startKey: me.startKey }),
+      seen: [],
+      exclude: [],
+    };
     const snap = core.table.snapshot();
-    const refused = await endHostSubtrees(snap, { query, roots: [{ pid: stranger, startKey: table.read(stranger)!.startKey }], id: 'stranger' }, core, {
-      killer: core.killer,
-      graceMs: 200,
-    });
+    const refused = await endHostSubtrees(
+      snap,
+      { query, roots: [{ pid: stranger, startKey: table.read(stranger)!.startKey }], id: 'stranger' },
+      core,
+      {
+        killer: core.killer,
+        graceMs: 200,
+      },
+    );
     assert.strictEqual(refused.signalled, 0);
     assert.match(refused.refused.join('; '), /not \(any more\) a process of this extension host/);
     const report = await endHostSubtrees(

@@ -22,7 +22,7 @@ const table = processCore().table;
 
 const processTable = () => processCore().table;
 const node = process.execPath;
-describe('an owner\'s identity on real processes', () => {
+describe("an owner's identity on real processes", () => {
   const owners = cliOwners();
 
   describe('across clock steps', () => {
@@ -219,7 +219,6 @@ describe('an owner\'s identity on real processes', () => {
       await owners.end(owner);
     });
   });
-
 });
 
 describe("an MCP wrapper's owner (ownerIsChildOf)", () => {
@@ -246,7 +245,11 @@ describe("an MCP wrapper's owner (ownerIsChildOf)", () => {
       assert.strictEqual(ownerIsChildOf(owner(p, p.startKey), process.pid, table), true, 'that very child');
       assert.strictEqual(ownerIsChildOf(owner(p, p.startKey - 3), process.pid, table), false, 'a later process at the pid');
       assert.strictEqual(ownerIsChildOf(owner(p, p.startKey + 3), process.pid, table), false, 'a process older than the record');
-      assert.strictEqual(ownerIsChildOf({ pid: p.pid, startTime: p.startTime }, process.pid, table), false, 'no boot identity: cannot tell');
+      assert.strictEqual(
+        ownerIsChildOf({ pid: p.pid, startTime: p.startTime }, process.pid, table),
+        false,
+        'no boot identity: cannot tell',
+      );
       assert.strictEqual(ownerIsChildOf(owner(g, g.startKey), process.pid, table), false, 'a grandchild');
       assert.strictEqual(ownerIsChildOf({ ...owner(p, p.startKey), bootId: 'another-boot' }, process.pid, table), false, 'another boot');
     } finally {

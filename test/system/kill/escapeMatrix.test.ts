@@ -17,7 +17,6 @@ import { aliveOf, register, waitAllDead } from '../../support/started';
 import { SCENARIOS } from '../../fixtures/scenarios';
 import { requireCgroupTier, requireEnvironment } from '../../support/environment';
 
-
 /** The one scenario the group tier cannot reach: no group, no session, no parent link, no tag. */
 const GROUP_TIER_LIMIT = 'daemon-scrubbed';
 
@@ -29,7 +28,8 @@ function survivors(pids: FixturePids, treeId: string): number[] {
 
 /** The forker first forks a crowd (root, forker and children, all tagged), so the kill meets a growing tree. */
 async function settle(mode: string, treeId: string): Promise<void> {
-  if (mode === 'forker') await waitFor('the forker to fork a crowd', () => (processTable().snapshot().tagged().get(treeId)?.length ?? 0) >= 6);
+  if (mode === 'forker')
+    await waitFor('the forker to fork a crowd', () => (processTable().snapshot().tagged().get(treeId)?.length ?? 0) >= 6);
 }
 
 function expectSurvivors(mode: string, tier: string, left: number[], pids: FixturePids): void {
@@ -74,23 +74,38 @@ for (const tier of ['cgroup', 'group'] as const) {
       it(`${title}: sweep after the owner was SIGKILLed`, async function () {
         const records = tmpDir();
         const pidfile = path.join(tmpDir(), 'pids');
-        const ownerProc = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), records, mode, pidfile, cgroups], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const ownerProc = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), records, mode, pidfile, cgroups], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         register(ownerProc.pid!);
-        const [treeId, gotTier] = (await new Promise<string>((resolve) => ownerProc.stdout!.once('data', (d) => resolve(String(d))))).trim().split(' ');
+        const [treeId, gotTier] = (await new Promise<string>((resolve) => ownerProc.stdout!.once('data', (d) => resolve(String(d)))))
+          .trim()
+          .split(' ');
         assert.strictEqual(gotTier, tier);
         const pids = await fixturePids(pidfile);
         await settle(mode, treeId);
         ownerProc.kill('SIGKILL');
         await new Promise((resolve) => ownerProc.once('exit', resolve));
         if (pids.roles.has('unsupported')) {
-          await sweepOrphans(new RecordStore(records), { ...localSweepParts(processCore()), self: selfIdentity(processTable()), graceMs: 200, cgroups: 'auto' });
+          await sweepOrphans(new RecordStore(records), {
+            ...localSweepParts(processCore()),
+            self: selfIdentity(processTable()),
+            graceMs: 200,
+            cgroups: 'auto',
+          });
           requireEnvironment(this, false, 'root, to choose the next pid (ns_last_pid) for the wraparound fixture');
         }
-        const result = await sweepOrphans(new RecordStore(records), { ...localSweepParts(processCore()), self: selfIdentity(processTable()), graceMs: 300, cgroups: 'auto' });
+        const result = await sweepOrphans(new RecordStore(records), {
+          ...localSweepParts(processCore()),
+          self: selfIdentity(processTable()),
+          graceMs: 300,
+          cgroups: 'auto',
+        });
         assert.strictEqual(result.trees.length, 1);
         await waitAllDead(pids.all, 3000);
         expectSurvivors(mode, tier, survivors(pids, treeId), pids);
-        if (tier === 'cgroup') await waitFor('the swept cgroup to be removed', () => !fs.existsSync(treeCgroupPath(cgroupProbe.tier!, treeId)));
+        if (tier === 'cgroup')
+          await waitFor('the swept cgroup to be removed', () => !fs.existsSync(treeCgroupPath(cgroupProbe.tier!, treeId)));
         assert.deepStrictEqual(fs.readdirSync(records), [], 'the record is deleted');
       });
     }

@@ -99,7 +99,7 @@ describe("the owner's watch", function () {
 describe("an owned tree's process group, once its root has exited", function () {
   this.timeout(30_000);
 
-  it('is still the tree\'s while a member holds it: one started with a scrubbed environment long after the spawn is ended with the tree (group tier)', async () => {
+  it("is still the tree's while a member holds it: one started with a scrubbed environment long after the spawn is ended with the tree (group tier)", async () => {
     // An agent that starts a helper with an environment of its own (as MCP clients do: no tag) a while after it
     // started, and exits before it: the helper stays in the root's group and session, and nothing else leads to it.
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchIntervalMs: 100 });

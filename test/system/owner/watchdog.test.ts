@@ -123,7 +123,9 @@ describe("the owner's watchdog", () => {
     const inherited = owner.spawn({ command: 'sleep', args: ['60'], stdio: ['ignore', 'inherit', 'inherit'] });
     const children = [piped.child.pid!, inherited.child.pid!];
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- the pseudo-terminal module, by path
-    const nodePty = require(NODE_PTY) as { spawn(file: string, args: string[], options: object): { pid: number; kill(signal?: string): void } };
+    const nodePty = require(NODE_PTY) as {
+      spawn(file: string, args: string[], options: object): { pid: number; kill(signal?: string): void };
+    };
     const pty = nodePty.spawn('sleep', ['60'], {});
     children.push(pty.pid);
     children.forEach(register);
@@ -179,7 +181,13 @@ describe("the owner's watchdog", () => {
     await waitFor('no watchdog of the CLI', () => watchdogsOf(run.child.pid!).length === 0);
     assert.deepStrictEqual(fs.readdirSync(records), []);
 
-    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'off', watchdog: { cliPath: CLI }, watchIntervalMs: 50 });
+    const owner = new TreeOwner({
+      core: processCore(),
+      recordsDir: tmpDir(),
+      cgroups: 'off',
+      watchdog: { cliPath: CLI },
+      watchIntervalMs: 50,
+    });
     const one = owner.spawn({ command: 'sleep', args: ['60'], stdio: 'ignore' });
     const first = owner.watchdogPid!;
     assert.ok(first > 0);
@@ -291,9 +299,13 @@ describe("the owner's watchdog", () => {
     fs.cpSync(path.dirname(CLI), path.join(install, 'dist'), { recursive: true });
     const records = tmpDir();
     const pidfile = path.join(tmpDir(), 'pids');
-    const run = spawn(process.execPath, [path.join(install, 'dist', 'cli.js'), 'run', '--records', records, '--', FIXTURE, 'ignore-term', pidfile], {
-      stdio: 'ignore',
-    });
+    const run = spawn(
+      process.execPath,
+      [path.join(install, 'dist', 'cli.js'), 'run', '--records', records, '--', FIXTURE, 'ignore-term', pidfile],
+      {
+        stdio: 'ignore',
+      },
+    );
     register(run.pid!);
     const pids = await fixturePids(pidfile);
     await waitFor('the record', () => fs.existsSync(path.join(records, `${run.pid}.json`)));
@@ -327,7 +339,11 @@ describe("the owner's watchdog", () => {
     run.kill('SIGKILL');
     await waitFor('the watchdog to give up', () => !table.read(watchdog));
     const swept = await runCli(['sweep', '--records', records, '--grace', '0']);
-    assert.match(swept.stdout, new RegExp(`watchdog of process ${run.pid} could not end its trees: .*${node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), swept.stdout);
+    assert.match(
+      swept.stdout,
+      new RegExp(`watchdog of process ${run.pid} could not end its trees: .*${node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+      swept.stdout,
+    );
     assert.match(swept.stdout, /killed [1-9]/, 'the sweep ended the tree');
     assert.deepStrictEqual(await waitAllDead(pids.all), []);
     assert.deepStrictEqual(fs.readdirSync(records), [], 'the trace is removed once reported');
@@ -356,7 +372,9 @@ describe("the owner's watchdog", () => {
     });
     register(watchdog);
     const wrapper = path.join(bin, 'node.new');
-    fs.writeFileSync(wrapper, `#!/bin/sh\nwhile [ ! -e "${gate}" ]; do sleep 0.05; done\nexec "${process.execPath}" "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(wrapper, `#!/bin/sh\nwhile [ ! -e "${gate}" ]; do sleep 0.05; done\nexec "${process.execPath}" "$@"\n`, {
+      mode: 0o755,
+    });
     fs.renameSync(wrapper, node);
     run.kill('SIGKILL');
     const trace = await waitFor('the watchdog at work', () => fs.readdirSync(records).find((f) => /^watchdog-.*\.log$/.test(f)));

@@ -204,7 +204,7 @@ describe('window takeover', () => {
     }
   });
 
-  it('probes at the interval it is made active with (a host with only other extensions\' processes at stake probes less often)', async () => {
+  it("probes at the interval it is made active with (a host with only other extensions' processes at stake probes less often)", async () => {
     const window = fakeWindow();
     const l = lease(tmpDir(), window, []);
     try {

@@ -206,8 +206,8 @@ describe('LinuxProcessTable start times on the wall clock', () => {
 
 describe('LinuxProcessTable tags', () => {
   for (const [title, then] of [
-    ['after it exec\'d another program (comm changed)', 'env -i sleep 60'],
-    ['after a young process exec\'d the same program with a scrubbed environment', "env -i /bin/sh -c 'sleep 60; exit 0'"],
+    ["after it exec'd another program (comm changed)", 'env -i sleep 60'],
+    ["after a young process exec'd the same program with a scrubbed environment", "env -i /bin/sh -c 'sleep 60; exit 0'"],
   ] as const) {
     it(`reads a process's tags again ${title}: what it carries now, whichever table read it first`, async () => {
       const early = new LinuxProcessTable();

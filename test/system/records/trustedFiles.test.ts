@@ -23,7 +23,7 @@ const tree = (id: string, extra = {}) => treeRecord(id, { rootStartTime: 1_700_0
 
 describe('records nobody else can plant', () => {
   it('refuses every file of a folder others can write, and moves nothing', function () {
-    requireRoot(this, 'as the records folders of these tests are root\'s');
+    requireRoot(this, "as the records folders of these tests are root's");
     const store = new RecordStore(tmpDir());
     store.write({ pid: 21, startTime: 1 }, [tree('t')]);
     fs.chmodSync(store.dir, 0o1777);
@@ -91,9 +91,13 @@ describe('records nobody else can plant', () => {
         },
       ],
     };
-    execFileSync('setpriv', [...AS_OTHER_USER, node, '-e', `require('fs').writeFileSync(${JSON.stringify(planted)}, ${JSON.stringify(JSON.stringify(record))})`], {
-      cwd: readableDir(),
-    });
+    execFileSync(
+      'setpriv',
+      [...AS_OTHER_USER, node, '-e', `require('fs').writeFileSync(${JSON.stringify(planted)}, ${JSON.stringify(JSON.stringify(record))})`],
+      {
+        cwd: readableDir(),
+      },
+    );
     try {
       assert.strictEqual(fs.statSync(planted).uid, OTHER_UID);
       // As planted: a folder anyone can write.

@@ -68,11 +68,21 @@ describe('sweeping orphaned trees', () => {
       try {
         await waitFor('unrelated', () => processTable().read(unrelated.pid!));
         const record: TreeRecord = {
-          id: 'reused-group', label: 'old', command: ['old'], rootPid: unrelated.pid!, pgid: unrelated.pid!, sid: unrelated.pid!,
-          rootStartTime: trackedAt - 10, trackedAt, envTag: 'AGENT_TREES_TREE_ID=reused-group', cgroup: null,
+          id: 'reused-group',
+          label: 'old',
+          command: ['old'],
+          rootPid: unrelated.pid!,
+          pgid: unrelated.pid!,
+          sid: unrelated.pid!,
+          rootStartTime: trackedAt - 10,
+          trackedAt,
+          envTag: 'AGENT_TREES_TREE_ID=reused-group',
+          cgroup: null,
           ...(format === 'boot ticks' ? { rootStartTicks: trackedAtTicks - 1, trackedAtTicks } : {}),
         };
-        store.write(format === 'boot ticks' ? identity(deadOwner, trackedAtTicks - 50) : { pid: deadOwner, startTime: trackedAt - 1000 }, [record]);
+        store.write(format === 'boot ticks' ? identity(deadOwner, trackedAtTicks - 50) : { pid: deadOwner, startTime: trackedAt - 1000 }, [
+          record,
+        ]);
         const result = await sweep(store);
         assert.strictEqual(result.trees[0].outcome, 'gone');
         assert.match(result.trees[0].note ?? '', format === 'boot ticks' ? /started after the tree was tracked/ : /cannot be compared/);
@@ -124,7 +134,11 @@ describe('sweeping orphaned trees', () => {
 
   it('lets two concurrent sweeps kill each tree once', async () => {
     const records = tmpDir();
-    const owners = await Promise.all([cliOwner(records, 'deep', ['--no-cgroup']), cliOwner(records, 'setsid', ['--no-cgroup']), cliOwner(records, 'daemon', ['--no-cgroup'])]);
+    const owners = await Promise.all([
+      cliOwner(records, 'deep', ['--no-cgroup']),
+      cliOwner(records, 'setsid', ['--no-cgroup']),
+      cliOwner(records, 'daemon', ['--no-cgroup']),
+    ]);
     for (const o of owners) o.run.child.kill('SIGKILL');
     await Promise.all(owners.map((o) => o.run.exited));
     const [a, b] = await Promise.all([
@@ -154,7 +168,7 @@ describe('sweeping orphaned trees', () => {
     assert.deepStrictEqual(fs.readdirSync(records), []);
   });
 
-  it('refuses a dead owner\'s tree whose recorded root is PID 1 or an ancestor of the sweeper (exact start tick): reported refused with the reason, record kept', async () => {
+  it("refuses a dead owner's tree whose recorded root is PID 1 or an ancestor of the sweeper (exact start tick): reported refused with the reason, record kept", async () => {
     const records = tmpDir();
     const store = new RecordStore(records);
     const t = processTable();
@@ -241,7 +255,12 @@ describe('the cost of a sweep of many trees', function () {
     const pids: number[] = [];
     for (let i = 0; i < count; i++) {
       const pidfile = path.join(tmpDir(), 'pids');
-      const tree = owner.spawn({ command: path.join(REPO, 'test', 'fixtures', 'tree.sh'), args: ['ignore-term', pidfile], stdio: 'ignore', cgroups: 'off' });
+      const tree = owner.spawn({
+        command: path.join(REPO, 'test', 'fixtures', 'tree.sh'),
+        args: ['ignore-term', pidfile],
+        stdio: 'ignore',
+        cgroups: 'off',
+      });
       register(tree.child.pid!);
       pids.push(...(await fixturePids(pidfile)).all);
       trees.push(tree.record);

@@ -45,7 +45,8 @@ describe('member tracking: the same members as a full resolution', function () {
             return fs.existsSync(pidfile) && /^(ready|unsupported) /m.test(fs.readFileSync(pidfile, 'utf8'));
           });
           const fixture = (pids = await fixturePids(pidfile));
-          if (fixture.roles.has('unsupported')) requireEnvironment(this, false, 'root, to choose the next pid (ns_last_pid) for the wraparound fixture');
+          if (fixture.roles.has('unsupported'))
+            requireEnvironment(this, false, 'root, to choose the next pid (ns_last_pid) for the wraparound fixture');
           // Once the fixture says ready, what is a member no longer changes (test/fixtures/tree.sh), but for the root of
           // root-exits, which exits right after: both resolutions below must look at the same tree.
           if (mode === 'root-exits') await waitFor('the root to exit', () => tree.rootExit !== undefined);

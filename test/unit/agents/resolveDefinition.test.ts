@@ -78,7 +78,7 @@ describe('what a launch runs: agent names', () => {
     }
   });
 
-  it('a bad entry of a name is that name\'s error even when a later good one has it; quotes match no name by accident', () => {
+  it("a bad entry of a name is that name's error even when a later good one has it; quotes match no name by accident", () => {
     const { agents, errors } = validateDefinitions([
       { name: 'dup', command: 'x', kind: 'bad' },
       { name: 'dup', command: 'y' },
@@ -188,45 +188,56 @@ describe('what a launch runs: variables and folders', () => {
   const holdsShell = '$(touch /tmp/agent-trees-pwn)`touch /tmp/agent-trees-pwn`';
   const env = { HOLDS_VAR: holdsVar, HOLDS_SHELL: holdsShell, EMPTY: '' };
   const twoFolders: LaunchContext = { workspaceFolders: ['/ws/one', '/ws/two'], userHome: '/home/u', env };
-  const literalCases: { title: string; def: AgentDefinition; context?: LaunchContext; definition: AgentDefinition; defaultCwd?: string }[] = [
-    {
-      title: '${env:X} holding ${workspaceFolder}: expanded once, the value stays as written',
-      def: { name: 'a', command: '${env:HOLDS_VAR}', args: ['${env:HOLDS_VAR}'], cwd: '${env:HOLDS_VAR}', env: { V: '${env:HOLDS_VAR}' } },
-      definition: { name: 'a', command: holdsVar, args: [holdsVar], cwd: `/ws/one/${holdsVar}`, env: { V: holdsVar } },
-      defaultCwd: '/ws/one',
-    },
-    {
-      title: '${env:X} holding $(...) and backquotes: a literal, no shell',
-      def: { name: 'a', command: 'echo', args: ['${env:HOLDS_SHELL}'] },
-      definition: { name: 'a', command: 'echo', args: [holdsShell] },
-      defaultCwd: '/ws/one',
-    },
-    {
-      title: 'unknown variables stay as written',
-      def: { name: 'a', command: 'x', args: ['${workspaceFolderBasename}', '${env:}', '${env:1X}', '${config:a.b}', '${ env:HOME }'] },
-      definition: { name: 'a', command: 'x', args: ['${workspaceFolderBasename}', '${env:}', '${env:1X}', '${config:a.b}', '${ env:HOME }'] },
-      defaultCwd: '/ws/one',
-    },
-    {
-      title: 'a relative cwd with .. may leave the first workspace folder',
-      def: { name: 'a', command: 'x', cwd: '../../etc' },
-      definition: { name: 'a', command: 'x', cwd: '/etc' },
-      defaultCwd: '/ws/one',
-    },
-    {
-      title: 'without a workspace folder ${workspaceFolder} and a relative cwd stay as written',
-      def: { name: 'a', command: 'x', cwd: 'sub', args: ['${workspaceFolder}'] },
-      context: { workspaceFolders: [], userHome: '/home/u', env },
-      definition: { name: 'a', command: 'x', cwd: 'sub', args: ['${workspaceFolder}'] },
-      defaultCwd: undefined,
-    },
-    {
-      title: 'an unset variable expands to nothing',
-      def: { name: 'a', command: 'x', args: ['${env:NOT_SET_ANYWHERE}', '${env:EMPTY}'] },
-      definition: { name: 'a', command: 'x', args: ['', ''] },
-      defaultCwd: '/ws/one',
-    },
-  ];
+  const literalCases: { title: string; def: AgentDefinition; context?: LaunchContext; definition: AgentDefinition; defaultCwd?: string }[] =
+    [
+      {
+        title: '${env:X} holding ${workspaceFolder}: expanded once, the value stays as written',
+        def: {
+          name: 'a',
+          command: '${env:HOLDS_VAR}',
+          args: ['${env:HOLDS_VAR}'],
+          cwd: '${env:HOLDS_VAR}',
+          env: { V: '${env:HOLDS_VAR}' },
+        },
+        definition: { name: 'a', command: holdsVar, args: [holdsVar], cwd: `/ws/one/${holdsVar}`, env: { V: holdsVar } },
+        defaultCwd: '/ws/one',
+      },
+      {
+        title: '${env:X} holding $(...) and backquotes: a literal, no shell',
+        def: { name: 'a', command: 'echo', args: ['${env:HOLDS_SHELL}'] },
+        definition: { name: 'a', command: 'echo', args: [holdsShell] },
+        defaultCwd: '/ws/one',
+      },
+      {
+        title: 'unknown variables stay as written',
+        def: { name: 'a', command: 'x', args: ['${workspaceFolderBasename}', '${env:}', '${env:1X}', '${config:a.b}', '${ env:HOME }'] },
+        definition: {
+          name: 'a',
+          command: 'x',
+          args: ['${workspaceFolderBasename}', '${env:}', '${env:1X}', '${config:a.b}', '${ env:HOME }'],
+        },
+        defaultCwd: '/ws/one',
+      },
+      {
+        title: 'a relative cwd with .. may leave the first workspace folder',
+        def: { name: 'a', command: 'x', cwd: '../../etc' },
+        definition: { name: 'a', command: 'x', cwd: '/etc' },
+        defaultCwd: '/ws/one',
+      },
+      {
+        title: 'without a workspace folder ${workspaceFolder} and a relative cwd stay as written',
+        def: { name: 'a', command: 'x', cwd: 'sub', args: ['${workspaceFolder}'] },
+        context: { workspaceFolders: [], userHome: '/home/u', env },
+        definition: { name: 'a', command: 'x', cwd: 'sub', args: ['${workspaceFolder}'] },
+        defaultCwd: undefined,
+      },
+      {
+        title: 'an unset variable expands to nothing',
+        def: { name: 'a', command: 'x', args: ['${env:NOT_SET_ANYWHERE}', '${env:EMPTY}'] },
+        definition: { name: 'a', command: 'x', args: ['', ''] },
+        defaultCwd: '/ws/one',
+      },
+    ];
   /** The definition without its undefined fields. */
   const defined = (d: AgentDefinition) => Object.fromEntries(Object.entries(d).filter(([, v]) => v !== undefined));
   for (const c of literalCases) {

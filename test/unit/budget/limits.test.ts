@@ -10,7 +10,6 @@ import { MemoryGauge } from '../../../src/proc/budget/memoryUse';
 import { ProcessInfo } from '../../../src/proc/platform/processTable';
 import { recordShapeProblem } from '../../../src/proc/records/schema';
 
-
 const MB = 1024 * 1024;
 
 function member(pid: number, rssMB: number): ProcessInfo {

@@ -15,7 +15,14 @@ describe("a tree's cgroup, on a stand-in folder", () => {
     const seen: { pid: number; frozen: string }[] = [];
     const pids = killCgroup(dir, (pid) => seen.push({ pid, frozen: fs.readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8') }));
     assert.deepStrictEqual(pids, [1234, 5678]);
-    assert.deepStrictEqual(seen, [{ pid: 1234, frozen: '1' }, { pid: 5678, frozen: '1' }], 'signalled while frozen');
+    assert.deepStrictEqual(
+      seen,
+      [
+        { pid: 1234, frozen: '1' },
+        { pid: 5678, frozen: '1' },
+      ],
+      'signalled while frozen',
+    );
     assert.strictEqual(fs.readFileSync(path.join(dir, 'cgroup.freeze'), 'utf8'), '0', 'thawed afterwards');
   });
 });

@@ -49,5 +49,4 @@ describe('whether records can be kept (the activation check)', () => {
     fs.chmodSync(dir, 0o777);
     assert.match(recordsFolderProblem(new RecordStore(dir)) ?? '', /writable by other users/);
   });
-
 });

@@ -220,7 +220,10 @@ describe('agents waiting for you in the view model', () => {
     input.runs[0].attention = { state: 'idle', since: NOW - 1000 };
     input.windowTrees[1].attention = { state: 'waiting', since: NOW - 9000 };
     const { rows } = buildView(input, l10n);
-    assert.deepStrictEqual(rows.slice(0, 4).map((r) => r.id), ['window:cli-plain', 'run:no-deadline', 'run:with-deadline', 'run:ended']);
+    assert.deepStrictEqual(
+      rows.slice(0, 4).map((r) => r.id),
+      ['window:cli-plain', 'run:no-deadline', 'run:with-deadline', 'run:ended'],
+    );
     const waiting = rows[1];
     assert.deepStrictEqual(waiting.icon, { id: 'bell-dot', color: 'charts.yellow' });
     assert.match(waiting.description!, /^waiting for you: Claude needs your permission · 1 process/);

@@ -9,7 +9,6 @@ import { LONG_LIVED_MS, placeHostProcesses, recordedHostProcesses } from '../../
 import { MemberInfo } from '../../../src/proc/tracking/listing';
 import { otherExtensionsInput } from '../../../src/extension/otherExtensionsInput';
 
-
 const REPO = '/work/agent-trees';
 const APP = '/opt/code-server/lib/vscode';
 const FOLDERS: InstallFolder[] = [
@@ -23,7 +22,10 @@ const FOLDERS: InstallFolder[] = [
 describe('whose a process of the extension host is', () => {
   it('the extension whose folder holds its executable (claude kept in the extension, codex under bin/)', () => {
     const claude = `${REPO}/test/fixtures/extensions/claude-code/resources/native-binary/claude`;
-    assert.strictEqual(attribute({ exe: claude, command: `${claude} --output-format stream-json` }, FOLDERS), 'agent-trees-tests.claude-code-stand-in');
+    assert.strictEqual(
+      attribute({ exe: claude, command: `${claude} --output-format stream-json` }, FOLDERS),
+      'agent-trees-tests.claude-code-stand-in',
+    );
     const codex = `${REPO}/test/fixtures/extensions/codex/bin/linux-x86_64/bin/codex`;
     assert.strictEqual(attribute({ exe: codex, command: `${codex} app-server` }, FOLDERS), 'agent-trees-tests.codex-stand-in');
   });
@@ -52,8 +54,14 @@ describe('whose a process of the extension host is', () => {
   });
 
   it("VS Code's own application folder, else other (a port scan, a git call)", () => {
-    assert.strictEqual(attribute({ exe: '/usr/bin/node', command: `node ${APP}/extensions/node_modules/typescript/lib/tsserver.js` }, FOLDERS, APP), VSCODE_ID);
-    assert.strictEqual(attribute({ exe: '/usr/bin/dash', command: '/bin/sh -c ls -l /proc/[0-9]*/fd/[0-9]* | grep socket:' }, FOLDERS, APP), OTHER_ID);
+    assert.strictEqual(
+      attribute({ exe: '/usr/bin/node', command: `node ${APP}/extensions/node_modules/typescript/lib/tsserver.js` }, FOLDERS, APP),
+      VSCODE_ID,
+    );
+    assert.strictEqual(
+      attribute({ exe: '/usr/bin/dash', command: '/bin/sh -c ls -l /proc/[0-9]*/fd/[0-9]* | grep socket:' }, FOLDERS, APP),
+      OTHER_ID,
+    );
     assert.strictEqual(attribute({ exe: '/usr/bin/git', command: 'git status' }, FOLDERS, APP), OTHER_ID);
   });
 });
@@ -104,12 +112,16 @@ describe("whose each of a host's processes is, by lineage", () => {
     const orphan = { ...mcp, ppid: 1 };
     const child = member(630, 610);
     const later = placeHostProcesses([orphan, setsid, child], HOST, remembered, attributeTop);
-    assert.deepStrictEqual(later.get(key(orphan)), { extensionId: 'agent-trees-tests.claude-code-stand-in', topKey: key(orphan), left: true });
+    assert.deepStrictEqual(later.get(key(orphan)), {
+      extensionId: 'agent-trees-tests.claude-code-stand-in',
+      topKey: key(orphan),
+      left: true,
+    });
     assert.strictEqual(later.get(key(child))!.extensionId, 'agent-trees-tests.claude-code-stand-in', 'a newcomer under it inherits it');
     assert.ok(later.get(key(child))!.left);
   });
 
-  it('records the long-lived ones, never Agent Trees\' own, in pid order', () => {
+  it("records the long-lived ones, never Agent Trees' own, in pid order", () => {
     const young = member(640, 600, { startTime: T0 + 5000 });
     const own = member(800, HOST, { command: `node ${REPO}/dist/cli.js run --mcp -- x` });
     const members = [own, setsid, claude, young, mcp];
@@ -132,8 +144,15 @@ describe("the view's section of other extensions", () => {
   const members = [claude, mcp, daemon, fresh, own, lang];
   const remembered = new Map([[key(daemon), 'agent-trees-tests.claude-code-stand-in']]);
   const places = placeHostProcesses(members, HOST, remembered, (p) => attribute({ exe: p.exe, command: p.command }, FOLDERS, APP));
-  const names: Record<string, string> = { 'agent-trees-tests.claude-code-stand-in': 'Claude Code (stand-in)', 'vscode.json-language-features': 'JSON Language Features' };
-  const input = otherExtensionsInput(members, places, { takenAt: T0 + 10_000, skip: 'agent-trees.agent-trees', nameOf: (id) => names[id] ?? 'Other processes' });
+  const names: Record<string, string> = {
+    'agent-trees-tests.claude-code-stand-in': 'Claude Code (stand-in)',
+    'vscode.json-language-features': 'JSON Language Features',
+  };
+  const input = otherExtensionsInput(members, places, {
+    takenAt: T0 + 10_000,
+    skip: 'agent-trees.agent-trees',
+    nameOf: (id) => names[id] ?? 'Other processes',
+  });
 
   it("one entry per extension, by name, with what hangs from the host and what an exited process left; never Agent Trees' own", () => {
     assert.deepStrictEqual(

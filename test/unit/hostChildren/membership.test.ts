@@ -43,7 +43,13 @@ function world() {
   ]);
 }
 
-const query = (extra: Partial<HostQuery> = {}): HostQuery => ({ host: HOST, mark: MARK, seen: ['230:1230'], exclude: ['250:1250'], ...extra });
+const query = (extra: Partial<HostQuery> = {}): HostQuery => ({
+  host: HOST,
+  mark: MARK,
+  seen: ['230:1230'],
+  exclude: ['250:1250'],
+  ...extra,
+});
 const pids = (list: { pid: number }[]) => list.map((p) => p.pid).sort((a, b) => a - b);
 
 describe("an extension host's processes", () => {
@@ -69,7 +75,10 @@ describe("an extension host's processes", () => {
     const m = world();
     const r = resolveHostProcesses(m.table.snapshot(), query(), m.core);
     assert.ok(!pids(r.members).includes(310));
-    assert.ok(r.excluded.some((e) => /pid 310 carries this host's mark but runs as uid 12345/.test(e)), r.excluded.join('; '));
+    assert.ok(
+      r.excluded.some((e) => /pid 310 carries this host's mark but runs as uid 12345/.test(e)),
+      r.excluded.join('; '),
+    );
   });
 
   it('a process seen before counts only while it is that process: a pid reused since is not', () => {
@@ -90,7 +99,10 @@ describe("an extension host's processes", () => {
     const m = world();
     const r = resolveHostProcesses(m.table.snapshot(), query({ mark: '103:1203' }), m.core);
     for (const pid of [103, 320]) assert.ok(!pids(r.members).includes(pid), `${pid} is another host's`);
-    assert.ok(r.excluded.some((e) => /the mark 103:1203 is not extension host 100's own/.test(e)), r.excluded.join('; '));
+    assert.ok(
+      r.excluded.some((e) => /the mark 103:1203 is not extension host 100's own/.test(e)),
+      r.excluded.join('; '),
+    );
   });
 
   it('a process that started before the host is never its own, whether a record says it was seen or it carries the mark', () => {
@@ -99,7 +111,10 @@ describe("an extension host's processes", () => {
     m.table.processes.set(401, proc(401, { ppid: 1, pgid: 401, sid: 401, startKey: 901, mark: MARK, name: 'older, a forged mark' }));
     const r = resolveHostProcesses(m.table.snapshot(), query({ seen: ['230:1230', '400:900'] }), m.core);
     assert.deepStrictEqual(pids(r.members), [200, 201, 202, 210, 220, 230]);
-    assert.ok(r.excluded.some((e) => /pid 400 started before extension host 100/.test(e)), r.excluded.join('; '));
+    assert.ok(
+      r.excluded.some((e) => /pid 400 started before extension host 100/.test(e)),
+      r.excluded.join('; '),
+    );
   });
 
   it("never a terminal's process, though it carries the mark (an extension opened the terminal with the host's environment), nor what runs in it", () => {
@@ -109,7 +124,10 @@ describe("an extension host's processes", () => {
     m.table.processes.set(501, proc(501, { ppid: 500, pgid: 501, sid: 500, mark: MARK, window: 'w1', name: 'vim' }));
     const r = resolveHostProcesses(m.table.snapshot(), query({ seen: ['230:1230', '501:1501'] }), m.core);
     assert.deepStrictEqual(pids(r.members), [200, 201, 202, 210, 220, 230]);
-    assert.ok(r.excluded.some((e) => /pid 500 runs in a terminal/.test(e)), r.excluded.join('; '));
+    assert.ok(
+      r.excluded.some((e) => /pid 500 runs in a terminal/.test(e)),
+      r.excluded.join('; '),
+    );
   });
 
   it('never PID 1, this process or its ancestors, even carrying the mark', () => {
@@ -129,20 +147,29 @@ describe("what a gone extension host's record ends", () => {
     const whose = { '200:1200': 'anthropic.claude-code', '201:1201': 'anthropic.claude-code', '210:1210': 'some.ext' };
     const r = membersToEnd(m.table.snapshot(), query(), keep(['anthropic.claude-code'], whose), m.core);
     assert.deepStrictEqual(pids(r.members), [210, 220, 230]);
-    assert.strictEqual(r.spared, 3, 'claude, its MCP server and that one\'s setsid child');
+    assert.strictEqual(r.spared, 3, "claude, its MCP server and that one's setsid child");
   });
 
   it("a process never seen, found by the mark, is kept when it runs a file of a kept extension's folder", () => {
     const m = world();
     m.table.processes.get(220)!.exe = '/home/u/.vscode/extensions/kilo.kilo-code-1.0/bin/kilo';
-    const r = membersToEnd(m.table.snapshot(), query(), keep(['kilo.kilo-code'], {}, [{ id: 'kilo.kilo-code', folder: '/home/u/.vscode/extensions/kilo.kilo-code-1.0' }]), m.core);
+    const r = membersToEnd(
+      m.table.snapshot(),
+      query(),
+      keep(['kilo.kilo-code'], {}, [{ id: 'kilo.kilo-code', folder: '/home/u/.vscode/extensions/kilo.kilo-code-1.0' }]),
+      m.core,
+    );
     assert.ok(!pids(r.members).includes(220));
     assert.ok(pids(r.members).includes(200));
   });
 });
 
 describe("the host's record of other extensions' processes", () => {
-  const hostProcesses = { mark: '4242:777', seen: [{ pid: 4300, startTicks: 800, extensionId: 'anthropic.claude-code' }], keep: [{ extensionId: 'agent-trees.agent-trees', folder: '/x' }] };
+  const hostProcesses = {
+    mark: '4242:777',
+    seen: [{ pid: 4300, startTicks: 800, extensionId: 'anthropic.claude-code' }],
+    keep: [{ extensionId: 'agent-trees.agent-trees', folder: '/x' }],
+  };
 
   it('is read back as written, beside no tree, and an older reader reads the rest of it', () => {
     const store = new RecordStore(tmpDir());

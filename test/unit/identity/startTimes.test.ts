@@ -17,12 +17,17 @@ const ticksTree = treeRecord('t', {
 });
 const epochTree = treeRecord('t', { rootPid: 100, pgid: 100, sid: 100, rootStartTime: 1_000_000, trackedAt: 1_000_030 });
 
-
 /** Nobody protected, no cgroups: the synthetic tables need neither. */
 const NO_DEPS = { guard: { protectedReason: () => undefined }, cgroups: { procs: () => [] } };
 describe('the group-leader proof (startedNoLaterThanTracking)', () => {
   const cases: { name: string; leader: ReturnType<typeof proc>; tree: typeof ticksTree; bootTicks: boolean; proven: boolean }[] = [
-    { name: 'ticks: the recorded root itself (same start tick)', leader: proc(100, { startKey: 5000 }), tree: ticksTree, bootTicks: true, proven: true },
+    {
+      name: 'ticks: the recorded root itself (same start tick)',
+      leader: proc(100, { startKey: 5000 }),
+      tree: ticksTree,
+      bootTicks: true,
+      proven: true,
+    },
     {
       name: 'ticks: a process with the root pid, one tick later',
       leader: proc(100, { startKey: 5001 }),
@@ -108,21 +113,31 @@ describe('the root start-time tolerance (isRecordedRoot)', () => {
   it('a root that left its group is a member only with its exact start tick', () => {
     const tree = { ...ticksTree, pgid: 300, sid: 300 };
     const members = (rootStartKey: number) =>
-      resolveTreeMembers(tree, syntheticTable([proc(100, { startKey: rootStartKey, pgid: 999, sid: 999 })]).snapshot(), {
-        continuouslyOwned: false,
-        cgroupVerified: false,
-        protectedReason: () => undefined,
-      }, NO_DEPS).members.map((p) => p.pid);
+      resolveTreeMembers(
+        tree,
+        syntheticTable([proc(100, { startKey: rootStartKey, pgid: 999, sid: 999 })]).snapshot(),
+        {
+          continuouslyOwned: false,
+          cgroupVerified: false,
+          protectedReason: () => undefined,
+        },
+        NO_DEPS,
+      ).members.map((p) => p.pid);
     assert.deepStrictEqual(members(5000), [100]);
     assert.deepStrictEqual(members(5001), []);
   });
 
   it('a group led by a process started after tracking is not taken, and says why', () => {
-    const m = resolveTreeMembers(ticksTree, syntheticTable([proc(100, { startKey: 6000 }), proc(101, { startKey: 6001, pgid: 100, sid: 100, ppid: 100 })]).snapshot(), {
-      continuouslyOwned: false,
-      cgroupVerified: false,
-      protectedReason: () => undefined,
-    }, NO_DEPS);
+    const m = resolveTreeMembers(
+      ticksTree,
+      syntheticTable([proc(100, { startKey: 6000 }), proc(101, { startKey: 6001, pgid: 100, sid: 100, ppid: 100 })]).snapshot(),
+      {
+        continuouslyOwned: false,
+        cgroupVerified: false,
+        protectedReason: () => undefined,
+      },
+      NO_DEPS,
+    );
     assert.deepStrictEqual(m.members, []);
     assert.match(m.groupDoubt!, /started after the tree was tracked/);
   });

@@ -12,18 +12,30 @@ describe('taskkill (killWindows)', () => {
   const tree = { id: 'w1', rootPid: 4000, pgid: 4000, sid: 4000, rootStartTime: 0, trackedAt: 0, cgroup: null };
   const target = { kind: 'tree' as const, tree };
   const owned = (graceMs: number, rootAlive: () => boolean) => ({ graceMs, continuouslyOwned: true, cgroupVerified: false, rootAlive });
-  const deps = (exec: ExecAsync, killProcess: WindowsKillDeps['killProcess'] = () => assert.fail('no direct kill expected')): WindowsKillDeps =>
-    ({ table: new WindowsProcessTable(async () => []), exec, killProcess });
+  const deps = (
+    exec: ExecAsync,
+    killProcess: WindowsKillDeps['killProcess'] = () => assert.fail('no direct kill expected'),
+  ): WindowsKillDeps => ({ table: new WindowsProcessTable(async () => []), exec, killProcess });
 
   it('asks taskkill /T first, then /T /F after the grace period, with every call bounded', async () => {
     const calls: { args: string[]; timeout: number }[] = [];
     let alive = true;
-    const report = await killWindows(target, owned(150, () => alive), deps(async (file, args, timeout) => {
-      calls.push({ args: [file, ...args], timeout });
-      if (args.includes('/F')) alive = false;
-      return { code: 0, stdout: '' };
-    }));
-    assert.deepStrictEqual(calls.map((c) => c.args), [['taskkill', '/T', '/PID', '4000'], ['taskkill', '/T', '/F', '/PID', '4000']]);
+    const report = await killWindows(
+      target,
+      owned(150, () => alive),
+      deps(async (file, args, timeout) => {
+        calls.push({ args: [file, ...args], timeout });
+        if (args.includes('/F')) alive = false;
+        return { code: 0, stdout: '' };
+      }),
+    );
+    assert.deepStrictEqual(
+      calls.map((c) => c.args),
+      [
+        ['taskkill', '/T', '/PID', '4000'],
+        ['taskkill', '/T', '/F', '/PID', '4000'],
+      ],
+    );
     assert.ok(calls.every((c) => c.timeout > 0 && c.timeout <= 3000));
     assert.strictEqual(report.escalated, true);
     assert.strictEqual(report.survivors, 0);
@@ -32,11 +44,15 @@ describe('taskkill (killWindows)', () => {
   it('stops after the polite request when the tree ends within the grace period', async () => {
     let alive = true;
     const calls: string[][] = [];
-    const report = await killWindows(target, owned(2000, () => alive), deps(async (_file, args) => {
-      calls.push(args);
-      alive = false;
-      return { code: 0, stdout: '' };
-    }));
+    const report = await killWindows(
+      target,
+      owned(2000, () => alive),
+      deps(async (_file, args) => {
+        calls.push(args);
+        alive = false;
+        return { code: 0, stdout: '' };
+      }),
+    );
     assert.strictEqual(calls.length, 1);
     assert.strictEqual(report.escalated, false);
   });
@@ -46,16 +62,26 @@ describe('taskkill (killWindows)', () => {
     // A taskkill that never answers: it ends only through its bound, as execFile's timeout ends it. A call
     // without a bound would hang here, and the test with it.
     const stalled: ExecAsync = (_f, _a, timeout) =>
-      timeout > 0 && timeout <= TASKKILL_TIMEOUT_MS ? new Promise((r) => setTimeout(() => r({ code: 1, stdout: '' }), 20)) : new Promise(() => {});
-    const report = await killWindows(target, owned(50, () => true), deps(stalled, (pid) => killedRoots.push(pid)));
+      timeout > 0 && timeout <= TASKKILL_TIMEOUT_MS
+        ? new Promise((r) => setTimeout(() => r({ code: 1, stdout: '' }), 20))
+        : new Promise(() => {});
+    const report = await killWindows(
+      target,
+      owned(50, () => true),
+      deps(stalled, (pid) => killedRoots.push(pid)),
+    );
     assert.deepStrictEqual(killedRoots, [4000], 'the root is killed itself when taskkill did nothing');
     assert.strictEqual(report.survivors, 1, 'and a root that still runs is reported');
   });
 
   it('does not touch a tree it did not spawn (no start time to prove the root)', async () => {
-    const report = await killWindows(target, { graceMs: 10, continuouslyOwned: false, cgroupVerified: false, rootAlive: () => true }, deps(async () => {
-      throw new Error('must not run');
-    }));
+    const report = await killWindows(
+      target,
+      { graceMs: 10, continuouslyOwned: false, cgroupVerified: false, rootAlive: () => true },
+      deps(async () => {
+        throw new Error('must not run');
+      }),
+    );
     assert.strictEqual(report.signalled, 0);
     assert.match(report.refused[0], /only the owner that spawned a tree/);
   });

@@ -63,7 +63,13 @@ describe('Windows process table (ps-list)', () => {
     const snap = table.snapshot();
     assert.strictEqual(snap.commandLine(4000), 'node agent.js');
     assert.strictEqual(snap.commandLine(4001), 'cmd.exe');
-    assert.deepStrictEqual(snap.children().get(4000)!.map((p) => p.pid), [4001]);
+    assert.deepStrictEqual(
+      snap
+        .children()
+        .get(4000)!
+        .map((p) => p.pid),
+      [4001],
+    );
     assert.strictEqual(fromPsList([{ pid: 7, ppid: 1, name: 'x' }]).get(7)!.pgid, 7);
   });
 });
