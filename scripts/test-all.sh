@@ -72,12 +72,18 @@ mocha_part() { # part config
   passed=$((passed + p))
   failed=$((failed + f))
 }
-mocha_part unit .mocharc.unit.json
-echo "==> test tools (scripts/test-tools.sh)"
+# What the tests read or drive, installed before any of them runs: the Debian test tools and the real agent CLIs
+# (scripts/test-tools.sh), and the VS Code hosts, whose terminal module a unit test reads as well.
+echo "==> test tools and VS Code hosts (scripts/test-tools.sh; scripts/host/install.sh)"
 if ! bash scripts/test-tools.sh; then
   failed=$((failed + 1))
   notes+=("test tools: scripts/test-tools.sh failed (see above)")
 fi
+if ! bash scripts/host/install.sh; then
+  failed=$((failed + 1))
+  notes+=("VS Code hosts: scripts/host/install.sh failed (see above)")
+fi
+mocha_part unit .mocharc.unit.json
 mocha_part system .mocharc.system.json
 
 # ---------------------------------------------------------------- the tests that run as another user, from a 0700 clone

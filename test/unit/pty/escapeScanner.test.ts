@@ -6,6 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { EscapeScanner, TerminalSignal } from '../../../src/proc';
 import { REPO } from '../../support/repo';
+import { requireEnvironment } from '../../support/environment';
 
 const ESC = '\x1b';
 const BEL = '\x07';
@@ -166,8 +167,13 @@ describe("terminal notification sequences as VS Code's own terminal reads them",
   PIECES.push(`${ESC}_`, `${ESC}^`, `${ESC}X`, `${ESC}[`, `${ESC}(`, '31', ';', ':', 'm', 'a', 'b ', '\x18', '\x1a', '\x9c', '\x9d');
   PIECES.push('\x9d9;', '\x90', '\x9f', '\x9b', '\x85', '✳', 'ü', '😀', '4;', '9', '\r\n', '\x01', '\x7f');
 
-  for (const host of agentHostsInstalled()) {
-    it(`says where a bell rings and which notifications show as ${host.label} does, on random streams cut anywhere`, async () => {
+  for (const host of agentHosts()) {
+    it(`says where a bell rings and which notifications show as ${host.label} does, on random streams cut anywhere`, async function () {
+      requireEnvironment(
+        this,
+        fs.existsSync(host.headless),
+        `${host.label}'s terminal (@xterm/headless), installed by scripts/host/install.sh`,
+      );
       /* eslint-disable-next-line @typescript-eslint/no-require-imports -- the host's own module, found at run time */
       const shownBy = hostTerminal((require(host.headless) as HeadlessModule).Terminal);
       let seed = 24;
@@ -186,10 +192,9 @@ describe("terminal notification sequences as VS Code's own terminal reads them",
 });
 
 /** The VS Code hosts installed here (scripts/host/install.sh installs them; CI always has them), and their xterm.js. */
-function agentHostsInstalled(): { label: string; headless: string }[] {
+/** Every VS Code of scripts/host/hosts.json, and where its terminal's module is once installed. */
+function agentHosts(): { label: string; headless: string }[] {
   /* eslint-disable-next-line @typescript-eslint/no-require-imports -- shared with the host scripts */
   const hosts = require(path.join(REPO, 'scripts', 'host', 'hosts.js')).allHosts() as { label: string; dir: string }[];
-  return hosts
-    .map((h) => ({ label: h.label, headless: path.join(h.dir, 'lib', 'vscode', 'node_modules', '@xterm', 'headless') }))
-    .filter((h) => fs.existsSync(h.headless));
+  return hosts.map((h) => ({ label: h.label, headless: path.join(h.dir, 'lib', 'vscode', 'node_modules', '@xterm', 'headless') }));
 }
