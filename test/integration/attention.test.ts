@@ -52,6 +52,24 @@ function closeAgentTerminals(names: string[]): void {
   for (const t of vscode.window.terminals) if (names.some((n) => t.name === `Agent: ${n}`)) t.dispose();
 }
 
+/**
+ * Waits until the "1" (yes) typed at a permission prompt took effect, typing it again every 5 s until then. The hook
+ * that tells us of a prompt runs just before claude shows it, and a key that comes before the dialog takes input is
+ * lost; typed again before the command ran, a key only adds to a turn still at work.
+ */
+async function untilAnswered(terminal: vscode.Terminal, answered: () => boolean): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    const done = await eventually('the command run', () => answered(), 5_000).then(
+      () => true,
+      () => false,
+    );
+    if (done) return;
+    if (tries === 6) throw new Error('claude took none of 6 answers to its prompt');
+    log(`[attention] the prompt took no key in 5 s (try ${tries}); typing it again`);
+    terminal.sendText('1', false);
+  }
+}
+
 function victim(session: ClaudeSession, name: string): string {
   const dir = path.join(session.cwd, name);
   fs.mkdirSync(dir);
@@ -147,7 +165,7 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
     await eventually('its terminal in front', () => vscode.window.activeTerminal?.name === 'Agent: claude-asks', 10_000);
     vscode.window.activeTerminal!.sendText('1', false);
     await eventually('the wait cleared by the key', () => tree(id)?.attention.state === 'working');
-    await eventually('the first command run', () => !fs.existsSync(first));
+    await untilAnswered(vscode.window.activeTerminal!, () => !fs.existsSync(first));
     assert.strictEqual(hooks.attention().statusBar.visible, false);
 
     // The second prompt, its terminal in front now.
@@ -161,10 +179,16 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
     assert.strictEqual(told, 1, 'no notification while its terminal has the focus');
     assert.ok(again.attention.since > waiting.attention.since);
     vscode.window.activeTerminal!.sendText('1', false);
+    await untilAnswered(vscode.window.activeTerminal!, () => !fs.existsSync(second));
     await eventually('claude idle at the end of its turn', () => tree(id)?.attention.state === 'idle').catch((e: Error) => {
       // Say which side lost it: the state and the hook calls taken (a key lost by claude leaves no Stop among them).
       const calls = hooks.attention().hookCalls.map((c) => c.event ?? '?');
-      throw new Error(`${e.message}; attention ${JSON.stringify(tree(id)?.attention)}; hook calls ${calls.join(', ')}`);
+      // eslint-disable-next-line no-control-regex -- escape sequences out of the screen's text
+      const screen = (hooks.output(id) ?? '').replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07/g, '').slice(-400);
+      const command = fs.existsSync(second) ? 'not run' : 'run';
+      throw new Error(
+        `${e.message}; attention ${JSON.stringify(tree(id)?.attention)}; hook calls ${calls.join(', ')}; second command ${command}; screen ends ${JSON.stringify(screen)}`,
+      );
     });
     assert.ok(!fs.existsSync(second));
     await trees.kill(id);
@@ -195,7 +219,7 @@ describe('Agent Trees: agents waiting for you (the real claude)', function () {
     await eventually('the wait cleared by the key typed in its terminal', () =>
       hooks.attention().entries.find((e) => e.id === entry.id && e.attention.state !== 'waiting'),
     );
-    await eventually('the command run', () => !fs.existsSync(target));
+    await untilAnswered(terminal, () => !fs.existsSync(target));
     const pids = (await hooks.view()).find((r) => r.id === `window:${entry.id}`);
     const result = await vscode.commands.executeCommand<{ signalled: number; survivors: number }>('agentTrees.killTree', entry.id);
     assert.strictEqual(result?.survivors, 0);
