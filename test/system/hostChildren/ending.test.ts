@@ -64,18 +64,22 @@ async function startHost(spec: Spec, ready: (s: HostState) => boolean) {
       return undefined;
     }
   };
+  const recordFile = path.join(records, `${child.pid}.json`);
+  // Ready, and what it holds recorded on disk: it writes its record at most about once a second, and a process with
+  // no mark (a scrubbed one) is found after the host's death only if that record names it.
+  const onDisk = (s: HostState) => recordedPids(s).every((pid) => writtenPids(recordFile).includes(pid));
   const state = await waitFor(
     'the host to record its processes',
     () => {
       const s = read();
-      return s && ready(s) && s;
+      return s && ready(s) && onDisk(s) && s;
     },
     20_000,
   );
   register(state.watchdog);
   for (const key of state.members) register(Number(key.split(':')[0]));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { child, records, state, read: () => read()!, exited, recordFile: path.join(records, `${child.pid}.json`) };
+  return { child, records, state, read: () => read()!, exited, recordFile };
 }
 
 const recordedPids = (s: HostState) => (s.recorded?.seen ?? []).map((p) => p.pid);
