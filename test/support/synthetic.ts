@@ -215,6 +215,14 @@ export class FakeCgroups implements CgroupControl {
   remove(dir: string): boolean {
     return this.procs(dir).length === 0;
   }
+
+  /** Moves every pid of `dir` (and below) out, into the folder `released`. */
+  release(dir: string): { moved: number; left: number[] } {
+    const pids = this.procs(dir);
+    for (const d of [...this.dirs.keys()]) if (d === dir || d.startsWith(dir + '/')) this.dirs.delete(d);
+    this.dirs.set('released', [...(this.dirs.get('released') ?? []), ...pids]);
+    return { moved: pids.length, left: [] };
+  }
 }
 
 /** Who "we" are in the synthetic machine: pid 100 (group 100), child of 50, child of 1; uid 1000. */

@@ -31,17 +31,73 @@ export interface CgroupProbeResult {
 
 /** Finds the cgroup2 mount point in `/proc/self/mountinfo` text. */
 export function cgroup2Mount(mountinfo: string): string | undefined {
-  for (const line of mountinfo.split('\n')) {
-    const sep = line.indexOf(' - ');
-    if (sep < 0) continue;
-    const fstype = line.slice(sep + 3).split(' ')[0];
-    if (fstype === 'cgroup2') return unescapeMount(line.split(' ')[4]);
-  }
-  return undefined;
+  return cgroupMounts(mountinfo).find((m) => m.fstype === 'cgroup2')?.mountPoint;
 }
 
 function unescapeMount(p: string): string {
   return p.replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+}
+
+/** A cgroup file system mounted here (a line of /proc/self/mountinfo). */
+export interface CgroupMount {
+  mountPoint: string;
+  /** The part of the hierarchy mounted (`/`, or a container's cgroup). */
+  root: string;
+  fstype: 'cgroup' | 'cgroup2';
+  /** Super options: a v1 mount's controllers are among them. */
+  options: string[];
+}
+
+/** Every cgroup mount in `/proc/self/mountinfo` text. */
+export function cgroupMounts(mountinfo: string): CgroupMount[] {
+  return mountinfo.split('\n').flatMap((line) => {
+    const [before, after] = line.split(' - ');
+    if (!after) return [];
+    const [fstype, , options = ''] = after.split(' ');
+    if (fstype !== 'cgroup' && fstype !== 'cgroup2') return [];
+    const [, , , root, mountPoint] = before.split(' ');
+    return [{ mountPoint: unescapeMount(mountPoint ?? ''), root, fstype, options: options.split(',') }];
+  });
+}
+
+/** The lines of a /proc/<pid>/cgroup text: hierarchy id, controllers (empty for cgroup2), path. */
+export function cgroupLines(text: string): { id: string; controllers: string; path: string }[] {
+  return text.split('\n').flatMap((l) => {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(l);
+    return m ? [{ id: m[1], controllers: m[2], path: m[3] }] : [];
+  });
+}
+
+/** A cgroup hierarchy as mounted here, and the cgroup this process runs in on it. */
+export interface CgroupHierarchy {
+  mountPoint: string;
+  /** The hierarchy's field of a /proc/<pid>/cgroup line: empty for cgroup2, else its controllers. */
+  controllers: string;
+  /** The cgroup this process runs in, as a directory. */
+  ownDir: string;
+}
+
+/**
+ * `mount` and this process's cgroup on it (from `/proc/self/cgroup` text): undefined when that cgroup lies outside
+ * the part mounted (a container's mount of a part of the hierarchy shows our cgroup only if it lies in that part).
+ */
+export function ownCgroupOn(mount: CgroupMount, selfCgroup: string): CgroupHierarchy | undefined {
+  const line = cgroupLines(selfCgroup).find((l) =>
+    mount.fstype === 'cgroup2'
+      ? l.id === '0' && l.controllers === ''
+      : l.controllers !== '' && l.controllers.split(',').every((c) => mount.options.includes(c)),
+  );
+  if (!line) return undefined;
+  const relative = path.posix.relative(mount.root, line.path);
+  if (relative.startsWith('..')) return undefined;
+  return { mountPoint: mount.mountPoint, controllers: line.controllers, ownDir: path.join(mount.mountPoint, relative) };
+}
+
+/** The hierarchy whose mount holds `dir`, with this process's cgroup on it (see `ownCgroupOn`). */
+export function cgroupHierarchyOf(dir: string, mountinfo: string, selfCgroup: string): CgroupHierarchy | undefined {
+  const holding = cgroupMounts(mountinfo).filter((m) => dir === m.mountPoint || dir.startsWith(m.mountPoint.replace(/\/?$/, '/')));
+  const mount = holding.sort((a, b) => b.mountPoint.length - a.mountPoint.length)[0];
+  return mount && ownCgroupOn(mount, selfCgroup);
 }
 
 /** What the probe reads and runs; tests pass their own. */

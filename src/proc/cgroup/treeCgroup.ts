@@ -5,7 +5,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { CgroupLocation, CgroupProber } from './probe';
+import { cgroupHierarchyOf, CgroupHierarchy, cgroupLines, CgroupLocation, CgroupProber } from './probe';
 import { localTime, Logger, silentLogger } from '../platform/log';
 
 const TREE_DIR_PREFIX = 'tree-';
@@ -149,6 +149,57 @@ export function removeCgroup(cgroupDir: string, retryMs = 10_000): boolean {
 }
 
 /**
+ * Lets a released tree's processes go (they keep running, unowned): moves each process in the tree's cgroup, and in
+ * those below it, into the cgroup its owner runs in (where they would be had the tree no cgroup), then removes the
+ * tree's cgroups. A pid is moved only while its /proc entry says it is in the tree's cgroup. A fork during the move
+ * is caught by a next round. Returns the pids it could not move (the cgroup then stays while they run) and why.
+ */
+function releaseCgroup(cgroupDir: string, hierarchy: CgroupHierarchy | undefined): { moved: number; left: number[]; problem?: string } {
+  let moved = 0;
+  if (!hierarchy) return { moved, left: cgroupProcs(cgroupDir), problem: 'cannot tell which cgroup this process runs in' };
+  const target = path.join(hierarchy.ownDir, 'cgroup.procs');
+  const inside = (pid: number, dir: string): boolean => {
+    const want = `/${path.relative(hierarchy.mountPoint, dir)}`;
+    try {
+      const lines = cgroupLines(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'));
+      return lines.some((l) => l.controllers === hierarchy.controllers && l.path.endsWith(want));
+    } catch {
+      return false; // gone
+    }
+  };
+  for (let round = 0; round < 10; round++) {
+    for (const dir of cgroupsBelow(cgroupDir)) {
+      let pids: number[];
+      try {
+        pids = fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+      } catch {
+        continue; // gone meanwhile
+      }
+      for (const pid of pids) {
+        if (!inside(pid, dir)) continue;
+        try {
+          fs.writeFileSync(target, String(pid));
+          moved++;
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code !== 'ESRCH')
+            return {
+              moved,
+              left: cgroupProcs(cgroupDir),
+              problem: `cannot move them into ${hierarchy.ownDir}: ${code ?? (e as Error).message}`,
+            };
+        }
+      }
+    }
+    if (cgroupProcs(cgroupDir).length === 0) {
+      removeCgroup(cgroupDir);
+      return { moved, left: [] };
+    }
+  }
+  return { moved, left: cgroupProcs(cgroupDir), problem: 'they kept forking into it' };
+}
+
+/**
  * Removes our tree cgroups that no record names and that are empty and older than a minute (their owner was stopped
  * before it could remove them), saying so in `log`. Returns the directories removed.
  */
@@ -181,7 +232,8 @@ export function removeUnnamedEmptyCgroups(
       removed.push(dir);
       log.info(
         `removed ${dir}: the empty cgroup of agent tree ${name.slice(TREE_DIR_PREFIX.length)}, made ${localTime(madeAt)}; ` +
-          'its processes had all ended, but what ran it (an editor window, or agent-trees run) was stopped before it could remove it',
+          'its processes had all ended, but what ran it (an editor window, or agent-trees run) was stopped before it could ' +
+          'remove it, or let them go (--keep-descendants) and could not move them out of it',
       );
     }
   }
@@ -196,10 +248,23 @@ export interface CgroupControl {
   kill(cgroupDir: string, signalOne: (pid: number) => void): number[];
   /** Removes an emptied tree cgroup (see `removeCgroup`). */
   remove(cgroupDir: string): boolean;
+  /** Moves a released tree's processes out of its cgroup and removes it (see `releaseCgroup`). */
+  release(cgroupDir: string): { moved: number; left: number[]; problem?: string };
 }
 
 export const linuxCgroups: CgroupControl = {
   procs: cgroupProcs,
   kill: killCgroup,
   remove: (dir) => removeCgroup(dir),
+  release: (dir) => {
+    // A user's tree lives in a transient systemd scope, which systemd removes once its last process ends.
+    if (dir.endsWith('.scope')) return { moved: 0, left: [] };
+    let hierarchy: CgroupHierarchy | undefined;
+    try {
+      hierarchy = cgroupHierarchyOf(dir, fs.readFileSync('/proc/self/mountinfo', 'utf8'), fs.readFileSync('/proc/self/cgroup', 'utf8'));
+    } catch {
+      /* unreadable: said as "cannot tell" */
+    }
+    return releaseCgroup(dir, hierarchy);
+  },
 };

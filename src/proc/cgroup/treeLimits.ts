@@ -16,7 +16,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { CgroupTier } from './probe';
+import { cgroupMounts, CgroupTier, ownCgroupOn } from './probe';
 import { CgroupEntry, isOurCgroup, removeCgroup, treeCgroupPath } from './treeCgroup';
 
 /** What the kernel is asked to hold: bytes of memory, and a process limit. */
@@ -145,31 +145,13 @@ const systemSources: PidsV1Sources = {
  * cgroup, in the mount of that hierarchy. Undefined where there is none.
  */
 export function pidsV1Base(sources: PidsV1Sources = systemSources): string | undefined {
-  let mountinfo: string;
-  let own: string | undefined;
   try {
-    mountinfo = sources.readMountinfo();
-    own = /^\d+:(?:[^:]*,)?pids(?:,[^:]*)?:(.*)$/m.exec(sources.readSelfCgroup())?.[1];
+    const mount = cgroupMounts(sources.readMountinfo()).find((m) => m.fstype === 'cgroup' && m.options.includes('pids'));
+    const own = mount && ownCgroupOn(mount, sources.readSelfCgroup());
+    return own && path.join(own.ownDir, 'agent-trees');
   } catch {
     return undefined;
   }
-  if (own === undefined) return undefined;
-  for (const line of mountinfo.split('\n')) {
-    const [before, after] = line.split(' - ');
-    if (!after) continue;
-    const [fstype, , options = ''] = after.split(' ');
-    if (fstype !== 'cgroup' || !options.split(',').includes('pids')) continue;
-    const [, , , root, mountPoint] = before.split(' ');
-    // A mount of a part of the hierarchy (a container's) shows our cgroup only if it lies in that part.
-    const relative = path.posix.relative(root, own);
-    if (relative.startsWith('..')) return undefined;
-    return path.join(
-      mountPoint.replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8))),
-      relative,
-      'agent-trees',
-    );
-  }
-  return undefined;
 }
 
 /** The v1 `pids` base, probed once: made if missing, or undefined where it cannot be (not root, no hierarchy). */

@@ -15,7 +15,7 @@ import { killRecordedTree, TreeKiller } from '../kill/treeKiller';
 import { ResolveOptions, resolveTreeMembers } from '../members/treeMembers';
 import { hostClock } from '../platform/bootClock';
 import { freshProcessTable } from '../platform/createProcessTable';
-import { Logger, silentLogger } from '../platform/log';
+import { Logger, processCount, silentLogger } from '../platform/log';
 import { readCpuNs, readPssBytes } from '../platform/procFiles';
 import { ProcessInfo, ProcessTable, Snapshot } from '../platform/processTable';
 import { PtyRoot } from '../pty/ptyRoot';
@@ -401,6 +401,16 @@ export class TreeOwner extends EventEmitter {
     this.budget.unwatch(id);
     this.writeRecord();
     this.log.info(`tree ${id}: released; its processes keep running and are no longer owned`);
+    // Out of the tree's cgroup, into this owner's, so that nothing of the tree is left once they end.
+    for (const dir of [tree.record.cgroup, tree.record.pidsCgroup]) {
+      if (!dir) continue;
+      const { left, problem } = this.core.cgroups.release(dir);
+      if (left.length > 0)
+        this.log.warn(
+          `tree ${id}: could not move what it let go out of its cgroup ${dir} (${problem}): ${processCount(left.length)} ` +
+            'still in it; a sweep removes the cgroup once they have ended',
+        );
+    }
   }
 
   /**

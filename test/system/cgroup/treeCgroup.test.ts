@@ -13,7 +13,7 @@ import { startCli } from '../../support/cli';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { fixturePids } from '../../support/fixtures';
-import { register, waitAllDead } from '../../support/started';
+import { aliveOf, register, waitAllDead } from '../../support/started';
 import { requireCgroupTier } from '../../support/environment';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript of the host scripts, by path
@@ -78,6 +78,29 @@ describe('every way a tree ends removes its cgroup', function () {
       assert.ok(!fs.existsSync(cgroupOf(run.id)), 'removed by the time the command returns');
     });
   }
+
+  it('agent-trees run --keep-descendants: what it keeps moves to the cgroup run runs in, and the cgroup is removed', async () => {
+    const pidfile = path.join(tmpDir(), 'pids');
+    const mount = path.dirname(tier.tier!.base);
+    // Two kept helpers: one in the tree's cgroup, one in a cgroup it made below it. The root exits once both are in place.
+    const script =
+      'sleep 30 >/dev/null 2>&1 & echo $! >> "$0"; cg="$1$(sed -n "s/^0:://p" /proc/self/cgroup)"; mkdir "$cg/sub"; ' +
+      'sh -c \'echo $$ > "$0/sub/cgroup.procs"; exec sleep 30\' "$cg" >/dev/null 2>&1 & echo $! >> "$0"; ' +
+      'while ! grep -q . "$cg/sub/cgroup.procs"; do sleep 0.05; done';
+    const run = await cliRun(['--keep-descendants', '--', 'sh', '-c', script, pidfile, mount]);
+    assert.strictEqual((await run.done).code, 0);
+    const kept = fs.readFileSync(pidfile, 'utf8').split('\n').filter(Boolean).map(Number);
+    kept.forEach(register);
+    const v2 = (pid: number | 'self') => /^0::(.*)$/m.exec(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
+    try {
+      assert.deepStrictEqual(aliveOf(kept), kept, 'kept running');
+      assert.ok(!fs.existsSync(cgroupOf(run.id)), `${cgroupOf(run.id)} is left behind`);
+      // run is a child of this process, in its cgroup.
+      for (const pid of kept) assert.strictEqual(v2(pid), v2('self'), `${pid} in the cgroup run ran in`);
+    } finally {
+      for (const pid of aliveOf(kept)) process.kill(pid, 'SIGKILL');
+    }
+  });
 
   it("a tree owner's kill, and its teardown", async () => {
     const owner = new TreeOwner({ recordsDir: tmpDir(), cgroups: 'auto', core: processCore() });

@@ -1,6 +1,6 @@
 /** Whether and where tree cgroups can be made (src/proc/cgroup/probe.ts), on recorded mountinfo and injected calls. */
 import * as assert from 'assert';
-import { cgroup2Mount, CgroupProbeDeps, CgroupProber, probeCgroupTier } from '../../../src/proc/cgroup/probe';
+import { cgroup2Mount, cgroupHierarchyOf, CgroupProbeDeps, CgroupProber, probeCgroupTier } from '../../../src/proc/cgroup/probe';
 
 describe('the cgroup probe', () => {
   const hybrid = [
@@ -18,6 +18,57 @@ describe('the cgroup probe', () => {
     ['v1 only', hybrid.split('\n').slice(0, 2).join('\n'), undefined],
   ] as const) {
     it(`cgroup2Mount: ${title}`, () => assert.strictEqual(cgroup2Mount(text), mount));
+  }
+
+  // Where a released tree's processes go: the cgroup this process runs in, on the hierarchy of the tree's cgroup.
+  const hybridSelf = '8:pids:/user.slice\n4:freezer:/\n0::/user.slice/session-1.scope';
+  for (const [title, dir, mountinfo, self, expected] of [
+    [
+      'hybrid: the cgroup2 tree, under the longest mount that holds it',
+      '/sys/fs/cgroup/unified/agent-trees/tree-abc',
+      hybrid,
+      hybridSelf,
+      { mountPoint: '/sys/fs/cgroup/unified', controllers: '', ownDir: '/sys/fs/cgroup/unified/user.slice/session-1.scope' },
+    ],
+    [
+      'hybrid: a v1 hierarchy, by its controllers',
+      '/sys/fs/cgroup/freezer/agent-trees/tree-abc',
+      hybrid,
+      hybridSelf,
+      { mountPoint: '/sys/fs/cgroup/freezer', controllers: 'freezer', ownDir: '/sys/fs/cgroup/freezer' },
+    ],
+    [
+      'pure v2, this process in the root cgroup',
+      '/sys/fs/cgroup/agent-trees/tree-abc',
+      pureV2,
+      '0::/',
+      { mountPoint: '/sys/fs/cgroup', controllers: '', ownDir: '/sys/fs/cgroup' },
+    ],
+    [
+      "a container's mount of a part of the hierarchy: our cgroup relative to it",
+      '/sys/fs/cgroup/agent-trees/tree-abc',
+      '29 23 0:26 /docker/c1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw',
+      '0::/docker/c1/app',
+      { mountPoint: '/sys/fs/cgroup', controllers: '', ownDir: '/sys/fs/cgroup/app' },
+    ],
+    [
+      'our cgroup outside the part mounted',
+      '/sys/fs/cgroup/agent-trees/tree-abc',
+      '29 23 0:26 /docker/c1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw',
+      '0::/other',
+      undefined,
+    ],
+    ['no mount holds the folder', '/tmp/agent-trees/tree-abc', hybrid, hybridSelf, undefined],
+    [
+      'a mount point that is only a prefix of a name',
+      '/sys/fs/cgroup/unifiedx/tree-abc',
+      hybrid.split('\n').slice(2).join('\n'),
+      hybridSelf,
+      undefined,
+    ],
+    ['no line of ours for that hierarchy', '/sys/fs/cgroup/unified/agent-trees/tree-abc', hybrid, '4:freezer:/', undefined],
+  ] as const) {
+    it(`cgroupHierarchyOf: ${title}`, () => assert.deepStrictEqual(cgroupHierarchyOf(dir, mountinfo, self), expected));
   }
 
   const okFs = {
