@@ -11,6 +11,7 @@
 // The host must be installed: bash scripts/host/install.sh --host newest (npm run demo does it).
 'use strict';
 
+const { counted } = require('../counted');
 const fs = require('fs');
 const path = require('path');
 const { spawn, spawnSync } = require('child_process');
@@ -103,8 +104,8 @@ function startDemoServer(demo, { port } = {}) {
 async function teardown(demo, server) {
   if (server) await server.stop(3000).catch(() => {});
   const { killed, survivors, cgroupsRemoved } = await marker.endMarked(demo.marker);
-  if (killed.length) say(`killed ${killed.length} process(es) started under the demo`);
-  if (cgroupsRemoved.length) say(`removed the cgroups of ${cgroupsRemoved.length} agent tree(s) they ran in`);
+  if (killed.length) say(`killed ${counted(killed.length, 'process', 'processes')} started under the demo`);
+  if (cgroupsRemoved.length) say(`removed the cgroups of ${counted(cgroupsRemoved.length, 'agent tree')} they ran in`);
   if (survivors.length) say(`could not kill: ${survivors.join('; ')}`);
   fs.rmSync(demo.dirs.root, { recursive: true, force: true });
   return survivors;

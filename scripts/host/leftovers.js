@@ -3,6 +3,7 @@
 // in one) and code-server processes of any installed host. Exit code 1 if there are any.
 // Usage: node scripts/host/leftovers.js
 'use strict';
+const { counted } = require('../counted');
 const processes = require('../../test/support/processes');
 const { allHosts } = require('./hosts');
 const { MARKER_VAR } = require('./marker');
@@ -16,5 +17,5 @@ for (const pid of processes.allPids()) {
   if (marker || dirs.some((d) => cmd.includes(d))) found.push(`${processes.describe(pid, 150)}${marker ? `  [${marker}]` : ''}`);
 }
 for (const line of found) console.log(line);
-console.log(`${found.length} host process(es) running`);
+console.log(`${counted(found.length, 'host process', 'host processes')} running`);
 process.exit(found.length ? 1 : 0);

@@ -3,6 +3,7 @@
 // died before they could clean up after themselves.
 'use strict';
 
+const { counted } = require('../counted');
 const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
@@ -98,7 +99,7 @@ async function sweepStale(log = () => {}) {
   }
   for (const value of stale) {
     const { killed, survivors } = await processes.killWithEnv(MARKER_VAR, value);
-    log(`removed ${killed.length} process(es) left behind by a dead host run (${MARKER_VAR}=${value})`);
+    log(`removed ${counted(killed.length, 'process', 'processes')} left behind by a dead host run (${MARKER_VAR}=${value})`);
     if (survivors.length) log(`could not kill: ${survivors.join('; ')}`);
   }
   const tmp = os.tmpdir();

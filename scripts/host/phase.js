@@ -2,6 +2,7 @@
 // its extension host, and the phase's end read from the suite's result file (see runTests.js for the protocol).
 'use strict';
 
+const { counted } = require('../counted');
 const fs = require('fs');
 const path = require('path');
 const util = require('util');
@@ -223,7 +224,10 @@ async function tearDown(p, session, outcome) {
   }
   await session.pageChannel.close();
   const strays = await killStrayServerProcesses(p.host, p.marker);
-  if (strays) p.say(`${p.label}: ${strays} code-server process(es) outside its process group still ran; killed them`);
+  if (strays)
+    p.say(
+      `${p.label}: ${counted(strays, 'code-server process', 'code-server processes')} outside its process group still ran; killed them`,
+    );
   return Date.now() - started;
 }
 
@@ -243,7 +247,7 @@ function judge(outcome, exitCode) {
     verdict.pending = sum('pending');
     verdict.harnessPassed = sum('harnessPassed');
     verdict.harnessFailed = sum('harnessFailed');
-    if (verdict.failed + verdict.harnessFailed > 0) verdict.error = `${verdict.failed + verdict.harnessFailed} test(s) failed`;
+    if (verdict.failed + verdict.harnessFailed > 0) verdict.error = `${counted(verdict.failed + verdict.harnessFailed, 'test')} failed`;
     else if (exitCode !== undefined && exitCode !== 0)
       verdict.error = `the workbench reported exit code ${exitCode} although the result file says 0 failed`;
     else if (verdict.passed === 0) verdict.error = 'no test ran';

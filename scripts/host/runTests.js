@@ -40,6 +40,7 @@
 // `N passed, N failed` over every host on a line of its own; exit code 0 only on success.
 'use strict';
 
+const { counted } = require('../counted');
 const fs = require('fs');
 const path = require('path');
 const processes = require('../../test/support/processes');
@@ -169,7 +170,7 @@ async function leakCheck(runMarker, summary) {
   if (!leaked.length) return undefined;
   summary.failed += 1;
   return new Error(
-    `leak check: ${leaked.length} process(es) of agent trees or their watchdogs outlived the run: ${leaked.map((s) => processes.describe(s.pid, 120)).join('; ')}`,
+    `leak check: ${counted(leaked.length, 'process', 'processes')} of agent trees or their watchdogs outlived the run: ${leaked.map((s) => processes.describe(s.pid, 120)).join('; ')}`,
   );
 }
 
@@ -185,8 +186,8 @@ async function cleanup() {
   }
   if (!active.marker) return [];
   const { killed, survivors, cgroupsRemoved } = await marker.endMarked(active.marker);
-  if (killed.length) say(`killed ${killed.length} leftover process(es) carrying the run's marker`);
-  if (cgroupsRemoved.length) say(`removed the cgroups of ${cgroupsRemoved.length} agent tree(s) they ran in`);
+  if (killed.length) say(`killed ${counted(killed.length, 'leftover process', 'leftover processes')} carrying the run's marker`);
+  if (cgroupsRemoved.length) say(`removed the cgroups of ${counted(cgroupsRemoved.length, 'agent tree')} they ran in`);
   if (survivors.length) say(`could not kill: ${survivors.join('; ')}`);
   active.marker = undefined;
   return survivors;

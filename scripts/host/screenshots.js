@@ -18,6 +18,7 @@
 // Usage: npm run screenshots  [-- --vsix agent-trees.vsix (skip packaging)] [-- --out DIR] [-- --view-after-launch]
 'use strict';
 
+const { counted } = require('../counted');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -316,7 +317,7 @@ async function main() {
       30000,
     );
     if (expanded) {
-      say(`expanded ${expanded} collapsed item(s) of the view`);
+      say(`expanded ${counted(expanded, 'collapsed item')} of the view`);
       // Clicking a twistie selected its row and focused the view: clear that, back to the terminal.
       await page.keyboard.press('Escape');
       await runCommand(page, 'Terminal: Focus Terminal');

@@ -6,6 +6,7 @@
 //     only, and the core imports none of them, nor `vscode`;
 //   - no file of src imports itself back through any chain of imports (a circle), types included.
 // Prints `file:line: problem` for each wrong import and exits 1 if there was any.
+const { counted } = require('../counted');
 const { importsOf, loadProgram, projectFiles, ts } = require('./program');
 
 /** The core's folders, lowest first. */
@@ -123,7 +124,7 @@ function main() {
   for (const circle of circles(graph)) problems.push(`${circle[0]}:1: an import circle through ${circle.join(', ')}`);
   for (const p of problems) console.error(p);
   if (problems.length > 0) {
-    console.error(`layers: ${problems.length} problem(s)`);
+    console.error(`layers: ${counted(problems.length, 'problem')}`);
     process.exit(1);
   }
 }

@@ -7,6 +7,7 @@
 //   - the core's entry (src/proc/index.ts) exports exactly what the front ends (src/extension, src/cli, src/agents)
 //     import from it: what only tests or the benchmark use, they import from its own file.
 // Prints `file:line: problem` for each and exits 1 if there was any.
+const { counted } = require('../counted');
 const { loadProgram, projectFiles, relative, ts } = require('./program');
 
 const CORE_ENTRY = 'src/proc/index.ts';
@@ -85,7 +86,7 @@ function main() {
   if (verbose) for (const t of testOnly) console.log(`used only by tests or the benchmark: ${t}`);
   for (const p of problems) console.error(p);
   if (problems.length > 0) {
-    console.error(`unused exports: ${problems.length} problem(s)`);
+    console.error(`unused exports: ${counted(problems.length, 'problem')}`);
     process.exit(1);
   }
 }

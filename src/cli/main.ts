@@ -14,6 +14,7 @@ import {
   awaitOwnerExit,
   Breach,
   breachText,
+  counted,
   KillReport,
   guardedPidOf,
   Logger,
@@ -518,8 +519,8 @@ async function sweep(args: ParsedArgs & { command: 'sweep' }, records: string): 
     for (const p of result.problems)
       process.stdout.write(`problem\t${p.file}\t${p.problem}${p.setAsideTo ? `; moved to ${p.setAsideTo}` : ''}\n`);
     process.stdout.write(
-      `swept ${result.trees.length} tree(s) of dead owners, ended ${processCount(result.killed)}; ` +
-        `${result.liveOwners} live owner(s) left alone\n`,
+      `swept ${counted(result.trees.length, 'tree')} of dead owners, ended ${processCount(result.killed)}; ` +
+        `${counted(result.liveOwners, 'live owner')} left alone\n`,
     );
   }
   return result.trees.some((t) => t.outcome === 'survivors' || t.outcome === 'refused') ? 1 : 0;
@@ -554,7 +555,7 @@ async function ps(args: ParsedArgs & { command: 'ps' }, records: string): Promis
       );
     }
     for (const t of o.trees) {
-      process.stdout.write(`  tree ${t.id}  ${t.label}  tier ${t.tier}  root ${t.rootPid}  ${t.members.length} live member(s)\n`);
+      process.stdout.write(`  tree ${t.id}  ${t.label}  tier ${t.tier}  root ${t.rootPid}  ${counted(t.members.length, 'live member')}\n`);
       if (t.limits && t.use) {
         const use = t.use;
         const parts = LIMIT_FIELDS.flatMap((f) => usePart(f, use, t.limits!) ?? []);

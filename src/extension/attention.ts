@@ -12,7 +12,7 @@ import type { Attention } from '../agents/attention';
 import { AttentionFolder, HOOKS_SETTING_VARIABLE, PublishedState } from '../agents/attentionChannel';
 import { AttentionInbox } from '../agents/attentionInbox';
 import type { AgentRun, AgentRuns } from '../agents/runs';
-import { processCore } from '../proc';
+import { counted, processCore } from '../proc';
 import type { OwnerRecordsReader } from './ownerRecords';
 import type { Settings } from './settings';
 import type { AgentTerminals } from './terminal';
@@ -264,7 +264,7 @@ export class WaitingAgents implements vscode.Disposable {
       (o) => table.read(o.pid)?.startKey === o.startKey,
       (pid) => table.read(pid) !== undefined,
     );
-    if (removed.length) this.deps.log.info(`attention: removed ${removed.length} file(s) left by owners that are gone`);
+    if (removed.length) this.deps.log.info(`attention: removed ${counted(removed.length, 'file')} left by owners that are gone`);
   }
 
   dispose(): void {

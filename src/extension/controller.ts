@@ -9,6 +9,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { AgentRun, AgentRuns } from '../agents/runs';
 import {
+  counted,
   ProcessIdentity,
   processCore,
   processCount,
@@ -213,7 +214,7 @@ export class AgentTreesController implements vscode.Disposable {
     runs.dispose();
     const reports = await owner.dispose(SHUTDOWN_GRACE_MS);
     const ended = reports.reduce((n, r) => n + r.signalled, 0);
-    if (ended > 0) this.log.info(`shutdown: ended ${processCount(ended)} of ${reports.length} tree(s)`);
+    if (ended > 0) this.log.info(`shutdown: ended ${processCount(ended)} of ${counted(reports.length, 'tree')}`);
   }
 
   /** This host's window is gone and a newer host of it runs: its trees end here, as at deactivation. */
@@ -221,7 +222,7 @@ export class AgentTreesController implements vscode.Disposable {
     const { owner, runs, otherExtensions } = this.parts;
     const trees = owner.list();
     this.log.warn(
-      `window gone: extension host ${newer.pid} now serves this window; ending ${trees.length} tree(s) and other extensions' processes`,
+      `window gone: extension host ${newer.pid} now serves this window; ending ${counted(trees.length, 'tree')} and other extensions' processes`,
     );
     // The window is gone, as for a dead owner's watchdog: the same short grace.
     const graceMs = Math.min(this.settings.killGraceSeconds * 1000, WATCHDOG_GRACE_MS);

@@ -4,7 +4,18 @@
  * `sweepIntervalSeconds`. A failing sweep is logged and the next one still runs.
  */
 import * as vscode from 'vscode';
-import { CgroupMode, localSweepParts, Logger, processCore, processCount, RecordStore, sweepOrphans, SweepResult, OwnerInfo } from '../proc';
+import {
+  CgroupMode,
+  counted,
+  localSweepParts,
+  Logger,
+  processCore,
+  processCount,
+  RecordStore,
+  sweepOrphans,
+  SweepResult,
+  OwnerInfo,
+} from '../proc';
 
 /** What a sweep found, in a user's words: the trees of stopped owners and what was ended, what was left alone. */
 function sweepSummary(result: SweepResult): string {
@@ -12,15 +23,17 @@ function sweepSummary(result: SweepResult): string {
   const found =
     n === 0
       ? 'no agent tree left by a stopped window or agent-trees run'
-      : `${n === 1 ? '1 agent tree' : `${n} agent trees`} left by a stopped window or agent-trees run ` +
+      : `${counted(n, 'agent tree')} left by a stopped window or agent-trees run ` +
         `(${result.trees.map((t) => t.label).join(', ')}): ended ${processCount(result.trees.reduce((sum, t) => sum + t.killed, 0))}`;
   const hostEnded = result.hostProcesses.reduce((sum, h) => sum + h.killed, 0);
   const hosts = hostEnded
-    ? `; ended ${processCount(hostEnded)} other extensions had started in ${result.hostProcesses.length} stopped extension host(s)`
+    ? `; ended ${processCount(hostEnded)} other extensions had started in ${counted(result.hostProcesses.length, 'stopped extension host')}`
     : '';
-  const cgroups = result.cgroupsRemoved.length ? `; removed ${result.cgroupsRemoved.length} empty cgroup(s) of such trees` : '';
-  const live = result.liveOwners ? `; left alone the trees of ${result.liveOwners} window(s) or run(s) still running` : '';
-  const bad = result.problems.length ? `; ${result.problems.length} record file(s) could not be read` : '';
+  const cgroups = result.cgroupsRemoved.length ? `; removed ${counted(result.cgroupsRemoved.length, 'empty cgroup')} of such trees` : '';
+  const live = result.liveOwners
+    ? `; left alone the trees of ${counted(result.liveOwners, 'window or run', 'windows or runs')} still running`
+    : '';
+  const bad = result.problems.length ? `; ${counted(result.problems.length, 'record file')} could not be read` : '';
   return found + hosts + cgroups + live + bad;
 }
 

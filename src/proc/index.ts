@@ -4,7 +4,7 @@
  * in src/proc imports `vscode`. docs/architecture.md explains the layers below.
  */
 export { localSweepParts, processCore } from './core';
-export { asWritten, formatBytes, Localizer, Logger, processCount, silentLogger, stderrLogger } from './platform/log';
+export { asWritten, counted, formatBytes, Localizer, Logger, processCount, silentLogger, stderrLogger } from './platform/log';
 export { HOST_MARK_VARIABLE, SIGHUP_IGNORED_VARIABLE, WINDOW_TAG_VARIABLE } from './platform/processTable';
 export { guardedPidOf } from './identity/guard';
 export { OwnerInfo, OwnerState, ownerIsChildOf, selfIdentity } from './identity/ownerIdentity';

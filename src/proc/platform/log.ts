@@ -15,9 +15,14 @@ export interface Localizer {
 /** What `vscode.l10n.t` does with no translation: the English as written, `{n}` replaced by the n-th argument. */
 export const asWritten: Localizer = { t: (message, ...args) => message.replace(/\{(\d+)\}/g, (_, i) => String(args[Number(i)])) };
 
-/** "1 process", "2 processes": for the log and the command line, which are not translated. */
+/** "1 tree", "2 trees" (`many` where "s" is not the plural): for the log and the command line, not translated. */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** "1 process", "2 processes" (see `counted`). */
 export function processCount(n: number): string {
-  return n === 1 ? '1 process' : `${n} processes`;
+  return counted(n, 'process', 'processes');
 }
 
 /** A size as the log, the command line and the view show it: "612 MB", "1.5 GB", "40 KB" (units of 1024). */

@@ -257,7 +257,7 @@ describe('agent-trees run', () => {
     const tree = listing.owners[0].trees[0];
     assert.deepStrictEqual(tree.members.map((m: { pid: number }) => m.pid).sort(), [...pids.all].sort());
     const human = await runCli(['ps', '--records', records]);
-    assert.match(human.stdout, new RegExp(`tree ${tree.id} .* 3 live member\\(s\\)`));
+    assert.match(human.stdout, new RegExp(`tree ${tree.id} .* 3 live members\n`));
     const killed = await runCli(['kill', tree.id, '--records', records, '--grace', '1']);
     assert.strictEqual(killed.code, 0, killed.stderr);
     assert.match(killed.stdout, /ended 3 processes/);
@@ -492,6 +492,7 @@ describe('--verbose', () => {
     const swept = await runCli(['sweep', '--records', records, '--grace', '1', '--verbose']);
     assert.strictEqual(swept.code, 0, swept.stderr);
     assert.match(swept.stderr, new RegExp(`tree ${orphanId}: ended 3 processes in \\d+ ms`));
+    assert.match(swept.stdout, /^swept 1 tree of dead owners, ended 3 processes; 0 live owners left alone$/m);
     assert.deepStrictEqual(await waitAllDead(orphans.all), []);
   });
 });
