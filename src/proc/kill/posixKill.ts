@@ -207,12 +207,7 @@ class TargetKill {
    */
   private killCgroup(cgroup: string): number[] {
     const pids = this.deps.cgroups.procs(cgroup);
-    // Only the cgroup's processes (and their parents, the watchdogs' owners) need a look.
-    const table = this.deps.table;
-    const snap = table.snapshotOf ? table.snapshotOf([...pids, ...pids.flatMap((pid) => table.read(pid)?.ppid ?? [])]) : table.snapshot();
-    const since = snap.startPrecision.unit === 'ticks' ? (this.tree?.rootStartTicks ?? 0) : 0;
-    const watchdogs = watchdogsIn(snap, since);
-    const why = this.deps.guard.cgroupRefusal(pids) ?? watchdogs.get(pids.find((pid) => watchdogs.has(pid)) ?? -1);
+    const why = this.deps.guard.cgroupRefusal(pids) ?? this.watchdogAmong(pids);
     if (why) {
       this.refused.add(`cgroup ${cgroup} not killed as a whole: ${why}`);
       return [];
@@ -225,6 +220,27 @@ class TargetKill {
     // Every member was born in the cgroup: the group is in it too.
     this.cgroupKilled = hit.length > 0;
     return hit;
+  }
+
+  /**
+   * Why the cgroup's `pids` may not go by cgroup.kill: one is an owner's watchdog (see `watchdogsIn`). A watchdog
+   * leads a session and group of its own, so only the processes that do have their environment and parent read:
+   * before the SIGKILL of a thousand members, a read of each one's stat, not of its environment too.
+   */
+  private watchdogAmong(pids: number[]): string | undefined {
+    const table = this.deps.table;
+    const since = table.startPrecision.unit === 'ticks' ? (this.tree?.rootStartTicks ?? 0) : 0;
+    let snap: Snapshot;
+    if (table.snapshotOf) {
+      const leaders = [...table.snapshotOf(pids).processes.values()].filter((p) => p.sid === p.pid && p.pgid === p.pid);
+      if (leaders.length === 0) return undefined;
+      snap = table.snapshotOf([...leaders.map((p) => p.pid), ...leaders.map((p) => p.ppid)]);
+    } else {
+      snap = table.snapshot();
+    }
+    const watchdogs = watchdogsIn(snap, since);
+    const found = pids.find((pid) => watchdogs.has(pid));
+    return found === undefined ? undefined : watchdogs.get(found);
   }
 
   /** Whether the atomic kill is the tree's cgroup's (checked ours), which needs no scan of the machine. */

@@ -195,6 +195,29 @@ describe('killing a whole tree (real processes)', () => {
     }
   });
 
+  it("a session leader posing as a member's watchdog keeps cgroup.kill off the tree while that member lives, then dies with the rest", async function () {
+    requireCgroupTier(this);
+    const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' });
+    const pidfile = path.join(tmpDir(), 'pid');
+    // What a watchdog is (see watchdogsIn): its own session, its parent's pid and start ticks in the variable.
+    const script =
+      `ticks=$(cut -d' ' -f22 /proc/$$/stat); ${WATCHDOG_VARIABLE}="$$:$ticks" setsid sleep 61 & echo $! > "$0.tmp"; ` +
+      'i=0; while [ $i -lt 40 ]; do sleep 61 & i=$((i+1)); done; mv "$0.tmp" "$0"; wait';
+    const tree = owner.spawn({ command: 'sh', args: ['-c', script, pidfile], stdio: 'ignore', cgroups: 'auto' });
+    register(tree.child.pid!);
+    assert.strictEqual(tree.tier, 'cgroup');
+    const posing = Number(await waitFor('the tree', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+    register(posing);
+    await waitFor('its 42 processes', () => owner.members(tree.record.id).length === 41); // the one posing is no member yet
+    const report = await owner.kill(tree.record.id, 0);
+    assert.ok(
+      report.refused.some((r) => r.includes(`not killed as a whole: pid ${posing} is the watchdog of process ${tree.child.pid}`)),
+      report.refused.join('; '),
+    );
+    assert.strictEqual(report.survivors, 0, `survivors ${report.survivorPids.join(', ')}`);
+    assert.deepStrictEqual(await waitAllDead([posing, tree.child.pid!]), [], 'a member again once its parent died');
+  });
+
   for (const tier of ['cgroup', 'group'] as const) {
     it(`never kills a watchdog: a run inside the tree keeps its watchdog, which ends the inner tree once the outer kill took its run (${tier} tier)`, async function () {
       if (tier === 'cgroup') requireCgroupTier(this);
