@@ -159,8 +159,10 @@ describe('sweeping orphaned trees', () => {
       env: { ...process.env, KILL_TREES_ON_EXIT: '1', EXIT_WHEN_READY: '1' },
     });
     register(owner.pid!);
+    // Listened for from the start: it exits as soon as the fixture is ready, which may be before its pids are read.
+    const exited = new Promise((resolve) => owner.once('exit', resolve));
     const pids = await fixturePids(pidfile);
-    await new Promise((resolve) => owner.once('exit', resolve));
+    await exited;
     assert.deepStrictEqual(await waitAllDead(pids.all), [], 'SIGKILLed in the exit event, though SIGTERM is ignored');
     assert.ok(fs.existsSync(path.join(records, `${owner.pid}.json`)), 'the exit path does not write: the record stays');
     const result = await sweep(new RecordStore(records), { graceMs: 100 });
