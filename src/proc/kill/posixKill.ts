@@ -203,44 +203,65 @@ class TargetKill {
   /**
    * `cgroup.kill`, unless the cgroup holds a process no kill of ours may take: a killer inside the tree (and its
    * ancestors), or an owner's watchdog (one started by an owner inside the tree: a watchdog sits in a cgroup of
-   * its own only on the root tier). Then the other members are ended one by one instead, each frozen first.
+   * its own only on the root tier). Then the other members are ended one by one instead, each frozen first. The
+   * tree's own group goes first when its leader is the recorded root: proven by one read, and it holds no watchdog
+   * (a watchdog leads a group of its own), so most members die as fast as by kill(-pgid) while the rest is looked at.
    */
   private killCgroup(cgroup: string): number[] {
-    const pids = this.deps.cgroups.procs(cgroup);
-    const why = this.deps.guard.cgroupRefusal(pids) ?? this.watchdogAmong(pids);
+    const listed = this.deps.cgroups.procs(cgroup);
+    const groupKilled = this.killLedGroup();
+    const look = this.watchdogAmong(listed);
+    const why = this.deps.guard.cgroupRefusal(listed) ?? look.why;
     if (why) {
       this.refused.add(`cgroup ${cgroup} not killed as a whole: ${why}`);
-      return [];
+      if (!groupKilled) return [];
+      // What the group's SIGKILL reached: every listed process but those seen alive outside the group after it.
+      const pgid = this.tree!.pgid;
+      const reached = listed.filter((pid) => (look.snap?.processes.get(pid)?.pgid ?? pgid) === pgid);
+      for (const pid of reached) this.signalled.add(pid);
+      return reached;
     }
-    const hit = this.deps.cgroups.kill(cgroup, (pid) => {
+    const hit = new Set(listed);
+    for (const pid of this.deps.cgroups.kill(cgroup, (pid) => {
       const p = this.deps.table.read(pid);
       if (p) this.signalOne(p, 'SIGKILL', COUNTED);
-    });
+    }))
+      hit.add(pid);
     for (const pid of hit) this.signalled.add(pid);
     // Every member was born in the cgroup: the group is in it too.
-    this.cgroupKilled = hit.length > 0;
-    return hit;
+    this.cgroupKilled = hit.size > 0;
+    return [...hit];
+  }
+
+  /** SIGKILLs the tree's process group while its leader is the recorded root itself (its exact start ticks). */
+  private killLedGroup(): boolean {
+    const tree = this.tree!;
+    if (tree.rootPid !== tree.pgid || tree.rootStartTicks === undefined || this.deps.table.startPrecision.unit !== 'ticks') return false;
+    if (this.deps.table.read(tree.rootPid)?.startKey !== tree.rootStartTicks) return false;
+    return this.sendGroup(tree.pgid, 'SIGKILL');
   }
 
   /**
    * Why the cgroup's `pids` may not go by cgroup.kill: one is an owner's watchdog (see `watchdogsIn`). A watchdog
    * leads a session and group of its own, so only the processes that do have their environment and parent read:
-   * before the SIGKILL of a thousand members, a read of each one's stat, not of its environment too.
+   * a read of each one's stat, not of its environment too. Also returns what was read of `pids`.
    */
-  private watchdogAmong(pids: number[]): string | undefined {
+  private watchdogAmong(pids: number[]): { why?: string; snap?: Snapshot } {
     const table = this.deps.table;
     const since = table.startPrecision.unit === 'ticks' ? (this.tree?.rootStartTicks ?? 0) : 0;
     let snap: Snapshot;
+    let read: Snapshot | undefined;
     if (table.snapshotOf) {
-      const leaders = [...table.snapshotOf(pids).processes.values()].filter((p) => p.sid === p.pid && p.pgid === p.pid);
-      if (leaders.length === 0) return undefined;
+      read = table.snapshotOf(pids);
+      const leaders = [...read.processes.values()].filter((p) => p.sid === p.pid && p.pgid === p.pid);
+      if (leaders.length === 0) return { snap: read };
       snap = table.snapshotOf([...leaders.map((p) => p.pid), ...leaders.map((p) => p.ppid)]);
     } else {
-      snap = table.snapshot();
+      snap = read = table.snapshot();
     }
     const watchdogs = watchdogsIn(snap, since);
     const found = pids.find((pid) => watchdogs.has(pid));
-    return found === undefined ? undefined : watchdogs.get(found);
+    return { why: found === undefined ? undefined : watchdogs.get(found), snap: read };
   }
 
   /** Whether the atomic kill is the tree's cgroup's (checked ours), which needs no scan of the machine. */

@@ -199,23 +199,28 @@ describe('killing a whole tree (real processes)', () => {
     requireCgroupTier(this);
     const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups: 'auto' });
     const pidfile = path.join(tmpDir(), 'pid');
-    // What a watchdog is (see watchdogsIn): its own session, its parent's pid and start ticks in the variable.
-    const script =
-      `ticks=$(cut -d' ' -f22 /proc/$$/stat); ${WATCHDOG_VARIABLE}="$$:$ticks" setsid sleep 61 & echo $! > "$0.tmp"; ` +
-      'i=0; while [ $i -lt 40 ]; do sleep 61 & i=$((i+1)); done; mv "$0.tmp" "$0"; wait';
+    // What a watchdog is (see watchdogsIn): its own session, its parent's pid and start ticks in the variable. The
+    // parent leads a session of its own too, so the SIGKILL of the root's group leaves it, and the pose holds.
+    const posing =
+      `set -- $(cat /proc/$$/stat); shift 21; ${WATCHDOG_VARIABLE}="$$:$1" setsid sleep 61 & ` +
+      'echo $! > "$0.tmp"; mv "$0.tmp" "$0"; wait';
+    const script = `i=0; while [ $i -lt 40 ]; do sleep 61 & i=$((i+1)); done; setsid sh -c '${posing}' "$0" & wait`;
     const tree = owner.spawn({ command: 'sh', args: ['-c', script, pidfile], stdio: 'ignore', cgroups: 'auto' });
     register(tree.child.pid!);
     assert.strictEqual(tree.tier, 'cgroup');
-    const posing = Number(await waitFor('the tree', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
-    register(posing);
-    await waitFor('its 42 processes', () => owner.members(tree.record.id).length === 41); // the one posing is no member yet
+    const pose = Number(await waitFor('the tree', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+    register(pose);
+    const parent = processCore().table.read(pose)!.ppid;
+    register(parent);
+    await waitFor('its 42 members', () => owner.members(tree.record.id).length === 42); // the one posing is none yet
     const report = await owner.kill(tree.record.id, 0);
     assert.ok(
-      report.refused.some((r) => r.includes(`not killed as a whole: pid ${posing} is the watchdog of process ${tree.child.pid}`)),
+      report.refused.some((r) => r.includes(`not killed as a whole: pid ${pose} is the watchdog of process ${parent}`)),
       report.refused.join('; '),
     );
     assert.strictEqual(report.survivors, 0, `survivors ${report.survivorPids.join(', ')}`);
-    assert.deepStrictEqual(await waitAllDead([posing, tree.child.pid!]), [], 'a member again once its parent died');
+    assert.strictEqual(report.signalled, 43, 'the root, its 40 sleepers, the parent and the one posing, each counted once');
+    assert.deepStrictEqual(await waitAllDead([pose, parent, tree.child.pid!]), [], 'a member again once its parent died');
   });
 
   for (const tier of ['cgroup', 'group'] as const) {
