@@ -361,25 +361,31 @@ function windowTreeRow(id: string, t: WindowTreeInput, tree: Subtree, build: Bui
     target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
     label: t.label,
     description: parts.join(' · '),
-    tooltip: {
-      text:
-        `**${escapeMarkdown(t.label)}**\n\n\`\`\`shell\n${t.command.join(' ')}\n\`\`\`\n\n` +
-        l10n.t(
-          'Tree {0} · root pid {1} · group {2} · tier {3} · owned by agent-trees run (pid {4}) in a terminal of this window',
-          t.id,
-          t.rootPid,
-          t.pgid,
-          t.tier,
-          t.ownerPid,
-        ) +
-        (t.budget ? `\n\n${escapeMarkdown(budgetTooltip(t.budget, l10n))}` : '') +
-        (attention.tooltip ? `\n\n${escapeMarkdown(attention.tooltip)}` : ''),
-      markdown: true,
-    },
+    tooltip: windowTreeTooltip(
+      t,
+      l10n.t(
+        'Tree {0} · root pid {1} · group {2} · tier {3} · owned by agent-trees run (pid {4}) in a terminal of this window',
+        t.id,
+        t.rootPid,
+        t.pgid,
+        t.tier,
+        t.ownerPid,
+      ),
+      [t.budget && budgetTooltip(t.budget, l10n), attention.tooltip],
+    ),
     icon: nearLimit(t.budget) ? NEAR_LIMIT_ICON : (attention.icon ?? { id: 'pulse', color: 'charts.green' }),
     contextValue: t.deadline ? 'windowTree.live.deadline' : 'windowTree.live',
     children: tree.roots,
     signature: [left ?? '', parts.join(' · '), attention.signature, tree.signature].join('|'),
+  };
+}
+
+/** A tree of the window's `agent-trees run`: its label, its command line, who owns it (`owned`), then `notes`. */
+function windowTreeTooltip(t: WindowTreeInput, owned: string, notes: (string | undefined | false)[]): Row['tooltip'] {
+  const more = notes.filter((n): n is string => !!n).map((n) => `\n\n${escapeMarkdown(n)}`);
+  return {
+    text: `**${escapeMarkdown(t.label)}**\n\n\`\`\`shell\n${t.command.join(' ')}\n\`\`\`\n\n` + owned + more.join(''),
+    markdown: true,
   };
 }
 
@@ -401,19 +407,18 @@ function mcpServerRow(id: string, t: WindowTreeInput & Required<Pick<WindowTreeI
     target: { kind: 'windowTree', treeId: t.id, ownerPid: t.ownerPid },
     label: t.label,
     description: parts.join(' · '),
-    tooltip: {
-      text:
-        `**${escapeMarkdown(t.label)}**\n\n\`\`\`shell\n${t.command.join(' ')}\n\`\`\`\n\n` +
-        l10n.t(
-          "Tree {0} · root pid {1} · group {2} · tier {3} · started by VS Code's MCP client through agent-trees run (pid {4})",
-          t.id,
-          t.rootPid,
-          t.pgid,
-          t.tier,
-          t.ownerPid,
-        ),
-      markdown: true,
-    },
+    tooltip: windowTreeTooltip(
+      t,
+      l10n.t(
+        "Tree {0} · root pid {1} · group {2} · tier {3} · started by VS Code's MCP client through agent-trees run (pid {4})",
+        t.id,
+        t.rootPid,
+        t.pgid,
+        t.tier,
+        t.ownerPid,
+      ),
+      [running && t.budget ? budgetTooltip(t.budget, l10n) : undefined],
+    ),
     icon: running && nearLimit(t.budget) ? NEAR_LIMIT_ICON : { id: 'server-process', color: MCP_STATE_COLORS[state] },
     // While it runs it is a window tree like any other (Kill Agent Tree); once ended, nothing acts on it.
     contextValue: running ? (t.deadline ? 'windowTree.live.deadline' : 'windowTree.live') : 'mcpServer.ended',
