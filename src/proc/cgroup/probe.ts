@@ -71,6 +71,8 @@ export function cgroupLines(text: string): { id: string; controllers: string; pa
 /** A cgroup hierarchy as mounted here, and the cgroup this process runs in on it. */
 export interface CgroupHierarchy {
   mountPoint: string;
+  /** The part of the hierarchy mounted there, as /proc/<pid>/cgroup paths start. */
+  root: string;
   /** The hierarchy's field of a /proc/<pid>/cgroup line: empty for cgroup2, else its controllers. */
   controllers: string;
   /** The cgroup this process runs in, as a directory. */
@@ -89,8 +91,8 @@ export function ownCgroupOn(mount: CgroupMount, selfCgroup: string): CgroupHiera
   );
   if (!line) return undefined;
   const relative = path.posix.relative(mount.root, line.path);
-  if (relative.startsWith('..')) return undefined;
-  return { mountPoint: mount.mountPoint, controllers: line.controllers, ownDir: path.join(mount.mountPoint, relative) };
+  if (relative === '..' || relative.startsWith('../')) return undefined;
+  return { mountPoint: mount.mountPoint, root: mount.root, controllers: line.controllers, ownDir: path.join(mount.mountPoint, relative) };
 }
 
 /** The hierarchy whose mount holds `dir`, with this process's cgroup on it (see `ownCgroupOn`). */

@@ -8,7 +8,8 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { processCore, TreeOwner } from '../../../src/proc';
-import { isOurCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { isOurCgroup, removeCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { pidsV1Base } from '../../../src/proc/cgroup/treeLimits';
 import { startCli } from '../../support/cli';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
@@ -99,6 +100,40 @@ describe('every way a tree ends removes its cgroup', function () {
       for (const pid of kept) assert.strictEqual(v2(pid), v2('self'), `${pid} in the cgroup run ran in`);
     } finally {
       for (const pid of aliveOf(kept)) process.kill(pid, 'SIGKILL');
+    }
+  });
+
+  it('agent-trees run --keep-descendants: a kept process whose main thread has ended moves out too, of both its cgroups', async () => {
+    const pidfile = path.join(tmpDir(), 'pid');
+    // Its main thread ends (a zombie that the kernel keeps listed in the cgroup), another thread runs on.
+    const python =
+      'import ctypes, threading, time\nthreading.Thread(target=time.sleep, args=(30,)).start()\nctypes.CDLL(None).pthread_exit(None)\n';
+    const script =
+      'python3 -c "$1" >/dev/null 2>&1 & echo $! > "$0"; ' +
+      'while ! grep -q "^State:.*Z" /proc/$!/status || [ "$(ls /proc/$!/task | wc -l)" != 2 ]; do sleep 0.05; done';
+    // A process limit gives the tree a v1 pids cgroup too, where the hierarchy has one.
+    const run = await cliRun(['--keep-descendants', '--max-processes', '50', '--', 'sh', '-c', script, pidfile, python]);
+    const { code, stderr } = await run.done;
+    const pid = Number(fs.readFileSync(pidfile, 'utf8'));
+    register(pid);
+    const pidsBase = pidsV1Base();
+    const dirs = [cgroupOf(run.id), ...(pidsBase ? [path.join(pidsBase, `tree-${run.id}`)] : [])];
+    try {
+      assert.strictEqual(code, 0, stderr);
+      const thread = fs.readdirSync(`/proc/${pid}/task`).find((t) => t !== String(pid));
+      assert.ok(thread, 'its thread runs on');
+      const lines = (of: string) =>
+        fs
+          .readFileSync(`/proc/${of}/cgroup`, 'utf8')
+          .split('\n')
+          .filter((l) => /^\d+:(pids)?:/.test(l));
+      assert.deepStrictEqual(lines(`${pid}/task/${thread}`), lines('self'), 'its thread is in the cgroups run ran in');
+      for (const dir of dirs) assert.ok(!fs.existsSync(dir), `${dir} is left behind`);
+      assert.doesNotMatch(stderr, /could not move/);
+    } finally {
+      process.kill(pid, 'SIGKILL');
+      await waitAllDead([pid]);
+      for (const dir of dirs) removeCgroup(dir, 0);
     }
   });
 
