@@ -81,7 +81,9 @@ export interface CgroupHierarchy {
 
 /**
  * `mount` and this process's cgroup on it (from `/proc/self/cgroup` text): undefined when that cgroup lies outside
- * the part mounted (a container's mount of a part of the hierarchy shows our cgroup only if it lies in that part).
+ * the part mounted (a container's mount of a part of the hierarchy shows our cgroup only if it lies in that part),
+ * or cannot be told: in a cgroup namespace both paths are relative to the namespace's root, and one above it shows
+ * as `/..`, which names no cgroup (the mount's root would be taken for ours).
  */
 export function ownCgroupOn(mount: CgroupMount, selfCgroup: string): CgroupHierarchy | undefined {
   const line = cgroupLines(selfCgroup).find((l) =>
@@ -89,7 +91,7 @@ export function ownCgroupOn(mount: CgroupMount, selfCgroup: string): CgroupHiera
       ? l.id === '0' && l.controllers === ''
       : l.controllers !== '' && l.controllers.split(',').every((c) => mount.options.includes(c)),
   );
-  if (!line) return undefined;
+  if (!line || [mount.root, line.path].some((p) => p.split('/').includes('..'))) return undefined;
   const relative = path.posix.relative(mount.root, line.path);
   if (relative === '..' || relative.startsWith('../')) return undefined;
   return { mountPoint: mount.mountPoint, root: mount.root, controllers: line.controllers, ownDir: path.join(mount.mountPoint, relative) };

@@ -58,6 +58,20 @@ describe('the cgroup probe', () => {
       '0::/other',
       undefined,
     ],
+    [
+      'in a cgroup namespace made below the mount: its root shows as "/..", which names no cgroup',
+      '/sys/fs/cgroup/unified/agent-trees/tree-abc',
+      '41 31 0:38 /.. /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
+      '0::/',
+      undefined,
+    ],
+    [
+      'moved above its cgroup namespace: our own cgroup shows as "/../x"',
+      '/sys/fs/cgroup/unified/agent-trees/tree-abc',
+      hybrid,
+      '0::/../x',
+      undefined,
+    ],
     ['no mount holds the folder', '/tmp/agent-trees/tree-abc', hybrid, hybridSelf, undefined],
     [
       'a mount point that is only a prefix of a name',
