@@ -71,6 +71,8 @@ export function cgroupLines(text: string): { id: string; controllers: string; pa
 /** A cgroup hierarchy as mounted here, and the cgroup this process runs in on it. */
 export interface CgroupHierarchy {
   mountPoint: string;
+  /** The part of the hierarchy mounted there, as /proc/<pid>/cgroup paths start. */
+  root: string;
   /** The hierarchy's field of a /proc/<pid>/cgroup line: empty for cgroup2, else its controllers. */
   controllers: string;
   /** The cgroup this process runs in, as a directory. */
@@ -79,7 +81,9 @@ export interface CgroupHierarchy {
 
 /**
  * `mount` and this process's cgroup on it (from `/proc/self/cgroup` text): undefined when that cgroup lies outside
- * the part mounted (a container's mount of a part of the hierarchy shows our cgroup only if it lies in that part).
+ * the part mounted (a container's mount of a part of the hierarchy shows our cgroup only if it lies in that part),
+ * or cannot be told: in a cgroup namespace both paths are relative to the namespace's root, and one above it shows
+ * as `/..`, which names no cgroup (the mount's root would be taken for ours).
  */
 export function ownCgroupOn(mount: CgroupMount, selfCgroup: string): CgroupHierarchy | undefined {
   const line = cgroupLines(selfCgroup).find((l) =>
@@ -87,10 +91,10 @@ export function ownCgroupOn(mount: CgroupMount, selfCgroup: string): CgroupHiera
       ? l.id === '0' && l.controllers === ''
       : l.controllers !== '' && l.controllers.split(',').every((c) => mount.options.includes(c)),
   );
-  if (!line) return undefined;
+  if (!line || [mount.root, line.path].some((p) => p.split('/').includes('..'))) return undefined;
   const relative = path.posix.relative(mount.root, line.path);
-  if (relative.startsWith('..')) return undefined;
-  return { mountPoint: mount.mountPoint, controllers: line.controllers, ownDir: path.join(mount.mountPoint, relative) };
+  if (relative === '..' || relative.startsWith('../')) return undefined;
+  return { mountPoint: mount.mountPoint, root: mount.root, controllers: line.controllers, ownDir: path.join(mount.mountPoint, relative) };
 }
 
 /** The hierarchy whose mount holds `dir`, with this process's cgroup on it (see `ownCgroupOn`). */

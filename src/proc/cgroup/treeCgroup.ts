@@ -41,15 +41,16 @@ export function cgroupEntry(tier: CgroupLocation, treeId: string): CgroupEntry {
  * move into it, and it is still in the tree's.
  */
 function cgroupProcs(cgroupDir: string): number[] {
-  const pids: number[] = [];
-  for (const dir of cgroupsBelow(cgroupDir)) {
-    try {
-      for (const line of fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n')) if (line) pids.push(Number(line));
-    } catch {
-      /* gone meanwhile */
-    }
+  return cgroupsBelow(cgroupDir).flatMap((dir) => idsIn(dir, 'cgroup.procs'));
+}
+
+/** The pids (or thread ids) a cgroup's `file` lists; none when it is gone. */
+function idsIn(dir: string, file: string): number[] {
+  try {
+    return fs.readFileSync(path.join(dir, file), 'utf8').split('\n').filter(Boolean).map(Number);
+  } catch {
+    return []; // gone meanwhile
   }
-  return pids;
 }
 
 /** `dir` and every cgroup below it, parents first. */
@@ -148,55 +149,86 @@ export function removeCgroup(cgroupDir: string, retryMs = 10_000): boolean {
   return false;
 }
 
+/** What a release did: how many it moved, and those it could not (the cgroup then stays while they run) and why. */
+export interface Released {
+  moved: number;
+  left: number[];
+  problem?: string;
+}
+
 /**
  * Lets a released tree's processes go (they keep running, unowned): moves each process in the tree's cgroup, and in
  * those below it, into the cgroup its owner runs in (where they would be had the tree no cgroup), then removes the
- * tree's cgroups. A pid is moved only while its /proc entry says it is in the tree's cgroup. A fork during the move
- * is caught by a next round. Returns the pids it could not move (the cgroup then stays while they run) and why.
+ * tree's cgroups. A fork during the move is caught by a next round. The cgroup is done with once the kernel says
+ * nothing runs in it: a process whose main thread has ended stays listed there (the kernel cannot move a zombie
+ * thread) after its other threads have moved.
  */
-function releaseCgroup(cgroupDir: string, hierarchy: CgroupHierarchy | undefined): { moved: number; left: number[]; problem?: string } {
+function releaseCgroup(cgroupDir: string, hierarchy: CgroupHierarchy | undefined): Released {
+  if (!hierarchy) return { moved: 0, left: cgroupProcs(cgroupDir), problem: 'cannot tell which cgroup this process runs in' };
   let moved = 0;
-  if (!hierarchy) return { moved, left: cgroupProcs(cgroupDir), problem: 'cannot tell which cgroup this process runs in' };
-  const target = path.join(hierarchy.ownDir, 'cgroup.procs');
-  const inside = (pid: number, dir: string): boolean => {
-    const want = `/${path.relative(hierarchy.mountPoint, dir)}`;
-    try {
-      const lines = cgroupLines(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'));
-      return lines.some((l) => l.controllers === hierarchy.controllers && l.path.endsWith(want));
-    } catch {
-      return false; // gone
-    }
-  };
+  let last: { moved: number; failed?: string } = { moved: 0 };
   for (let round = 0; round < 10; round++) {
-    for (const dir of cgroupsBelow(cgroupDir)) {
-      let pids: number[];
-      try {
-        pids = fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-      } catch {
-        continue; // gone meanwhile
-      }
-      for (const pid of pids) {
-        if (!inside(pid, dir)) continue;
-        try {
-          fs.writeFileSync(target, String(pid));
-          moved++;
-        } catch (e) {
-          const code = (e as NodeJS.ErrnoException).code;
-          if (code !== 'ESRCH')
-            return {
-              moved,
-              left: cgroupProcs(cgroupDir),
-              problem: `cannot move them into ${hierarchy.ownDir}: ${code ?? (e as Error).message}`,
-            };
-        }
-      }
-    }
-    if (cgroupProcs(cgroupDir).length === 0) {
+    last = moveRound(cgroupDir, hierarchy);
+    moved += last.moved;
+    if (!populated(cgroupDir, hierarchy)) {
       removeCgroup(cgroupDir);
       return { moved, left: [] };
     }
   }
-  return { moved, left: cgroupProcs(cgroupDir), problem: 'they kept forking into it' };
+  const problem = last.failed ?? (last.moved > 0 ? 'they kept forking into it' : 'this /proc does not show them in it');
+  return { moved, left: cgroupProcs(cgroupDir), problem };
+}
+
+/**
+ * A hierarchy's members, as moved: cgroup v2 moves whole processes; a v1 hierarchy moves threads (its
+ * cgroup.procs lists a process by its main thread, which may have ended while another runs on in the cgroup).
+ */
+const memberFile = (hierarchy: CgroupHierarchy) => (hierarchy.controllers === '' ? 'cgroup.procs' : 'tasks');
+
+/**
+ * Moves what runs in the tree's cgroups into the owner's, each only while its /proc entry says it is in one of
+ * them (a pid that ended and was reused is not moved).
+ */
+function moveRound(cgroupDir: string, hierarchy: CgroupHierarchy): { moved: number; failed?: string } {
+  const file = memberFile(hierarchy);
+  const target = path.join(hierarchy.ownDir, file);
+  let moved = 0;
+  let failed: string | undefined;
+  for (const dir of cgroupsBelow(cgroupDir)) {
+    const shown = path.posix.join(hierarchy.root, path.relative(hierarchy.mountPoint, dir));
+    for (const id of idsIn(dir, file)) {
+      if (!isIn(id, hierarchy.controllers, shown)) continue;
+      try {
+        fs.writeFileSync(target, String(id));
+        moved++;
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'ESRCH') failed = `cannot move them into ${hierarchy.ownDir}: ${code ?? (e as Error).message}`;
+      }
+    }
+  }
+  return { moved, failed };
+}
+
+/** Whether process or thread `id` is in the cgroup shown as `shown` on the hierarchy of `controllers`. */
+function isIn(id: number, controllers: string, shown: string): boolean {
+  try {
+    return cgroupLines(fs.readFileSync(`/proc/${id}/cgroup`, 'utf8')).some((l) => l.controllers === controllers && l.path === shown);
+  } catch {
+    return false; // gone, or not seen from here
+  }
+}
+
+/** Whether anything runs in a cgroup or below it: cgroup v2 says so itself; on v1, any thread listed. */
+function populated(cgroupDir: string, hierarchy: CgroupHierarchy): boolean {
+  if (hierarchy.controllers === '') {
+    try {
+      return !/^populated 0$/m.test(fs.readFileSync(path.join(cgroupDir, 'cgroup.events'), 'utf8'));
+    } catch {
+      return false; // gone
+    }
+  }
+  return cgroupsBelow(cgroupDir).some((dir) => idsIn(dir, 'tasks').length > 0);
 }
 
 /**
@@ -249,7 +281,7 @@ export interface CgroupControl {
   /** Removes an emptied tree cgroup (see `removeCgroup`). */
   remove(cgroupDir: string): boolean;
   /** Moves a released tree's processes out of its cgroup and removes it (see `releaseCgroup`). */
-  release(cgroupDir: string): { moved: number; left: number[]; problem?: string };
+  release(cgroupDir: string): Released;
 }
 
 export const linuxCgroups: CgroupControl = {

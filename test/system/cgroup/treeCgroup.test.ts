@@ -8,13 +8,14 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { processCore, TreeOwner } from '../../../src/proc';
-import { isOurCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
-import { startCli } from '../../support/cli';
+import { isOurCgroup, removeCgroup, removeUnnamedEmptyCgroups, treeCgroupPath } from '../../../src/proc/cgroup/treeCgroup';
+import { pidsV1Base } from '../../../src/proc/cgroup/treeLimits';
+import { runBounded, startCli } from '../../support/cli';
 import { CLI, FIXTURE, REPO, tmpDir } from '../../support/repo';
 import { waitFor } from '../../support/wait';
 import { fixturePids } from '../../support/fixtures';
 import { aliveOf, register, waitAllDead } from '../../support/started';
-import { requireCgroupTier } from '../../support/environment';
+import { requireCgroupTier, requireTools } from '../../support/environment';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JavaScript of the host scripts, by path
 const marker: { MARKER_VAR: string; endMarked(value: string): Promise<{ killed: number[]; cgroupsRemoved: string[] }> } = require(
@@ -99,6 +100,85 @@ describe('every way a tree ends removes its cgroup', function () {
       for (const pid of kept) assert.strictEqual(v2(pid), v2('self'), `${pid} in the cgroup run ran in`);
     } finally {
       for (const pid of aliveOf(kept)) process.kill(pid, 'SIGKILL');
+    }
+  });
+
+  it('agent-trees run --keep-descendants: a kept process whose main thread has ended moves out too, of both its cgroups', async () => {
+    const pidfile = path.join(tmpDir(), 'pid');
+    // Its main thread ends (a zombie that the kernel keeps listed in the cgroup), another thread runs on.
+    const python =
+      'import ctypes, threading, time\nthreading.Thread(target=time.sleep, args=(30,)).start()\nctypes.CDLL(None).pthread_exit(None)\n';
+    const script =
+      'python3 -c "$1" >/dev/null 2>&1 & echo $! > "$0"; ' +
+      'while ! grep -q "^State:.*Z" /proc/$!/status || [ "$(ls /proc/$!/task | wc -l)" != 2 ]; do sleep 0.05; done';
+    // A process limit gives the tree a v1 pids cgroup too, where the hierarchy has one.
+    const run = await cliRun(['--keep-descendants', '--max-processes', '50', '--', 'sh', '-c', script, pidfile, python]);
+    const { code, stderr } = await run.done;
+    const pid = Number(fs.readFileSync(pidfile, 'utf8'));
+    register(pid);
+    const pidsBase = pidsV1Base();
+    const dirs = [cgroupOf(run.id), ...(pidsBase ? [path.join(pidsBase, `tree-${run.id}`)] : [])];
+    try {
+      assert.strictEqual(code, 0, stderr);
+      const thread = fs.readdirSync(`/proc/${pid}/task`).find((t) => t !== String(pid));
+      assert.ok(thread, 'its thread runs on');
+      const lines = (of: string) =>
+        fs
+          .readFileSync(`/proc/${of}/cgroup`, 'utf8')
+          .split('\n')
+          .filter((l) => /^\d+:(pids)?:/.test(l));
+      assert.deepStrictEqual(lines(`${pid}/task/${thread}`), lines('self'), 'its thread is in the cgroups run ran in');
+      for (const dir of dirs) assert.ok(!fs.existsSync(dir), `${dir} is left behind`);
+      assert.doesNotMatch(stderr, /could not move/);
+    } finally {
+      process.kill(pid, 'SIGKILL');
+      await waitAllDead([pid]);
+      for (const dir of dirs) removeCgroup(dir, 0);
+    }
+  });
+
+  it("agent-trees run --keep-descendants in a cgroup namespace that hides which cgroup it runs in: what it keeps stays in the tree's cgroup, and it says why", async function () {
+    requireTools(this, 'unshare');
+    const pidfile = path.join(tmpDir(), 'pid');
+    // run in a cgroup of its own, in a cgroup namespace made there: the mount's root shows as "/..", its own cgroup as "/".
+    const own = path.join(path.dirname(tier.tier!.base), `agent-trees-test-${crypto.randomBytes(6).toString('hex')}`);
+    fs.mkdirSync(own);
+    let pid: number | undefined;
+    let id: string | undefined;
+    try {
+      const ran = await runBounded('sh', [
+        '-c',
+        'echo $$ > "$0/cgroup.procs" && exec unshare -C "$@"',
+        own,
+        process.execPath,
+        CLI,
+        'run',
+        '--records',
+        tmpDir(),
+        '--verbose',
+        '--keep-descendants',
+        '--',
+        'sh',
+        '-c',
+        'sleep 30 >/dev/null 2>&1 & echo $! > "$0"',
+        pidfile,
+      ]);
+      id = /tree ([0-9a-f]{12}): tier cgroup/.exec(ran.stderr)?.[1];
+      pid = Number(fs.readFileSync(pidfile, 'utf8'));
+      register(pid);
+      assert.strictEqual(ran.code, 0, ran.stderr);
+      assert.ok(id, ran.stderr);
+      const v2 = /^0::(.*)$/m.exec(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
+      assert.strictEqual(v2, `/${path.relative(path.dirname(tier.tier!.base), cgroupOf(id))}`, 'not moved to the top of the hierarchy');
+      assert.match(
+        ran.stderr,
+        /could not move what it let go out of its cgroup .* \(cannot tell which cgroup this process runs in\): 1 process still in it/,
+      );
+    } finally {
+      if (pid) process.kill(pid, 'SIGKILL');
+      if (pid) await waitAllDead([pid]);
+      if (id) removeCgroup(cgroupOf(id), 0);
+      await waitFor(`${own} removed`, () => removeCgroup(own, 0));
     }
   });
 
