@@ -536,22 +536,36 @@ function viewTargets(r: AllResults): Target[] {
   const pct = (c: ViewCase | undefined) => (c ? `${fmt(c.pct.median, 3)} % (${fmt(c.pct.min, 3)}–${fmt(c.pct.max, 3)})` : '–');
   if (r.view) {
     const tracked = ['tracked-group', 'tracked-cgroup'].map((id) => viewCase(r, id)).filter((c): c is ViewCase => !!c);
-    const worst = Math.max(...tracked.map((c) => c.pct.median));
+    // The refresh's own CPU (its calls); the window's, which also holds what the process does meanwhile (its tree
+    // owners watching their trees, timers, garbage collection), alongside. Runs before the calls' own had none.
+    const own = (c: ViewCase) => c.callsPct?.median ?? c.pct.median;
+    const calls = (c: ViewCase | undefined) =>
+      c?.callsPct ? `${fmt(c.callsPct.median, 3)} % (${fmt(c.callsPct.min, 3)}–${fmt(c.callsPct.max, 3)})` : pct(c);
+    const worst = Math.max(...tracked.map(own));
     out.push({
       id: 'view-refresh',
       target: `the view's refresh ≤ ${VIEW_TARGET_PCT} % of one core in isolation (1 Hz, ≥ 1000 processes, a 20-process agent, three 5-process terminals; full scans every 10 s included)`,
       measured:
-        tracked.map((c) => `${c.tier} tier ${pct(c)} (today's refresh ${pct(viewCase(r, `baseline-${c.tier}`))})`).join('; ') +
-        `; no agent: ${pct(viewCase(r, 'tracked-none'))} (today ${pct(viewCase(r, 'baseline-none'))}); ${r.view.processes} processes, windows of ${r.view.windowSeconds} s`,
+        tracked
+          .map(
+            (c) => `${c.tier} tier ${calls(c)}, the whole process ${pct(c)} (today's refresh ${calls(viewCase(r, `baseline-${c.tier}`))})`,
+          )
+          .join('; ') +
+        `; no agent: ${calls(viewCase(r, 'tracked-none'))}, the whole process ${pct(viewCase(r, 'tracked-none'))} (today ${calls(viewCase(r, 'baseline-none'))}); ${r.view.processes} processes, windows of ${r.view.windowSeconds} s`,
       met: tracked.length ? worst <= VIEW_TARGET_PCT : null,
       reason: worst <= VIEW_TARGET_PCT ? undefined : `${fmt(worst, 3)} % in the worst tier`,
     });
     const big = ['tracked-group-1000', 'tracked-cgroup-1000'].map((id) => viewCase(r, id)).filter((c): c is ViewCase => !!c);
-    const bigWorst = Math.max(...big.map((c) => c.pct.median));
+    const bigWorst = Math.max(...big.map(own));
     out.push({
       id: 'view-1000',
       target: `a 1000-member tree ≤ ${BIG_TREE_TARGET_PCT} % of one core at 1 Hz`,
-      measured: big.map((c) => `${c.tier} tier ${pct(c)} (today's refresh ${pct(viewCase(r, `baseline-${c.tier}-1000`))})`).join('; '),
+      measured: big
+        .map(
+          (c) =>
+            `${c.tier} tier ${calls(c)}, the whole process ${pct(c)} (today's refresh ${calls(viewCase(r, `baseline-${c.tier}-1000`))})`,
+        )
+        .join('; '),
       met: big.length ? bigWorst <= BIG_TREE_TARGET_PCT : null,
       reason:
         bigWorst <= BIG_TREE_TARGET_PCT

@@ -44,6 +44,8 @@ export interface ViewWindow {
   cpuMs: number;
   /** CPU % of one core over the window, idle time included. */
   pct: number;
+  /** The refresh calls' own CPU, as % of one core over the window: without what the process does meanwhile. */
+  callsPct: number;
   processes: number;
 }
 
@@ -54,6 +56,8 @@ export interface ViewCase {
   tier: 'cgroup' | 'group' | 'none';
   members: number;
   pct: Summary;
+  /** The calls' own CPU per window (see ViewWindow.callsPct). */
+  callsPct: Summary;
   windows: ViewWindow[];
   /** CPU ms of one refresh: walks (or cgroup listings) and full scans apart. */
   callCpuMs: { partial?: Summary; full?: Summary };
@@ -108,16 +112,19 @@ async function window(refresh: Refresh, seconds: number, perCall: { partial: num
   const cpu0 = selfCpuMs();
   const t0 = nowNs();
   let fullScans = 0;
+  let callsCpuMs = 0;
   for (let s = 0; s < seconds; s++) {
     const c0 = selfCpuMs();
     const r = refresh();
-    (r.fullScan ? perCall.full : perCall.partial).push(selfCpuMs() - c0);
+    const call = selfCpuMs() - c0;
+    callsCpuMs += call;
+    (r.fullScan ? perCall.full : perCall.partial).push(call);
     if (r.fullScan) fullScans++;
     await sleep(Math.max(0, (s + 1) * 1000 - msSince(t0)));
   }
   const cpuMs = selfCpuMs() - cpu0;
   const wall = msSince(t0) / 1000;
-  return { seconds: wall, calls: seconds, fullScans, cpuMs, pct: cpuMs / (wall * 10), processes };
+  return { seconds: wall, calls: seconds, fullScans, cpuMs, pct: cpuMs / (wall * 10), callsPct: callsCpuMs / (wall * 10), processes };
 }
 
 async function measure(
@@ -142,10 +149,12 @@ async function measure(
   return cases.map(({ queries: _q, ...c }, i) => ({
     ...c,
     pct: summarize(windows[i].map((w) => w.pct)),
+    callsPct: summarize(windows[i].map((w) => w.callsPct)),
     windows: windows[i].map((w) => ({
       ...w,
       cpuMs: Number(w.cpuMs.toFixed(1)),
       pct: Number(w.pct.toFixed(4)),
+      callsPct: Number(w.callsPct.toFixed(4)),
       seconds: Number(w.seconds.toFixed(2)),
     })),
     callCpuMs: {
