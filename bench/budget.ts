@@ -20,7 +20,7 @@ import { KillReport, OwnedTree, processCore, TreeOwner } from '../src/proc';
 import { BudgetWatch } from '../src/proc/budget/budgetWatch';
 import { Breach } from '../src/proc/budget/limits';
 import { TreeLimits } from '../src/proc/records/schema';
-import { readPssBytes } from '../src/proc/platform/procFiles';
+import { readCpuNs, readPssBytes } from '../src/proc/platform/procFiles';
 import {
   log,
   msSince,
@@ -127,6 +127,9 @@ function limitsFor(c: BudgetCostCase, rss: number): TreeLimits | undefined {
   }
 }
 
+/** After this long a tree's processes are read as settled (COMMAND_SETTLES_MS in linuxProcessTable.ts, and a margin). */
+const SETTLED_MS = 3000;
+
 async function costWindow(owner: TreeOwner, c: BudgetCostCase, seconds: number) {
   const probe = await limitedTree(owner, undefined);
   const rss = rssOf(owner, probe);
@@ -136,7 +139,9 @@ async function costWindow(owner: TreeOwner, c: BudgetCostCase, seconds: number) 
   let looks = 0;
   const onLook = () => looks++;
   owner.on('budget', onLook);
-  await sleep(1500); // the first looks (and the first full scan's census) before the window
+  // The first looks (and the first full scan's census) before the window, and past the first 2 s of the tree's
+  // processes, while which each look reads their command lines and environments again (they may still exec).
+  await sleep(SETTLED_MS);
   (globalThis as { gc?: () => void }).gc?.();
   await sleep(200);
   looks = 0;
@@ -182,8 +187,9 @@ async function measureCost(owners: Record<'cgroup' | 'group', TreeOwner>, window
 /** CPU of one look of the watch itself, over a 20-process tree far from its limits. */
 async function lookCpu(owner: TreeOwner, n: number): Promise<Summary> {
   const tree = await limitedTree(owner, undefined);
+  await sleep(SETTLED_MS);
   const core = processCore();
-  const watch = new BudgetWatch({ table: core.table, deps: core, readPss: readPssBytes, onBreach: () => {} });
+  const watch = new BudgetWatch({ table: core.table, deps: core, readPss: readPssBytes, readCpuNs, onBreach: () => {} });
   watch.watch(owner.queryOf(tree.record.id)!, { maxMemoryMB: 4096, maxProcesses: 200, idleTimeoutSeconds: 3600 });
   watch.look();
   const samples: number[] = [];
