@@ -242,9 +242,10 @@ class TargetKill {
   }
 
   /**
-   * Why the cgroup's `pids` may not go by cgroup.kill: one is an owner's watchdog (see `watchdogsIn`). A watchdog
-   * leads a session and group of its own, so only the processes that do have their environment and parent read:
-   * a read of each one's stat, not of its environment too. Also returns what was read of `pids`.
+   * Why the cgroup's `pids` may not go by cgroup.kill: one is the watchdog of an owner among them (see
+   * `watchdogsIn`). A watchdog leads a session and group of its own, so only the processes that do have their
+   * environment and parent read: a read of each one's stat, not of its environment too. Also returns what was read
+   * of `pids`.
    */
   private watchdogAmong(pids: number[]): { why?: string; snap?: Snapshot } {
     const table = this.deps.table;
@@ -259,9 +260,10 @@ class TargetKill {
     } else {
       snap = read = table.snapshot();
     }
-    const watchdogs = watchdogsIn(snap, since);
-    const found = pids.find((pid) => watchdogs.has(pid));
-    return { why: found === undefined ? undefined : watchdogs.get(found), snap: read };
+    // Spared for its owner's sake, a member: its owner sits in the cgroup too (see `resolveTreeMembers`).
+    const listed = new Set(pids);
+    const watchdogs = [...watchdogsIn(snap, since)].filter(([pid, w]) => listed.has(pid) && listed.has(w.owner));
+    return { why: watchdogs[0]?.[1].why, snap: read };
   }
 
   /** Whether the atomic kill is the tree's cgroup's (checked ours), which needs no scan of the machine. */

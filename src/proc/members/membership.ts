@@ -31,18 +31,26 @@ export interface MemberDeps {
   cgroups: Pick<CgroupControl, 'procs'>;
 }
 
+/** A process shaped as an owner's watchdog: its owner (its parent), and why it is spared. */
+export interface Watchdog {
+  owner: number;
+  why: string;
+}
+
 /**
  * The owners' watchdogs in `snap`, by pid, each with why it is never a member: a watchdog is started by its owner
  * (`owner/watchdog.ts`), which may itself run inside a tree (an `agent-trees run` an agent started), so it descends
  * from that tree's members; ending it would leave its owner's own trees without the one process that ends them when
  * the owner dies. A process counts as one only while it is what a watchdog is: it carries
  * `AGENT_TREES_WATCHDOG=<pid>:<start key>`, leads a session of its own, and its parent is that very owner, alive.
- * Anyone can set a variable, so this spares a process no longer than its parent lives: a tree member posing as a
- * watchdog of another member is a member again once that member is killed. `since`: only processes that started
- * at or after this start key are looked at (a tree's watchdogs started after its root).
+ * Anyone can set a variable, so this spares a process no longer than its parent lives, and only while that parent
+ * is a member of the tree itself (the caller checks `owner`): a tree member posing as a watchdog of another member
+ * is a member again once that member is killed, and one posing as the watchdog of a process outside the tree (PID 1
+ * or a subreaper that adopted it) is one all along. `since`: only processes that started at or after this start
+ * key are looked at (a tree's watchdogs started after its root).
  */
-export function watchdogsIn(snap: Snapshot, since = 0): Map<number, string> {
-  const out = new Map<number, string>();
+export function watchdogsIn(snap: Snapshot, since = 0): Map<number, Watchdog> {
+  const out = new Map<number, Watchdog>();
   for (const [value, list] of snap.tagged(WATCHDOG_VARIABLE, since)) {
     const m = /^(\d+):(\d+)$/.exec(value);
     if (!m) continue;
@@ -51,7 +59,10 @@ export function watchdogsIn(snap: Snapshot, since = 0): Map<number, string> {
     if (owner && owner.startKey !== ownerKey) continue;
     for (const p of list) {
       if (p.ppid === ownerPid && p.sid === p.pid && p.pgid === p.pid) {
-        out.set(p.pid, `pid ${p.pid} is the watchdog of process ${ownerPid}: a watchdog is never a tree's member`);
+        out.set(p.pid, {
+          owner: ownerPid,
+          why: `pid ${p.pid} is the watchdog of process ${ownerPid}: a watchdog is never a tree's member`,
+        });
       }
     }
   }

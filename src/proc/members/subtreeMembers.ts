@@ -25,7 +25,7 @@ export function resolveSubtreeMembers(
   const excluded: string[] = [];
   const isProtected = (p: ProcessInfo) => {
     if (sparedPids.has(p.pid)) return true;
-    const why = p.pid <= 1 ? `pid ${p.pid}` : (watchdogs.get(p.pid) ?? deps.guard.protectedReason(p));
+    const why = p.pid <= 1 ? `pid ${p.pid}` : (watchdogs.get(p.pid)?.why ?? deps.guard.protectedReason(p));
     if (why) excluded.push(why);
     return why !== undefined;
   };

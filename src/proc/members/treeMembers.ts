@@ -5,7 +5,7 @@
  */
 import { isRecordedRoot, startedNoLaterThanTrackingBy } from '../identity/startTimes';
 import { ProcessInfo, provesIdentity, Snapshot, TREE_ID_VARIABLE } from '../platform/processTable';
-import { MemberDeps, Membership, TreeIdentity, watchdogsIn, withDescendants } from './membership';
+import { MemberDeps, Membership, TreeIdentity, Watchdog, watchdogsIn, withDescendants } from './membership';
 
 export interface ResolveOptions {
   /**
@@ -55,20 +55,39 @@ export interface ResolveOptions {
  *
  * Another user's process is a member only by lineage (the cgroup, the proven group or session, descent from a
  * member): anyone can set an environment variable, so a tag alone never makes it one. A member that changed
- * uid (a set-uid program) is still a member. An owner's watchdog is never one (see `watchdogsIn`).
+ * uid (a set-uid program) is still a member. An owner's watchdog is never one (see `watchdogsIn`) while its owner
+ * is a member: one whose parent is not (PID 1 or a subreaper that adopted it, any process outside the tree) only
+ * poses as one, and no kill of the tree would ever end its owner.
  */
 export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: ResolveOptions, deps: MemberDeps): Membership {
+  // Nothing older than the root carries its tag (or is a watchdog started inside it): their environments go unread.
+  const watchdogs = watchdogsIn(snap, snap.startPrecision.unit === 'ticks' ? (tree.rootStartTicks ?? 0) : 0);
+  const first = resolveSparing({ tree, snap, options, deps }, watchdogs);
+  const memberPids = new Set(first.membership.members.map((p) => p.pid));
+  const posing = [...first.spared].filter((pid) => !memberPids.has(watchdogs.get(pid)!.owner));
+  if (posing.length === 0) return first.membership;
+  for (const pid of posing) watchdogs.delete(pid);
+  return resolveSparing({ tree, snap, options, deps }, watchdogs).membership;
+}
+
+/** The members, sparing `watchdogs`; and which of them it spared (met as would-be members). */
+function resolveSparing(
+  r: { tree: TreeIdentity; snap: Snapshot; options: ResolveOptions; deps: MemberDeps },
+  watchdogs: Map<number, Watchdog>,
+): { membership: Membership; spared: Set<number> } {
+  const { tree, snap, options, deps } = r;
   const procs = snap.processes;
   /** Members by lineage: the cgroup, the proven group and session, the root. */
   const seeds = new Map<number, ProcessInfo>();
   const excluded = new Set<string>();
-  // Nothing older than the root carries its tag (or is a watchdog started inside it): their environments go unread.
+  const spared = new Set<number>();
   const since = snap.startPrecision.unit === 'ticks' ? (tree.rootStartTicks ?? 0) : 0;
-  const watchdogs = watchdogsIn(snap, since);
   const guard = options.protectedReason ?? ((p: ProcessInfo) => deps.guard.protectedReason(p));
   const isProtected = (p: ProcessInfo): boolean => {
     if (p.pid <= 1) return true;
-    const why = watchdogs.get(p.pid) ?? guard(p);
+    const watchdog = watchdogs.get(p.pid);
+    if (watchdog) spared.add(p.pid);
+    const why = watchdog?.why ?? guard(p);
     if (why) excluded.add(why);
     return why !== undefined;
   };
@@ -101,7 +120,8 @@ export function resolveTreeMembers(tree: TreeIdentity, snap: Snapshot, options: 
 
   addRoot(tree, snap, add);
   const members = withTagged(tagged, seeds, { snap, deps, isProtected, excluded });
-  return { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+  const membership = { members: [...members.values()], groupProven, groupDoubt, inCgroup: cgroupPids.length, excluded: [...excluded] };
+  return { membership, spared };
 }
 
 /** The root itself, if it is not its own group leader (it always is for trees spawned here). */

@@ -224,6 +224,41 @@ describe('killing a whole tree (real processes)', () => {
   });
 
   for (const tier of ['cgroup', 'group'] as const) {
+    it(`a member posing as the watchdog of the process that adopted it (PID 1 or a subreaper, no member) is a member, and dies with the tree (${tier} tier)`, async function () {
+      if (tier === 'cgroup') requireCgroupTier(this);
+      const cgroups = tier === 'cgroup' ? 'auto' : 'off';
+      const owner = new TreeOwner({ core: processCore(), recordsDir: tmpDir(), cgroups });
+      const pidfile = path.join(tmpDir(), 'pid');
+      // Daemonized (its own session, its parent gone), it names whoever adopted it as its owner, with that one's
+      // exact start ticks: the shape of a watchdog whose owner outlives every kill of the tree.
+      // It waits until its parent is no process of the tree's session ($1 is the session's id).
+      const posing =
+        'sid=$1; while set -- $(cat /proc/$$/stat); set -- $(cat /proc/$4/stat); [ -z "$1" ] || [ "$6" = "$sid" ]; do sleep 0.05; done; ' +
+        `pp=$1; shift 21; echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec env ${WATCHDOG_VARIABLE}="$pp:$1" sleep 61`;
+      const script = `(setsid sh -c '${posing}' "$0" $$ &); exec sleep 61`;
+      const tree = owner.spawn({ command: 'sh', args: ['-c', script, pidfile], stdio: 'ignore', cgroups });
+      register(tree.child.pid!);
+      assert.strictEqual(tree.tier, tier);
+      const pose = Number(await waitFor('the pose', () => fs.existsSync(pidfile) && fs.readFileSync(pidfile, 'utf8').trim()));
+      register(pose);
+      await waitFor('its variable', () => fs.readFileSync(`/proc/${pose}/environ`, 'latin1').includes(`${WATCHDOG_VARIABLE}=`));
+      try {
+        const adopter = table.read(pose)!.ppid;
+        assert.ok(
+          owner.members(tree.record.id).some((p) => p.pid === pose),
+          `pid ${pose}, posing as the watchdog of ${adopter}, is a member`,
+        );
+        const report = await owner.kill(tree.record.id, 0);
+        assert.deepStrictEqual(await waitAllDead([pose, tree.child.pid!]), [], 'the pose died with the tree');
+        assert.strictEqual(report.survivors, 0, `survivors ${report.survivorPids.join(', ')}`);
+        assert.strictEqual(report.signalled, 2, 'the root and the pose');
+        assert.ok(!report.refused.some((r) => r.includes('watchdog')), report.refused.join('; '));
+      } finally {
+        for (const pid of aliveOf([pose])) process.kill(pid, 'SIGKILL');
+        await owner.kill(tree.record.id, 0);
+      }
+    });
+
     it(`never kills a watchdog: a run inside the tree keeps its watchdog, which ends the inner tree once the outer kill took its run (${tier} tier)`, async function () {
       if (tier === 'cgroup') requireCgroupTier(this);
       const cgroups = tier === 'cgroup' ? 'auto' : 'off';
