@@ -14,6 +14,7 @@ import { OwnerSpawnOptions } from '../../../src/proc/owner/treeOwner';
 import { deadPid, identity, nowTicks, sweep } from '../../support/records';
 import { REPO, tmpDir } from '../../support/repo';
 import { register } from '../../support/started';
+import { fixturePids } from '../../support/fixtures';
 import { waitFor } from '../../support/wait';
 import { requireCgroupTier, requireEnvironment, requireRoot, skipBecause } from '../../support/environment';
 
@@ -274,19 +275,29 @@ describe("a tree's limits in its record, through claims and sweeps", () => {
 
   it("leave no cgroup v1 pids cgroup behind once a dead owner's sweep ended the tree", async function () {
     const records = tmpDir();
-    const owner = new TreeOwner({ core: processCore(), recordsDir: records, cgroups: 'auto' });
-    owners.push(owner);
-    const tree = owner.spawn({ command: 'sleep', args: ['100'], stdio: 'ignore', limits: { maxProcesses: 5 } });
-    register(tree.child.pid!);
-    const dir = tree.record.pidsCgroup;
-    if (dir === undefined) skipBecause(this, 'no cgroup v1 pids cgroup of its own here (cgroup v2 holds pids, or not root)');
-    // Its owner died without ending it (SIGKILL): its record names the tree, and nobody else does.
-    owner.release(tree.record.id);
+    const pidfile = path.join(tmpDir(), 'pids');
+    // An owner of its own, SIGKILLed without a watchdog: its record names the tree and its cgroups, and nobody
+    // else does.
+    const owner = spawn(process.execPath, [path.join(REPO, 'test', 'fixtures', 'owner.js'), records, 'deep', pidfile, 'auto'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, LIMITS: JSON.stringify({ maxProcesses: 5 }) },
+    });
+    register(owner.pid!);
+    const exited = new Promise((resolve) => owner.once('exit', resolve));
+    await new Promise((resolve) => owner.stdout!.once('data', resolve));
+    const pids = await fixturePids(pidfile);
+    pids.all.forEach(register);
     const store = new RecordStore(records);
-    const { rootStartTicks, trackedAtTicks, rootStartTime } = tree.record;
-    const dead = identity(deadPid(), Math.min(rootStartTicks!, trackedAtTicks!) - 1, rootStartTime - 10);
-    store.write(dead, [tree.record]);
-    const result = await sweep(store, { onlyOwner: dead, cgroups: 'auto' });
+    const recorded = await waitFor('the record', () => store.list().records[0]?.record.trees[0]);
+    const dir = recorded.pidsCgroup;
+    owner.kill('SIGKILL');
+    await exited;
+    if (dir === undefined) {
+      await sweep(store, {});
+      skipBecause(this, 'no cgroup v1 pids cgroup of its own here (cgroup v2 holds pids, or not root)');
+    }
+    assert.ok(fs.existsSync(dir!), 'the dead owner left it');
+    const result = await sweep(store, { cgroups: 'auto' });
     assert.deepStrictEqual(
       result.trees.map((t) => t.outcome),
       ['killed'],
