@@ -27,6 +27,12 @@ const LOOK_MS = 1000;
 const NEAR_LOOK_MS = 100;
 /** The first look after a tree is watched: its idle time starts from there. */
 const FIRST_LOOK_MS = 100;
+/**
+ * The longest a look may take the members it last resolved (re-read, as no process was born since) before it
+ * resolves them by the rules again (a resolve costs some ten looks): what changes membership without a birth (a
+ * process moved into a tree's cgroup, or into its group) counts this late at most.
+ */
+const RESOLVE_EVERY_MS = 30_000;
 /** A tree is near its process limit from this share on (a loop forks fast: from half, not from 80 %). */
 const NEAR_PROCESSES = 0.5;
 
@@ -73,6 +79,8 @@ export class BudgetWatch {
   private readonly now: () => number;
   private readonly log: Logger;
   private timer: NodeJS.Timeout | undefined;
+  /** The members as last resolved by the rules, and the newest pid just before. */
+  private resolved: { newestPid: number; at: number; members: Map<string, ProcessInfo[]> } | undefined;
 
   constructor(private readonly options: BudgetWatchOptions) {
     this.now = options.now ?? (() => performance.now());
@@ -127,17 +135,44 @@ export class BudgetWatch {
   look(): void {
     const trees = [...this.trees.values()];
     if (trees.length === 0) return;
+    // Read before the members: a process born while they are read moves it, and the next look resolves them again.
+    const newestPid = this.options.table.newestPid?.();
+    const members = this.membersAsBefore(trees, newestPid) ?? this.resolveMembers(trees, newestPid);
+    const now = this.now();
+    for (const tree of trees) {
+      const breach = this.judge(tree, members.get(tree.query.id) ?? [], now);
+      if (breach) this.breached(tree.query.id, breach);
+    }
+    this.options.onLook?.();
+  }
+
+  /** Each tree's members by the member rules (tracking/memberTracker.ts): what most looks cost. */
+  private resolveMembers(trees: WatchedTree[], newestPid: number | undefined): Map<string, ProcessInfo[]> {
     const queries = trees.map((t) => t.query);
     const { table, deps } = this.options;
     const seen = refreshMembers(table, this.tracker.next(queries, {}, canTrack(table, queries, {}, deps)), deps);
     this.tracker.learn(seen);
-    const now = this.now();
-    for (const tree of trees) {
-      const members = seen.trees.find((t) => t.id === tree.query.id)?.members ?? [];
-      const breach = this.judge(tree, members, now);
-      if (breach) this.breached(tree.query.id, breach);
-    }
-    this.options.onLook?.();
+    const members = new Map(trees.map((t) => [t.query.id, seen.trees.find((s) => s.id === t.query.id)?.members ?? []]));
+    this.resolved = newestPid === undefined ? undefined : { newestPid, at: this.now(), members };
+    return members;
+  }
+
+  /**
+   * Where no process was born since the members were last resolved (the newest pid stands still), they are those
+   * members still alive, each read again: one stat per member, no walk and no rules. Undefined when the members
+   * must be resolved: a process was born, a tree is new, or RESOLVE_EVERY_MS passed (a process moved into a
+   * tree's cgroup or joined its group without a fork, or pid allocation went all the way round).
+   */
+  private membersAsBefore(trees: WatchedTree[], newestPid: number | undefined): Map<string, ProcessInfo[]> | undefined {
+    const before = this.resolved;
+    const { table } = this.options;
+    if (!before || newestPid === undefined || newestPid !== before.newestPid || !table.reread) return undefined;
+    const since = this.now() - before.at;
+    if (since < 0 || since >= RESOLVE_EVERY_MS || trees.some((t) => !before.members.has(t.query.id))) return undefined;
+    const members = new Map<string, ProcessInfo[]>();
+    for (const [id, ps] of before.members) members.set(id, table.reread(ps));
+    before.members = members;
+    return members;
   }
 
   dispose(): void {

@@ -4,7 +4,7 @@
  * caller asks. Zombies (state Z) and dead (X) processes are left out: they count as gone.
  */
 import * as fs from 'fs';
-import { censusFilter, PidCounters, readPidCounters } from './pidCensus';
+import { censusFilter, parseLoadavg, PidCounters, readPidCounters } from './pidCensus';
 import {
   CensusOptions,
   childrenOf,
@@ -141,6 +141,25 @@ export class LinuxProcessTable implements ProcessTable {
 
   listsChildren(): boolean {
     return (this.childrenListed ??= fs.existsSync(`${this.procRoot}/${process.pid}/task/${process.pid}/children`));
+  }
+
+  newestPid(): number | undefined {
+    this.reads++;
+    // Kept open: one pread (/proc/stat's fork count would do as well, at thirty times the cost here).
+    const text = this.open.read(`${this.procRoot}/loadavg`);
+    return text === undefined ? undefined : parseLoadavg(text)?.newestPid;
+  }
+
+  reread(processes: readonly ProcessInfo[]): ProcessInfo[] {
+    const boot = this.bootTime();
+    const out: ProcessInfo[] = [];
+    for (const p of processes) {
+      this.reads++;
+      const text = this.open.read(`${this.procRoot}/${p.pid}/stat`);
+      const now = text ? parseProcStat(text, boot, PAGE_SIZE) : undefined;
+      if (now && now.startKey === p.startKey && now.state !== 'Z' && now.state !== 'X') out.push(now);
+    }
+    return out;
   }
 
   snapshotOf(pids: Iterable<number>, descendantsOf: Iterable<number> = []): Snapshot {

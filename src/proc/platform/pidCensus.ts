@@ -20,12 +20,22 @@ export function readPidCounters(procRoot: string): PidCounters | undefined {
     const lastPid = Number(fs.readFileSync(`${procRoot}/sys/kernel/ns_last_pid`, 'latin1'));
     const pidMax = Number(fs.readFileSync(`${procRoot}/sys/kernel/pid_max`, 'latin1'));
     const forks = /^processes (\d+)$/m.exec(fs.readFileSync(`${procRoot}/stat`, 'latin1'));
-    const tasks = /\/(\d+)/.exec(fs.readFileSync(`${procRoot}/loadavg`, 'latin1'));
-    if (!forks || !tasks || !(lastPid >= 0) || !(pidMax > 0)) return undefined;
-    return { lastPid, forks: Number(forks[1]), tasks: Number(tasks[1]), pidMax };
+    const load = parseLoadavg(fs.readFileSync(`${procRoot}/loadavg`, 'latin1'));
+    if (!forks || !load || !(lastPid >= 0) || !(pidMax > 0)) return undefined;
+    return { lastPid, forks: Number(forks[1]), tasks: load.tasks, pidMax };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * From the text of /proc/loadavg (`0.00 0.45 0.78 1/78 18978`): the tasks (threads included) holding a pid now,
+ * and the pid handed out last in the reader's pid namespace, which a process or thread born in it or in a
+ * namespace below it moves.
+ */
+export function parseLoadavg(text: string): { tasks: number; newestPid: number } | undefined {
+  const m = /\d+\/(\d+) (\d+)\s*$/.exec(text);
+  return m ? { tasks: Number(m[1]), newestPid: Number(m[2]) } : undefined;
 }
 
 /** Lowest pid the kernel hands out after wrapping around (RESERVED_PIDS). */

@@ -97,6 +97,17 @@ export interface ProcessTable {
    * the first, or with `everything`), without reading every process (Linux; see LinuxProcessTable).
    */
   snapshotOfNewcomers?(pids: Iterable<number>, descendantsOf?: Iterable<number>, options?: CensusOptions): Snapshot;
+  /**
+   * The pid handed out last in this process's pid namespace (Linux: /proc/loadavg). While it stands still, no
+   * process or thread was born that this process can see, so none became anyone's descendant (short of pid
+   * allocation going all the way round in between). Undefined where unknown.
+   */
+  newestPid?(): number | undefined;
+  /**
+   * The same processes read again, in order, where the platform reads them one by one (Linux: their stat files,
+   * kept open); those gone, zombies, or whose pid another process holds now are left out.
+   */
+  reread?(processes: readonly ProcessInfo[]): ProcessInfo[];
   /** Reads one process, or undefined when it is gone, a zombie, or unreadable. Cheap: no full scan. */
   read(pid: number): ProcessInfo | undefined;
   /** Brings the table up to date where listing is asynchronous (Windows: ps-list); absent elsewhere. */

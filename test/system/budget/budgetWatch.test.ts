@@ -9,7 +9,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { KillReport, listOwnedTrees, OwnedTree, processCore, RecordStore, TreeOwner } from '../../../src/proc';
 import { sameProcess } from '../../../src/proc/identity/ownerIdentity';
+import { BudgetWatch } from '../../../src/proc/budget/budgetWatch';
 import { Breach, breachText } from '../../../src/proc/budget/limits';
+import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
+import { ProcessTable } from '../../../src/proc/platform/processTable';
 import { OwnerSpawnOptions } from '../../../src/proc/owner/treeOwner';
 import { deadPid, identity, nowTicks, sweep } from '../../support/records';
 import { REPO, tmpDir } from '../../support/repo';
@@ -247,6 +250,96 @@ describe('budgets: a tree past a limit is ended (real processes)', function () {
     await new Promise((r) => setTimeout(r, 300));
     assert.strictEqual(owner.budgetUse(tree.record.id), undefined, 'never looked at');
     await owner.kill(tree.record.id, 0);
+  });
+});
+
+/** A member that forks a child (sleeping) at each SIGUSR1, as a tree grows between two looks. */
+const FORKER =
+  'import os, signal, time\n' +
+  'def fork(*_):\n    if os.fork() == 0:\n        time.sleep(1000)\n        os._exit(0)\n' +
+  'signal.signal(signal.SIGUSR1, fork)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
+
+describe('the budget watch between births: each look reads the members it knows while no process is born', function () {
+  this.timeout(30_000);
+  let owner: TreeOwner;
+  let watch: BudgetWatch | undefined;
+  beforeEach(() => {
+    owner = newOwner('off');
+  });
+  afterEach(async () => {
+    watch?.dispose();
+    watch = undefined;
+    await owner.dispose(0);
+  });
+
+  /** A tree of one forking member, owned without limits (its owner does not look); `fork()` adds a child and waits for it. */
+  async function forkingTree() {
+    const tree = owner.spawn({ command: 'python3', args: ['-c', FORKER], stdio: ['ignore', 'pipe', 'ignore'] });
+    register(tree.child.pid!);
+    await new Promise((r) => tree.child.stdout!.once('data', r));
+    const pid = tree.child.pid!;
+    const children = () => fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number);
+    return {
+      tree,
+      children,
+      async fork() {
+        const before = children().length;
+        process.kill(pid, 'SIGUSR1');
+        await waitFor('the member to fork', () => children().length > before);
+        for (const child of children()) register(child);
+      },
+    };
+  }
+
+  function watchOf(tree: OwnedTree, t: ProcessTable, clock: () => number) {
+    const core = processCore();
+    const w = new BudgetWatch({ table: t, deps: core, onBreach: () => {}, now: clock });
+    w.watch(owner.queryOf(tree.record.id)!, { maxProcesses: 100 });
+    return w;
+  }
+
+  it('counts a child born since the last look at the next look, with no resolve due (the newest pid moved)', async () => {
+    const { tree, fork } = await forkingTree();
+    watch = watchOf(tree, table, () => 0); // a clock that stands still: no resolve ever falls due by time
+    watch.look();
+    watch.look();
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 1);
+    await fork();
+    watch.look();
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 2, 'the newborn counted at once');
+    await fork();
+    watch.look();
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 3);
+  });
+
+  it('reads one stat per member while the newest pid stands still, drops one that died, and resolves again within 30 s', async () => {
+    const { tree, fork, children } = await forkingTree();
+    await fork();
+    await fork();
+    // A table whose newest pid never moves: every look but the resolves is one between births.
+    const still = Object.assign(Object.create(table) as LinuxProcessTable, { newestPid: () => 7 });
+    let clock = 0;
+    watch = watchOf(tree, still, () => clock);
+    watch.look();
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 3);
+    let reads = still.reads;
+    watch.look();
+    assert.strictEqual(still.reads - reads, 3, 'one stat for each of the 3 members, nothing else');
+    const [first] = children();
+    process.kill(first, 'SIGKILL');
+    await waitFor('the child to die', () => table.read(first) === undefined);
+    watch.look();
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 2, 'the dead member is no longer counted');
+    // A birth the newest pid does not tell (root can move pid allocation back) counts at the next resolve.
+    await fork();
+    clock += 29_000;
+    watch.look();
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 2, 'between births as far as this table can tell');
+    clock += 1_000;
+    reads = still.reads;
+    watch.look();
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 3, 'resolved by the member rules 30 s after the last resolve');
+    assert.ok(still.reads - reads > 3, 'the resolve walked the members');
   });
 });
 

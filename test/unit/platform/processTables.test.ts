@@ -7,6 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
 import { MacProcessTable, parseCpuTime, parseMacPs } from '../../../src/proc/platform/macProcessTable';
+import { parseLoadavg } from '../../../src/proc/platform/pidCensus';
 import { envValue, parseProcStat, parseStatusUid } from '../../../src/proc/platform/procParsers';
 import { fromPsList, WindowsProcessTable } from '../../../src/proc/platform/windowsProcessTable';
 import { FIXTURES } from '../../support/repo';
@@ -83,6 +84,13 @@ describe('Linux /proc parsing', () => {
     assert.strictEqual(p.startTime, 1_000_000 + 123_450);
     assert.strictEqual(p.cpuMs, 3000);
     assert.strictEqual(p.rssBytes, 300 * 4096);
+  });
+
+  it('reads the tasks and the newest pid of /proc/loadavg, and nothing from a line of another shape', () => {
+    assert.deepStrictEqual(parseLoadavg('0.00 0.45 0.78 1/78 18978\n'), { tasks: 78, newestPid: 18978 });
+    assert.deepStrictEqual(parseLoadavg('12.50 9.01 7.77 16/102400 4194303'), { tasks: 102400, newestPid: 4194303 });
+    assert.strictEqual(parseLoadavg('0.00 0.45 0.78\n'), undefined);
+    assert.strictEqual(parseLoadavg(''), undefined);
   });
 
   it('matches environment variables by whole name and exact value', () => {
