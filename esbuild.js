@@ -25,6 +25,24 @@ const problemMatcherPlugin = {
   },
 };
 
+/**
+ * One namespace object per external module (Node's built-ins, `vscode`) for the whole bundle. esbuild gives each
+ * `import * as fs from 'fs'` a copy of the module's every property (a getter each): 22 copies of `fs` in the CLI,
+ * 19 of the `vscode` API in the extension, some 15 ms of each start. Imported through one `export *` module
+ * instead, each is copied once.
+ */
+const SHARED = 'shared-external';
+const sharedExternals = {
+  name: 'shared-externals',
+  setup(build) {
+    const filter = /^(vscode|fs|path|os|crypto|child_process|util|net|url|events|worker_threads|readline|tty|stream)$/;
+    build.onResolve({ filter }, (args) =>
+      args.namespace === SHARED ? { path: args.path, external: true } : { path: args.path, namespace: SHARED },
+    );
+    build.onLoad({ filter: /.*/, namespace: SHARED }, (args) => ({ contents: `export * from '${args.path}';`, loader: 'js' }));
+  },
+};
+
 const common = {
   bundle: true,
   format: 'cjs',
@@ -37,7 +55,7 @@ const common = {
   // ps-list is ESM and reads import.meta.url at load time; bundled to CommonJS that would be undefined.
   define: { 'import.meta.url': 'importMetaUrl' },
   banner: { js: "const importMetaUrl = require('url').pathToFileURL(__filename).href;" },
-  plugins: [problemMatcherPlugin],
+  plugins: [problemMatcherPlugin, sharedExternals],
 };
 
 /**
