@@ -6,9 +6,11 @@
  * refresh before member tracking is measured in isolation only, bench/view.ts: the product no longer has it.) Then
  * a `setsid -f` daemon that leaves the parent chain: how long until the view shows it, and how fast a kill ends it.
  *
- * In:  AGENT_TREES_VIEW_BENCH_OUT (JSON result), _TREE (tree builder binary), _WINDOW_S, _ROUNDS, _ESCAPES.
+ * In:  AGENT_TREES_VIEW_BENCH_OUT (JSON result), _TREE (tree builder binary), _WINDOW_S, _ROUNDS, _ESCAPES;
+ *      _PROFILE (a folder): a CPU profile of the host's main thread in each window, `<condition>-<round>.cpuprofile`.
  */
 import * as fs from 'fs';
+import * as inspector from 'inspector';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -82,6 +84,22 @@ function childrenOf(pid: number): number[] {
   }
 }
 
+/** Starts V8's profiler on this thread; the returned function stops it and gives the profile. */
+async function startProfile(): Promise<() => Promise<object>> {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => session.post(method, params, (e, r) => (e ? reject(e) : resolve(r as Record<string, unknown>))));
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 500 });
+  await post('Profiler.start');
+  return async () => {
+    const { profile } = await post('Profiler.stop');
+    session.disconnect();
+    return profile as object;
+  };
+}
+
 const alive = (pid: number, startKey?: string) => {
   const f = stat(pid);
   return !!f && f[0] !== 'Z' && f[0] !== 'X' && (startKey === undefined || f[19] === startKey);
@@ -132,6 +150,7 @@ export async function run(): Promise<void> {
   const windowS = Number(process.env.AGENT_TREES_VIEW_BENCH_WINDOW_S || 20);
   const rounds = Number(process.env.AGENT_TREES_VIEW_BENCH_ROUNDS || 3);
   const escapes = Number(process.env.AGENT_TREES_VIEW_BENCH_ESCAPES || 2);
+  const profileDir = process.env.AGENT_TREES_VIEW_BENCH_PROFILE;
   const api = await vscode.extensions.getExtension<AgentTreesTestExports>('agent-trees.agent-trees')!.activate();
   const result: HostViewResult = {
     tier: '',
@@ -183,7 +202,9 @@ export async function run(): Promise<void> {
           await sleep(2000);
         }
         const processes = processCount();
+        const profiling = profileDir ? await startProfile() : undefined;
         const w = await measureWindow(api, windowS, hostCpuMs);
+        if (profiling) fs.writeFileSync(path.join(profileDir!, `${condition}-${round}.cpuprofile`), JSON.stringify(await profiling()));
         const [s0, s1] = [w.before, w.after];
         result.windows.push({
           condition,
