@@ -294,9 +294,18 @@ function stateLabel(run: RunInput, l10n: Localizer): string {
   }
 }
 
-/** "1:23 left" for a deadline (the row's signature changes with it, so the countdown moves). */
+/** Below this much time left a row counts down by the second; above it, by the minute. */
+const SECONDS_SHOWN_BELOW_MS = 2 * 60_000;
+
+/**
+ * "15 min left" for a deadline, "1:23 left" in its last two minutes. The row's signature changes with it, and a
+ * changed row is sent to the renderer again with every row below it: a tree of hundreds, each second, for a
+ * countdown the status bar already shows to the second.
+ */
 function timeLeft(deadline: number | undefined, now: number, l10n: Localizer): string | undefined {
-  return deadline ? l10n.t('{0} left', formatDuration(deadline - now)) : undefined;
+  if (!deadline) return undefined;
+  const ms = deadline - now;
+  return ms < SECONDS_SHOWN_BELOW_MS ? l10n.t('{0} left', formatDuration(ms)) : l10n.t('{0} min left', Math.ceil(ms / 60_000));
 }
 
 function sizeParts(tree: Size, l10n: Localizer, budget?: BudgetInput): string[] {

@@ -142,10 +142,26 @@ describe('the view model (pure builder)', () => {
     assert.strictEqual(rows[8].children[0].description, 'root 400, owner 399 (gone)');
   });
 
+  it('counts a row down by the minute, so a tree is not sent to the renderer again each second, and by the second in its last two minutes', () => {
+    const at = (leftMs: number) => {
+      const input = fullInput();
+      const run = input.runs.find((r) => r.id === 'with-deadline')!;
+      run.deadline = input.now + leftMs;
+      return buildView(input, l10n).rows.find((r) => r.id === 'run:with-deadline')!;
+    };
+    assert.match(at(10 * 60_000).description!, /^running · 10 min left · /);
+    assert.match(at(9 * 60_000 + 1).description!, /^running · 10 min left · /);
+    assert.strictEqual(at(9 * 60_000 + 30_000).signature, at(9 * 60_000 + 29_000).signature, 'one second later: nothing to send');
+    assert.notStrictEqual(at(9 * 60_000 + 1).signature, at(9 * 60_000).signature, 'the next minute');
+    assert.match(at(2 * 60_000).description!, /^running · 2 min left · /);
+    assert.match(at(2 * 60_000 - 1).description!, /^running · 2:00 left · /);
+    assert.notStrictEqual(at(90_000).signature, at(89_000).signature, 'the last two minutes move each second');
+  });
+
   it('shows a countdown on runs and window trees with a deadline, and none on the ended run', () => {
     const { rows } = buildView(fullInput(), l10n);
     assert.match(rows[0].description!, /^running · 1:30 left · 2 processes/);
-    assert.match(rows[3].description!, /^agent-trees run · 15:00 left · 1 process · /);
+    assert.match(rows[3].description!, /^agent-trees run · 15 min left · 1 process · /);
     assert.strictEqual(rows[2].description, 'exited (0)');
     assert.strictEqual(rows[2].children.length, 0, 'an ended run shows no processes');
   });
