@@ -88,7 +88,17 @@ export class OtherExtensions implements vscode.Disposable {
     this.host = me && me.startKey > 0 ? { pid: me.pid, startKey: me.startKey } : undefined;
     this.mark = this.host && hostMark(this.host);
     this.disposables.push(vscode.extensions.onDidChange(() => (this.folders = installFolders())));
-    this.apply();
+    this.applyMark();
+    // The record, and the watchdog its first write starts, right after activation rather than in it (a third of
+    // activate() here): the mark is in this host's environment from now on, so what starts meanwhile carries it.
+    const first = setImmediate(() => this.apply());
+    this.disposables.push({ dispose: () => clearImmediate(first) });
+  }
+
+  /** Puts the mark in this host's environment, or takes it out ("off"). */
+  private applyMark(): void {
+    if (this.enabled) process.env[HOST_MARK_VARIABLE] = this.mark;
+    else delete process.env[HOST_MARK_VARIABLE];
   }
 
   private get mode(): Settings['otherExtensionsMode'] {
@@ -105,8 +115,7 @@ export class OtherExtensions implements vscode.Disposable {
    * settings: call at activation and whenever they change.
    */
   apply(): void {
-    if (this.enabled) process.env[HOST_MARK_VARIABLE] = this.mark;
-    else delete process.env[HOST_MARK_VARIABLE];
+    this.applyMark();
     if (!this.enabled) {
       this.last = undefined;
       this.remembered.clear();
