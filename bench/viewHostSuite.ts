@@ -7,7 +7,8 @@
  * a `setsid -f` daemon that leaves the parent chain: how long until the view shows it, and how fast a kill ends it.
  *
  * In:  AGENT_TREES_VIEW_BENCH_OUT (JSON result), _TREE (tree builder binary), _WINDOW_S, _ROUNDS, _ESCAPES;
- *      _PROFILE (a folder): a CPU profile of the host's main thread in each window, `<condition>-<round>.cpuprofile`.
+ *      _PROFILE (a folder): CPU and allocation profiles of the host's main thread in each window,
+ *      `<condition>-<round>.cpuprofile` and `.heapprofile`.
  */
 import * as fs from 'fs';
 import * as inspector from 'inspector';
@@ -84,19 +85,30 @@ function childrenOf(pid: number): number[] {
   }
 }
 
-/** Starts V8's profiler on this thread; the returned function stops it and gives the profile. */
-async function startProfile(): Promise<() => Promise<object>> {
+/**
+ * Starts V8's CPU profiler and its sampling heap profiler (what was allocated, collected since or not) on this
+ * thread; the returned function stops both and gives the two profiles.
+ */
+async function startProfile(): Promise<() => Promise<{ profile: unknown; heap: unknown }>> {
   const session = new inspector.Session();
   session.connect();
   const post = (method: string, params?: object) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => session.post(method, params, (e, r) => (e ? reject(e) : resolve(r as Record<string, unknown>))));
+    new Promise<Record<string, unknown>>((resolve, reject) =>
+      session.post(method, params, (e, r) => (e ? reject(e) : resolve(r as Record<string, unknown>))),
+    );
   await post('Profiler.enable');
   await post('Profiler.setSamplingInterval', { interval: 500 });
   await post('Profiler.start');
+  await post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
   return async () => {
     const { profile } = await post('Profiler.stop');
+    const { profile: heap } = await post('HeapProfiler.stopSampling');
     session.disconnect();
-    return profile as object;
+    return { profile, heap };
   };
 }
 
@@ -204,7 +216,11 @@ export async function run(): Promise<void> {
         const processes = processCount();
         const profiling = profileDir ? await startProfile() : undefined;
         const w = await measureWindow(api, windowS, hostCpuMs);
-        if (profiling) fs.writeFileSync(path.join(profileDir!, `${condition}-${round}.cpuprofile`), JSON.stringify(await profiling()));
+        if (profiling) {
+          const { profile, heap } = await profiling();
+          fs.writeFileSync(path.join(profileDir!, `${condition}-${round}.cpuprofile`), JSON.stringify(profile));
+          fs.writeFileSync(path.join(profileDir!, `${condition}-${round}.heapprofile`), JSON.stringify(heap));
+        }
         const [s0, s1] = [w.before, w.after];
         result.windows.push({
           condition,
