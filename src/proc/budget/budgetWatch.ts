@@ -81,6 +81,8 @@ export class BudgetWatch {
   private timer: NodeJS.Timeout | undefined;
   /** The members as last resolved by the rules, and the newest pid just before. */
   private resolved: { newestPid: number; at: number; members: Map<string, ProcessInfo[]> } | undefined;
+  /** The newest pid just before the last resolve that was a full scan (a census of every process born before it). */
+  private newestAtScan: number | undefined;
 
   constructor(private readonly options: BudgetWatchOptions) {
     this.now = options.now ?? (() => performance.now());
@@ -152,6 +154,7 @@ export class BudgetWatch {
     const { table, deps } = this.options;
     const seen = refreshMembers(table, this.tracker.next(queries, {}, canTrack(table, queries, {}, deps)), deps);
     this.tracker.learn(seen);
+    if (seen.fullScan) this.newestAtScan = newestPid;
     const members = new Map(trees.map((t) => [t.query.id, seen.trees.find((s) => s.id === t.query.id)?.members ?? []]));
     this.resolved = newestPid === undefined ? undefined : { newestPid, at: this.now(), members };
     return members;
@@ -160,8 +163,9 @@ export class BudgetWatch {
   /**
    * Where no process was born since the members were last resolved (the newest pid stands still), they are those
    * members still alive, each read again: one stat per member, no walk and no rules. Undefined when the members
-   * must be resolved: a process was born, a tree is new, or RESOLVE_EVERY_MS passed (a process moved into a
-   * tree's cgroup or joined its group without a fork, or pid allocation went all the way round).
+   * must be resolved: a process was born, a tree is new, a census is due and a process was born since the last,
+   * or RESOLVE_EVERY_MS passed (a process moved into a tree's cgroup or joined its group without a fork, or pid
+   * allocation went all the way round).
    */
   private membersAsBefore(trees: WatchedTree[], newestPid: number | undefined): Map<string, ProcessInfo[]> | undefined {
     const before = this.resolved;
@@ -169,6 +173,10 @@ export class BudgetWatch {
     if (!before || newestPid === undefined || newestPid !== before.newestPid || !table.reread) return undefined;
     const since = this.now() - before.at;
     if (since < 0 || since >= RESOLVE_EVERY_MS || trees.some((t) => !before.members.has(t.query.id))) return undefined;
+    // A process born since the last census may have left the parent chain at once (a `setsid -f` daemon): no walk
+    // finds it, only the census, due every 10 s (memberTracker.ts), so a due census is never put off by a look
+    // between births.
+    if (newestPid !== this.newestAtScan && this.tracker.scanDue()) return undefined;
     const members = new Map<string, ProcessInfo[]>();
     for (const [id, ps] of before.members) members.set(id, table.reread(ps));
     before.members = members;

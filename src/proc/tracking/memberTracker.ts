@@ -232,9 +232,7 @@ export class MemberTracker {
       if (pids) known[key] = pids;
     }
     const unknown = walked.some((key) => !this.known.has(key));
-    const since = this.now() - this.lastFullScanAt;
-    // A clock that went back (an injected one) makes the scan due, never puts it off by the size of the step.
-    const due = this.scanWanted || unknown || since < 0 || since >= this.intervalMs - FULL_SCAN_EARLY_MS;
+    const due = this.scanWanted || unknown || this.scanDue();
     const toWalk = walked.length * 3 + Object.values(known).reduce((n, pids) => n + pids.length, 0);
     const cheaper = this.machine !== undefined && toWalk > Math.max(MIN_WALK_FOR_LISTING, this.machine * WALK_SHARE_OF_MACHINE);
     const full = walked.length > 0 && (!tracking || due || cheaper);
@@ -246,6 +244,13 @@ export class MemberTracker {
     }
     const mostOfMachine = full && !thorough && this.machine !== undefined && toWalk > this.machine / 2;
     return { trees, extras, known, full, thorough, mostOfMachine, channel: this.channel, hostWalk: this.hostWalk(extras) };
+  }
+
+  /** Whether a full scan is due by time (or asked for): the next refresh that walks to something is one. */
+  scanDue(): boolean {
+    const since = this.now() - this.lastFullScanAt;
+    // A clock that went back (an injected one) makes the scan due, never puts it off by the size of the step.
+    return this.scanWanted || since < 0 || since >= this.intervalMs - FULL_SCAN_EARLY_MS;
   }
 
   /** Whether this refresh walks down from the host's processes: when it knows none yet, else every HOST_WALK_INTERVAL_MS. */

@@ -341,6 +341,40 @@ describe('the budget watch between births: each look reads the members it knows 
     assert.strictEqual(watch.use(tree.record.id)?.processes, 3, 'resolved by the member rules 30 s after the last resolve');
     assert.ok(still.reads - reads > 3, 'the resolve walked the members');
   });
+
+  it('finds a member that left the parent chain (a setsid daemon) by the census 10 s after the last, births since or not', async () => {
+    // The member double-forks at SIGUSR1: the middle process exits at once, the daemon (a session of its own,
+    // re-parented away from the tree) prints its pid and sleeps. Only a census (a full scan) can find it.
+    const daemonizer =
+      'import os, signal, sys, time\n' +
+      'def daemon(*_):\n    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n' +
+      '            print(os.getpid(), flush=True)\n            time.sleep(1000)\n        os._exit(0)\n' +
+      'signal.signal(signal.SIGUSR1, daemon)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
+    const tree = owner.spawn({ command: 'python3', args: ['-c', daemonizer], stdio: ['ignore', 'pipe', 'ignore'] });
+    register(tree.child.pid!);
+    let out = '';
+    tree.child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await waitFor('the member to start', () => out.startsWith('ready\n'));
+    // The newest pid moves when this test says a process was born, and only then: the machine's other births
+    // would make every look resolve.
+    let newest = 1;
+    const counted = Object.assign(Object.create(table) as LinuxProcessTable, { newestPid: () => newest });
+    let clock = 0;
+    watch = watchOf(tree, counted, () => clock);
+    watch.look(); // the first look scans every process
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 1);
+    process.kill(tree.child.pid!, 'SIGUSR1');
+    await waitFor('the daemon', () => /^ready\n\d+\n/.test(out));
+    const daemonPid = Number(out.split('\n')[1]);
+    register(daemonPid);
+    newest = 2;
+    const seen: number[] = [];
+    for (clock = 1000; clock <= 10_000; clock += 1000) {
+      watch.look();
+      seen.push(watch.use(tree.record.id)!.processes);
+    }
+    assert.strictEqual(seen[seen.length - 1], 2, `the daemon counted by the census due 10 s after the last (counts by look: ${seen})`);
+  });
 });
 
 describe("a tree's limits in its record, through claims and sweeps", () => {
