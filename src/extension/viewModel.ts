@@ -298,14 +298,18 @@ function stateLabel(run: RunInput, l10n: Localizer): string {
 const SECONDS_SHOWN_BELOW_MS = 2 * 60_000;
 
 /**
- * "15 min left" for a deadline, "1:23 left" in its last two minutes. The row's signature changes with it, and a
+ * "15 min left" for a deadline ("2 h 5 min left" from an hour on), "1:23 left" in its last two minutes. The row's signature changes with it, and a
  * changed row is sent to the renderer again with every row below it: a tree of hundreds, each second, for a
  * countdown the status bar already shows to the second.
  */
 function timeLeft(deadline: number | undefined, now: number, l10n: Localizer): string | undefined {
   if (!deadline) return undefined;
   const ms = deadline - now;
-  return ms < SECONDS_SHOWN_BELOW_MS ? l10n.t('{0} left', formatDuration(ms)) : l10n.t('{0} min left', Math.ceil(ms / 60_000));
+  if (ms < SECONDS_SHOWN_BELOW_MS) return l10n.t('{0} left', formatDuration(ms));
+  const minutes = Math.ceil(ms / 60_000);
+  if (minutes < 60) return l10n.t('{0} min left', minutes);
+  const [hours, rest] = [Math.floor(minutes / 60), minutes % 60];
+  return rest === 0 ? l10n.t('{0} h left', hours) : l10n.t('{0} h {1} min left', hours, rest);
 }
 
 function sizeParts(tree: Size, l10n: Localizer, budget?: BudgetInput): string[] {

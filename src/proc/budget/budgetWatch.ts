@@ -162,8 +162,8 @@ export class BudgetWatch {
 
   /**
    * Where no process was born since the members were last resolved (the newest pid stands still), they are those
-   * members still alive, each read again: one stat per member, no walk and no rules. Undefined when the members
-   * must be resolved: a process was born, a tree is new, a census is due and a process was born since the last,
+   * members, each read again: one stat per member, no walk and no rules. Undefined when the members must be
+   * resolved: a member is gone, a process was born, a tree is new, a census is due and a process was born since the last,
    * or RESOLVE_EVERY_MS passed (a process moved into a tree's cgroup or joined its group without a fork, or pid
    * allocation went all the way round).
    */
@@ -178,7 +178,13 @@ export class BudgetWatch {
     // between births.
     if (newestPid !== this.newestAtScan && this.tracker.scanDue()) return undefined;
     const members = new Map<string, ProcessInfo[]>();
-    for (const [id, ps] of before.members) members.set(id, table.reread(ps));
+    for (const t of trees) {
+      const known = before.members.get(t.query.id)!;
+      const alive = table.reread(known);
+      // One that could not be read again (gone, or a read that failed for a moment) is told by the rules.
+      if (alive.length !== known.length) return undefined;
+      members.set(t.query.id, alive);
+    }
     before.members = members;
     return members;
   }

@@ -149,6 +149,10 @@ describe('the view model (pure builder)', () => {
       run.deadline = input.now + leftMs;
       return buildView(input, l10n).rows.find((r) => r.id === 'run:with-deadline')!;
     };
+    assert.match(at(8 * 3600_000).description!, /^running · 8 h left · /);
+    assert.match(at(2 * 3600_000 + 4 * 60_000 + 1).description!, /^running · 2 h 5 min left · /);
+    assert.match(at(60 * 60_000).description!, /^running · 1 h left · /);
+    assert.match(at(59 * 60_000).description!, /^running · 59 min left · /);
     assert.match(at(10 * 60_000).description!, /^running · 10 min left · /);
     assert.match(at(9 * 60_000 + 1).description!, /^running · 10 min left · /);
     assert.strictEqual(at(9 * 60_000 + 30_000).signature, at(9 * 60_000 + 29_000).signature, 'one second later: nothing to send');
