@@ -298,9 +298,9 @@ function stateLabel(run: RunInput, l10n: Localizer): string {
 const SECONDS_SHOWN_BELOW_MS = 2 * 60_000;
 
 /**
- * "15 min left" for a deadline ("2 h 5 min left" from an hour on), "1:23 left" in its last two minutes. The row's signature changes with it, and a
- * changed row is sent to the renderer again with every row below it: a tree of hundreds, each second, for a
- * countdown the status bar already shows to the second.
+ * "15 min left" for a deadline ("2 h 5 min left" from an hour on), "1:23 left" in its last two minutes. The row's
+ * signature changes with it, and a changed row is sent to the renderer again with every row below it: a tree of
+ * hundreds, each second, for a countdown the status bar already shows to the second.
  */
 function timeLeft(deadline: number | undefined, now: number, l10n: Localizer): string | undefined {
   if (!deadline) return undefined;

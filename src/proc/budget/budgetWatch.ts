@@ -163,9 +163,9 @@ export class BudgetWatch {
   /**
    * Where no process was born since the members were last resolved (the newest pid stands still), they are those
    * members, each read again: one stat per member, no walk and no rules. Undefined when the members must be
-   * resolved: a member is gone, a process was born, a tree is new, a census is due and a process was born since the last,
-   * or RESOLVE_EVERY_MS passed (a process moved into a tree's cgroup or joined its group without a fork, or pid
-   * allocation went all the way round).
+   * resolved: a member is gone, a process was born, a tree is new, a census is due and a process was born since
+   * the last, or RESOLVE_EVERY_MS passed (a process moved into a tree's cgroup or joined its group without a fork,
+   * or pid allocation went all the way round).
    */
   private membersAsBefore(trees: WatchedTree[], newestPid: number | undefined): Map<string, ProcessInfo[]> | undefined {
     const before = this.resolved;

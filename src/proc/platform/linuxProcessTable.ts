@@ -154,12 +154,18 @@ export class LinuxProcessTable implements ProcessTable {
     const boot = this.bootTime();
     const out: ProcessInfo[] = [];
     for (const p of processes) {
-      this.reads++;
-      const text = this.open.read(`${this.procRoot}/${p.pid}/stat`);
-      const now = text ? parseProcStat(text, boot, PAGE_SIZE) : undefined;
-      if (now && now.startKey === p.startKey && now.state !== 'Z' && now.state !== 'X') out.push(now);
+      const now = this.readKept(p.pid, boot);
+      if (now && now.startKey === p.startKey) out.push(now);
     }
     return out;
+  }
+
+  /** One process through its kept-open stat file; undefined when gone, a zombie or unreadable. */
+  private readKept(pid: number, boot: number): ProcessInfo | undefined {
+    this.reads++;
+    const text = this.open.read(`${this.procRoot}/${pid}/stat`);
+    const p = text ? parseProcStat(text, boot, PAGE_SIZE) : undefined;
+    return p && p.state !== 'Z' && p.state !== 'X' ? p : undefined;
   }
 
   snapshotOf(pids: Iterable<number>, descendantsOf: Iterable<number> = []): Snapshot {
@@ -226,11 +232,8 @@ export class LinuxProcessTable implements ProcessTable {
     const readOne = (pid: number): ProcessInfo | undefined => {
       if (processes.has(pid)) return processes.get(pid);
       if (!(pid > 0)) return undefined;
-      this.reads++;
-      const text = this.open.read(`${this.procRoot}/${pid}/stat`);
-      const p = text && parseProcStat(text, boot, PAGE_SIZE);
-      if (!p || p.state === 'Z' || p.state === 'X') return undefined;
-      processes.set(p.pid, p);
+      const p = this.readKept(pid, boot);
+      if (p) processes.set(p.pid, p);
       return p;
     };
     for (const pid of pids) readOne(pid);
