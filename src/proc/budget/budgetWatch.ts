@@ -12,6 +12,7 @@
  * tree the kernel does not hold is near a limit (half its processes, 80 % of its memory) it looks ten times a
  * second, so what grows slowly is seen soon past the limit; a fork loop outruns any look (see docs/design/budgets.md).
  */
+import { CgroupActivity, CgroupActivitySource } from '../cgroup/cgroupActivity';
 import { KernelLines, pidsCap, presentLines, readKernelEvents, setPidsCap } from '../cgroup/treeLimits';
 import { Logger, silentLogger } from '../platform/log';
 import { ProcessInfo, ProcessTable } from '../platform/processTable';
@@ -28,9 +29,9 @@ const NEAR_LOOK_MS = 100;
 /** The first look after a tree is watched: its idle time starts from there. */
 const FIRST_LOOK_MS = 100;
 /**
- * The longest a look may take the members it last resolved (re-read, as no process was born since) before it
- * resolves them by the rules again (a resolve costs some ten looks): what changes membership without a birth (a
- * process moved into a tree's cgroup, or into its group) counts this late at most.
+ * The longest a look may re-read the members it last resolved (as no process was born since) before it resolves
+ * them by the rules again (a resolve costs some ten looks): what changes membership without a birth (a process
+ * moved into a tree's group, or into the cgroup of a tree that has members outside it) counts this late at most.
  */
 const RESOLVE_EVERY_MS = 30_000;
 /** A tree is near its process limit from this share on (a loop forks fast: from half, not from 80 %). */
@@ -44,6 +45,11 @@ export interface BudgetWatchOptions {
   readPss?: PssReader;
   /** A process's CPU time in ns, exact (Linux: schedstat); without it, the snapshot's clock ticks alone count. */
   readCpuNs?: (pid: number) => number | undefined;
+  /**
+   * Reads a tree's cgroup at a glance (Linux: cgroup/cgroupActivity.ts): a tree whose cgroup holds exactly its
+   * members and used no CPU time since the last look costs that look two reads, whatever its size.
+   */
+  cgroupActivity?: CgroupActivitySource;
   /** A tree is past a limit: it is no longer watched (the owner ends it). */
   onBreach(id: string, breach: Breach): void;
   /** After each look: the use figures changed. */
@@ -61,6 +67,8 @@ interface WatchedTree {
   gauge: MemoryGauge;
   /** CPU time of each member (`pid:startKey`) at the last look; undefined before the first. */
   cpu?: Map<string, number>;
+  /** The members the last look judged (the same list again: membersAsBefore saw none of them run since). */
+  judged?: ProcessInfo[];
   /** Each member's exact CPU time (ns) at the first look that saw it quiet; undefined while it is active. */
   quietCpuNs?: Map<string, number | undefined>;
   lastActive: number;
@@ -71,6 +79,8 @@ interface WatchedTree {
   use?: BudgetUse;
   /** When it wants its next look (monotonic ms). */
   due: number;
+  /** Its cgroup as the last look that read it saw it. */
+  cgroupSeen?: CgroupActivity;
 }
 
 export class BudgetWatch {
@@ -109,7 +119,9 @@ export class BudgetWatch {
 
   unwatch(id: string): void {
     this.trees.delete(id);
-    if (this.trees.size === 0) this.schedule();
+    if (this.trees.size > 0) return;
+    this.schedule();
+    this.options.cgroupActivity?.close();
   }
 
   /** A byte went through the tree's terminal or stdio: it is not idle. */
@@ -137,9 +149,11 @@ export class BudgetWatch {
   look(): void {
     const trees = [...this.trees.values()];
     if (trees.length === 0) return;
-    // Read before the members: a process born while they are read moves it, and the next look resolves them again.
-    const newestPid = this.options.table.newestPid?.();
-    const members = this.membersAsBefore(trees, newestPid) ?? this.resolveMembers(trees, newestPid);
+    // Read before the members it stands for: a process born while they are read moves it, and the next look
+    // resolves them again. Read once, and only when a tree needs it.
+    let newest: { pid: number | undefined } | undefined;
+    const newestPid = () => (newest ??= { pid: this.options.table.newestPid?.() }).pid;
+    const members = this.membersAsBefore(trees, newestPid) ?? this.resolveMembers(trees, newestPid());
     const now = this.now();
     for (const tree of trees) {
       const breach = this.judge(tree, members.get(tree.query.id) ?? [], now);
@@ -161,37 +175,77 @@ export class BudgetWatch {
   }
 
   /**
-   * Where no process was born since the members were last resolved (the newest pid stands still), they are those
-   * members, each read again: one stat per member, no walk and no rules. Undefined when the members must be
-   * resolved: a member is gone, a process was born, a tree is new, a census is due and a process was born since
-   * the last, or RESOLVE_EVERY_MS passed (a process moved into a tree's cgroup or joined its group without a fork,
-   * or pid allocation went all the way round).
+   * The members as last resolved, where nothing can have changed them since: undefined when they must be resolved
+   * again by the rules (a tree is new, or a tree's members may have changed). A tree's members are those last
+   * resolved
+   *   - as they were, without a read of them, where its cgroup holds exactly them and used no CPU time since the
+   *     last look: a process that does not run neither forks, exits, execs nor grows. Where a process came into
+   *     the tree's cgroup or left it, they are resolved again;
+   *   - else each read again (one stat per member, no walk and no rules) where no process was born on the machine
+   *     since (the newest pid stands still), none of them is gone, no census is due with a birth since the last
+   *     one (a `setsid -f` daemon leaves the parent chain at once: no walk finds it, only the census, due every
+   *     10 s in memberTracker.ts), and the last resolve is under RESOLVE_EVERY_MS old: what changes membership
+   *     without a birth (a process moved into a tree's group by another, or pid allocation come all the way round)
+   *     counts that late at most.
    */
-  private membersAsBefore(trees: WatchedTree[], newestPid: number | undefined): Map<string, ProcessInfo[]> | undefined {
+  private membersAsBefore(trees: WatchedTree[], newestPid: () => number | undefined): Map<string, ProcessInfo[]> | undefined {
     const before = this.resolved;
     const { table } = this.options;
-    if (!before || newestPid === undefined || newestPid !== before.newestPid || !table.reread) return undefined;
-    const since = this.now() - before.at;
-    if (since < 0 || since >= RESOLVE_EVERY_MS || trees.some((t) => !before.members.has(t.query.id))) return undefined;
-    // A process born since the last census may have left the parent chain at once (a `setsid -f` daemon): no walk
-    // finds it, only the census, due every 10 s (memberTracker.ts), so a due census is never put off by a look
-    // between births.
-    if (newestPid !== this.newestAtScan && this.tracker.scanDue()) return undefined;
+    if (!before || !table.reread) return undefined;
+    if (trees.some((t) => !before.members.has(t.query.id))) return undefined;
     const members = new Map<string, ProcessInfo[]>();
+    const toReread: WatchedTree[] = [];
     for (const t of trees) {
       const known = before.members.get(t.query.id)!;
-      const alive = table.reread(known);
-      // One that could not be read again (gone, or a read that failed for a moment) is told by the rules.
-      if (alive.length !== known.length) return undefined;
-      members.set(t.query.id, alive);
+      const says = this.cgroupSays(t, known);
+      if (says === 'moved') return undefined;
+      if (says === 'quiet') members.set(t.query.id, known);
+      else toReread.push(t);
+    }
+    if (toReread.length > 0) {
+      const since = this.now() - before.at;
+      if (since < 0 || since >= RESOLVE_EVERY_MS) return undefined;
+      const newest = newestPid();
+      if (newest === undefined || newest !== before.newestPid) return undefined;
+      if (newest !== this.newestAtScan && this.tracker.scanDue()) return undefined;
+      for (const t of toReread) {
+        const known = before.members.get(t.query.id)!;
+        const alive = table.reread(known);
+        // One that could not be read again (gone, or a read that failed for a moment) is told by the rules.
+        if (alive.length !== known.length) return undefined;
+        members.set(t.query.id, alive);
+      }
     }
     before.members = members;
     return members;
   }
 
+  /**
+   * What the tree's cgroup says since the last look: 'quiet' where it holds exactly `known` and used no CPU time,
+   * 'moved' where a process came into it or left it (born, ended, or moved by another), undefined where it cannot
+   * tell (no cgroup, or members outside it). What it read is kept whatever the answer: the members' figures are
+   * read after it, so where it has not moved at the next look they still hold.
+   */
+  private cgroupSays(tree: WatchedTree, known: readonly ProcessInfo[]): 'quiet' | 'moved' | undefined {
+    const source = this.options.cgroupActivity;
+    const dir = tree.query.cgroupVerified ? tree.query.cgroup : undefined;
+    if (!source || !dir) return undefined;
+    const seen = source.read(dir);
+    const last = tree.cgroupSeen;
+    tree.cgroupSeen = seen;
+    if (!seen || !last) return undefined;
+    const samePids =
+      seen.pids === last.pids || (seen.pids.length === last.pids.length && seen.pids.every((pid, i) => pid === last.pids[i]));
+    if (!samePids) return 'moved';
+    if (seen.cpuUsec !== last.cpuUsec || seen.pids.length !== known.length) return undefined;
+    const pids = new Set(seen.pids);
+    return pids.size === known.length && known.every((p) => pids.has(p.pid)) ? 'quiet' : undefined;
+  }
+
   dispose(): void {
     this.trees.clear();
     this.schedule();
+    this.options.cgroupActivity?.close();
   }
 
   private breached(id: string, breach: Breach): void {
@@ -207,14 +261,20 @@ export class BudgetWatch {
       tree.linesChecked = true;
     }
     const { limits, lines } = tree;
-    const kernelEnded = this.kernelBreach(tree);
-    if (kernelEnded) return kernelEnded;
-    this.keepPidsCap(tree, members);
+    // The very members the last look judged: membersAsBefore saw none of them run since, so none allocated (the
+    // kernel's OOM killer acts as a member allocates) or started a thread.
+    const unchanged = members === tree.judged;
+    tree.judged = members;
+    if (!unchanged) {
+      const kernelEnded = this.kernelBreach(tree);
+      if (kernelEnded) return kernelEnded;
+      this.keepPidsCap(tree, members);
+    }
     const memoryLimit = (limits.maxMemoryMB ?? Infinity) * BYTES_PER_MB;
     let memory = tree.gauge.measure(members, memoryLimit * NEAR_LIMIT);
     // Never ended on an estimate: past the limit, every member's PSS is read again.
     if (memory.bytes > memoryLimit) memory = tree.gauge.measure(members, memoryLimit * NEAR_LIMIT, true);
-    const idleSeconds = limits.idleTimeoutSeconds ? this.idleSeconds(tree, members, now) : undefined;
+    const idleSeconds = limits.idleTimeoutSeconds ? this.idleSeconds(tree, members, unchanged, now) : undefined;
     tree.use = { processes: members.length, memory, idleSeconds, kernel: { memory: !!lines.memory, processes: !!lines.pids } };
     tree.due = now + this.nextLookIn(tree, memoryLimit);
     if (limits.maxProcesses && members.length > limits.maxProcesses)
@@ -247,7 +307,21 @@ export class BudgetWatch {
   }
 
   /** Seconds since the tree was last active: a member used CPU time, one came or went, or a byte went through. */
-  private idleSeconds(tree: WatchedTree, members: ProcessInfo[], now: number): number {
+  private idleSeconds(tree: WatchedTree, members: ProcessInfo[], unchanged: boolean, now: number): number {
+    // Members none of which ran since the last look, once seen quiet, are still quiet.
+    if (!unchanged || !tree.quietCpuNs) this.learnActivity(tree, members, now);
+    const idle = Math.max(0, now - tree.lastActive) / 1000;
+    if (idle < tree.limits.idleTimeoutSeconds! || !tree.quietCpuNs) return idle;
+    // Before a tree is ended as idle, its exact CPU time must not have moved either.
+    const exact = this.cpuNs(members);
+    if ([...exact].every(([key, ns]) => tree.quietCpuNs!.get(key) === ns)) return idle;
+    tree.lastActive = now;
+    tree.quietCpuNs = exact;
+    return 0;
+  }
+
+  /** Whether a member used CPU time, or one came or went, since the last look: the tree was active until now. */
+  private learnActivity(tree: WatchedTree, members: ProcessInfo[], now: number): void {
     const cpu = new Map(members.map((p) => [`${p.pid}:${p.startKey}`, p.cpuMs]));
     const before = tree.cpu;
     tree.cpu = cpu;
@@ -264,14 +338,6 @@ export class BudgetWatch {
       // Since the last look, only the ticks were quiet: it counts as active until now.
       if (this.options.readCpuNs) tree.lastActive = now;
     }
-    const idle = Math.max(0, now - tree.lastActive) / 1000;
-    if (idle < tree.limits.idleTimeoutSeconds! || !tree.quietCpuNs) return idle;
-    // Before a tree is ended as idle, its exact CPU time must not have moved either.
-    const exact = this.cpuNs(members);
-    if ([...exact].every(([key, ns]) => tree.quietCpuNs!.get(key) === ns)) return idle;
-    tree.lastActive = now;
-    tree.quietCpuNs = exact;
-    return 0;
   }
 
   /** Each member's exact CPU time (ns), where it can be read. */

@@ -6,6 +6,7 @@ import { ChildProcess } from 'child_process';
 import { EventEmitter } from 'events';
 import { BudgetWatch } from '../budget/budgetWatch';
 import { Breach, breachText, BudgetUse } from '../budget/limits';
+import { KeptCgroupActivity } from '../cgroup/cgroupActivity';
 import { CgroupMode, CgroupProber, CgroupProbeResult } from '../cgroup/probe';
 import { CgroupControl } from '../cgroup/treeCgroup';
 import { SignalGuard } from '../identity/guard';
@@ -141,6 +142,7 @@ export class TreeOwner extends EventEmitter {
       deps: this.core,
       readPss: this.core.platform === 'linux' ? readPssBytes : undefined,
       readCpuNs: this.core.platform === 'linux' ? readCpuNs : undefined,
+      cgroupActivity: this.core.platform === 'linux' ? new KeptCgroupActivity() : undefined,
       onBreach: (id, breach) => this.limitExceeded(id, breach),
       onLook: () => this.emit('budget'),
       log: this.log,

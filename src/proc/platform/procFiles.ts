@@ -103,6 +103,11 @@ export class OpenProcFiles {
     for (const [key, kept] of this.files) if (kept.usedAt < before) this.close(key);
   }
 
+  /** Closes every file kept. */
+  closeAll(): void {
+    for (const key of [...this.files.keys()]) this.close(key);
+  }
+
   /** The whole file from its start: up to the buffer (a stat line, a children list); past it, read by its path. */
   private pread(fd: number): string | undefined {
     try {

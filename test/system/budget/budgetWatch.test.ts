@@ -13,6 +13,8 @@ import { BudgetWatch } from '../../../src/proc/budget/budgetWatch';
 import { Breach, breachText } from '../../../src/proc/budget/limits';
 import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
 import { ProcessTable } from '../../../src/proc/platform/processTable';
+import { KeptCgroupActivity } from '../../../src/proc/cgroup/cgroupActivity';
+import { TreeLimits } from '../../../src/proc/records/schema';
 import { OwnerSpawnOptions } from '../../../src/proc/owner/treeOwner';
 import { deadPid, identity, nowTicks, sweep } from '../../support/records';
 import { REPO, tmpDir } from '../../support/repo';
@@ -374,6 +376,99 @@ describe('the budget watch between births: each look reads the members it knows 
       seen.push(watch.use(tree.record.id)!.processes);
     }
     assert.strictEqual(seen[seen.length - 1], 2, `the daemon counted by the census due 10 s after the last (counts by look: ${seen})`);
+  });
+});
+
+/** A member that forks a sleeping child at SIGUSR1 and takes 50 MB more (written, so resident) at SIGUSR2. */
+const FORKER_GROWER =
+  'import os, signal, time\nchunks = []\n' +
+  'def fork(*_):\n    if os.fork() == 0:\n        time.sleep(1000)\n        os._exit(0)\n' +
+  'def grow(*_):\n    chunks.append(bytearray(b"x") * (50 * 1024 * 1024))\n' +
+  'signal.signal(signal.SIGUSR1, fork)\nsignal.signal(signal.SIGUSR2, grow)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
+
+describe('the budget watch on a tree in its own cgroup: a look at a quiet tree reads its cgroup, not its members', function () {
+  this.timeout(30_000);
+  let owner: TreeOwner;
+  let watch: BudgetWatch | undefined;
+  beforeEach(function () {
+    requireCgroupTier(this);
+    owner = newOwner('auto');
+  });
+  afterEach(async () => {
+    watch?.dispose();
+    watch = undefined;
+    await Promise.all(owners.splice(0).map((o) => o.dispose(0)));
+  });
+
+  /** A table whose newest pid stands still: only the cgroup can tell this watch that something changed. */
+  const still = () => Object.assign(Object.create(table) as LinuxProcessTable, { newestPid: () => 7 });
+
+  /** A watch with a clock that stands still (no resolve ever falls due by time), counting its cgroup reads. */
+  function watchOf(tree: OwnedTree, t: ProcessTable, limits: TreeLimits = { maxProcesses: 100 }) {
+    const kept = new KeptCgroupActivity();
+    const counted = { reads: 0, read: (dir: string) => (counted.reads++, kept.read(dir)), close: () => kept.close() };
+    const w = new BudgetWatch({ table: t, deps: processCore(), cgroupActivity: counted, onBreach: () => {}, now: () => 0 });
+    w.watch(owner.queryOf(tree.record.id)!, limits);
+    return { w, counted };
+  }
+
+  async function growingTree() {
+    const tree = owner.spawn({ command: 'python3', args: ['-c', FORKER_GROWER], stdio: ['ignore', 'pipe', 'ignore'] });
+    register(tree.child.pid!);
+    await new Promise((r) => tree.child.stdout!.once('data', r));
+    assert.ok(tree.record.cgroup, 'the tree has a cgroup of its own');
+    return tree;
+  }
+
+  it('reads no member while none ran, and reads them again once one ran (it grew 50 MB) or forked', async () => {
+    const tree = await growingTree();
+    const t = still();
+    const { w, counted } = watchOf(tree, t, { maxProcesses: 100, maxMemoryMB: 4096 });
+    watch = w;
+    w.look(); // resolves
+    w.look(); // reads the members again: the cgroup was not read before
+    const rss = w.use(tree.record.id)!.memory.bytes;
+    let reads = t.reads;
+    const cgroupReads = counted.reads;
+    w.look();
+    w.look();
+    assert.strictEqual(t.reads - reads, 0, 'no read of a member while the cgroup shows none ran');
+    assert.strictEqual(counted.reads - cgroupReads, 2, 'one look at the cgroup per look');
+    process.kill(tree.child.pid!, 'SIGUSR2');
+    await waitFor('the member to grow', () => (table.read(tree.child.pid!)?.rssBytes ?? 0) > rss + 40 * 1024 * 1024);
+    reads = t.reads;
+    w.look();
+    assert.strictEqual(t.reads - reads, 1, 'the member read again: its cgroup used CPU time');
+    assert.ok(w.use(tree.record.id)!.memory.bytes > rss + 40 * 1024 * 1024, 'what it took is counted at once');
+    process.kill(tree.child.pid!, 'SIGUSR1');
+    await waitFor(
+      'the member to fork',
+      () => fs.readFileSync(path.join(tree.record.cgroup!, 'cgroup.procs'), 'latin1').trim().split('\n').length === 2,
+    );
+    w.look();
+    assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'the newborn counted at the next look, though the newest pid stood still');
+  });
+
+  it('counts a process another moved into the cgroup at the next look', async function () {
+    requireCgroupTier(this, 'directory'); // moving a process in takes root (a scope of the user's own would too)
+    const tree = await growingTree();
+    const { w } = watchOf(tree, still());
+    watch = w;
+    w.look();
+    w.look();
+    w.look();
+    assert.strictEqual(w.use(tree.record.id)?.processes, 1);
+    const outsider = spawn('sleep', ['1000'], { stdio: 'ignore', detached: true }); // not of our group, which is never a member
+    register(outsider.pid!);
+    fs.writeFileSync(path.join(tree.record.cgroup!, 'cgroup.procs'), String(outsider.pid));
+    w.look();
+    assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'the process moved in is a member from the next look on');
+  });
+
+  it('ends a quiet tree as idle, through its owner', async () => {
+    const ended = await runPastLimit(owner, { command: 'sleep', args: ['100'], limits: { idleTimeoutSeconds: 2 } });
+    assert.ok(ended.tree.record.cgroup, 'the tree had a cgroup of its own');
+    assert.deepStrictEqual(ended.breach, { kind: 'idle', seconds: 2 });
   });
 });
 
