@@ -18,6 +18,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { KillReport, OwnedTree, processCore, TreeOwner } from '../src/proc';
 import { BudgetWatch } from '../src/proc/budget/budgetWatch';
+import { KeptCgroupActivity } from '../src/proc/cgroup/cgroupActivity';
 import { Breach } from '../src/proc/budget/limits';
 import { TreeLimits } from '../src/proc/records/schema';
 import { readCpuNs, readPssBytes } from '../src/proc/platform/procFiles';
@@ -189,7 +190,14 @@ async function lookCpu(owner: TreeOwner, n: number): Promise<Summary> {
   const tree = await limitedTree(owner, undefined);
   await sleep(SETTLED_MS);
   const core = processCore();
-  const watch = new BudgetWatch({ table: core.table, deps: core, readPss: readPssBytes, readCpuNs, onBreach: () => {} });
+  const watch = new BudgetWatch({
+    table: core.table,
+    deps: core,
+    readPss: readPssBytes,
+    readCpuNs,
+    cgroupActivity: new KeptCgroupActivity(),
+    onBreach: () => {},
+  });
   watch.watch(owner.queryOf(tree.record.id)!, { maxMemoryMB: 4096, maxProcesses: 200, idleTimeoutSeconds: 3600 });
   watch.look();
   const samples: number[] = [];
