@@ -34,6 +34,11 @@ const FIRST_LOOK_MS = 100;
  * moved into a tree's group, or into the cgroup of a tree that has members outside it) counts this late at most.
  */
 const RESOLVE_EVERY_MS = 30_000;
+/**
+ * Between two looks, at most this many processes born elsewhere on the machine are each checked for a parent among
+ * the members (one stat each); past it, the look resolves by the rules (about 40 reads for a 20-process tree).
+ */
+const MAX_NEWBORNS_CHECKED = 16;
 /** A tree is near its process limit from this share on (a loop forks fast: from half, not from 80 %). */
 const NEAR_PROCESSES = 0.5;
 
@@ -181,9 +186,9 @@ export class BudgetWatch {
    *   - as they were, without a read of them, where its cgroup holds exactly them and used no CPU time since the
    *     last look: a process that does not run neither forks, exits, execs nor grows. Where a process came into
    *     the tree's cgroup or left it, they are resolved again;
-   *   - else each read again (one stat per member, no walk and no rules) where no process was born on the machine
-   *     since (the newest pid stands still), none of them is gone, no census is due with a birth since the last
-   *     one (a `setsid -f` daemon leaves the parent chain at once: no walk finds it, only the census, due every
+   *   - else each read again (one stat per member, no walk and no rules) where no process was born to one of them
+   *     since (the newest pid stands still, or each process born since has a parent outside them: bornOutside),
+   *     none of them is gone, no census is due with a birth since the last one (a `setsid -f` daemon leaves the parent chain at once: no walk finds it, only the census, due every
    *     10 s in memberTracker.ts), and the last resolve is under RESOLVE_EVERY_MS old: what changes membership
    *     without a birth (a process moved into a tree's group by another, or pid allocation come all the way round)
    *     counts that late at most.
@@ -206,7 +211,18 @@ export class BudgetWatch {
       const since = this.now() - before.at;
       if (since < 0 || since >= RESOLVE_EVERY_MS) return undefined;
       const newest = newestPid();
-      if (newest === undefined || newest !== before.newestPid) return undefined;
+      if (newest === undefined) return undefined;
+      if (newest !== before.newestPid) {
+        if (
+          !this.bornOutside(
+            before.newestPid,
+            newest,
+            toReread.flatMap((t) => before.members.get(t.query.id)!),
+          )
+        )
+          return undefined;
+        before.newestPid = newest;
+      }
       if (newest !== this.newestAtScan && this.tracker.scanDue()) return undefined;
       for (const t of toReread) {
         const known = before.members.get(t.query.id)!;
@@ -218,6 +234,25 @@ export class BudgetWatch {
     }
     before.members = members;
     return members;
+  }
+
+  /**
+   * Whether every process born since the newest pid was `from` (up to `to`) has a parent outside `members`, or is
+   * gone: then none is a child of a member, and a walk down from the members would find nothing new. A member's
+   * newborn with a newborn of its own has one such child among them (born before its own child, so within the
+   * range). What leaves the parent chain at birth (a newborn whose parent exited) is found by the census, as it
+   * would be after a walk. False where pid allocation went round (`to` below `from`), or more than
+   * MAX_NEWBORNS_CHECKED were born.
+   */
+  private bornOutside(from: number, to: number, members: readonly ProcessInfo[]): boolean {
+    const { parentOf } = this.options.table;
+    if (!parentOf || to < from || to - from > MAX_NEWBORNS_CHECKED) return false;
+    const memberPids = new Set(members.map((p) => p.pid));
+    for (let pid = from + 1; pid <= to; pid++) {
+      const parent = parentOf.call(this.options.table, pid);
+      if (parent !== undefined && memberPids.has(parent)) return false;
+    }
+    return true;
   }
 
   /**

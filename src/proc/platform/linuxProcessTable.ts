@@ -160,6 +160,13 @@ export class LinuxProcessTable implements ProcessTable {
     return out;
   }
 
+  parentOf(pid: number): number | undefined {
+    this.reads++;
+    const text = readSmall(`${this.procRoot}/${pid}/stat`);
+    const p = text ? parseProcStat(text, 0, PAGE_SIZE) : undefined;
+    return p && p.state !== 'Z' && p.state !== 'X' ? p.ppid : undefined;
+  }
+
   /** One process through its kept-open stat file; undefined when gone, a zombie or unreadable. */
   private readKept(pid: number, boot: number): ProcessInfo | undefined {
     this.reads++;

@@ -108,6 +108,11 @@ export interface ProcessTable {
    * kept open); those gone, zombies, or whose pid another process holds now are left out.
    */
   reread?(processes: readonly ProcessInfo[]): ProcessInfo[];
+  /**
+   * The parent pid of a pid (a thread's: its process's parent), one stat read and nothing else; undefined when it
+   * is gone or a zombie. Where the platform reads processes one by one.
+   */
+  parentOf?(pid: number): number | undefined;
   /** Reads one process, or undefined when it is gone, a zombie, or unreadable. Cheap: no full scan. */
   read(pid: number): ProcessInfo | undefined;
   /** Brings the table up to date where listing is asynchronous (Windows: ps-list); absent elsewhere. */

@@ -261,7 +261,7 @@ const FORKER =
   'def fork(*_):\n    if os.fork() == 0:\n        time.sleep(1000)\n        os._exit(0)\n' +
   'signal.signal(signal.SIGUSR1, fork)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
 
-describe('the budget watch between births: each look reads the members it knows while no process is born', function () {
+describe('the budget watch between births: each look reads the members it knows while none of them had a child', function () {
   this.timeout(30_000);
   let owner: TreeOwner;
   let watch: BudgetWatch | undefined;
@@ -342,6 +342,49 @@ describe('the budget watch between births: each look reads the members it knows 
     watch.look();
     assert.strictEqual(watch.use(tree.record.id)?.processes, 3, 'resolved by the member rules 30 s after the last resolve');
     assert.ok(still.reads - reads > 3, 'the resolve walked the members');
+  });
+
+  it("reads the parents of processes born elsewhere since the last look, not the members' children; its own newborn resolves", async () => {
+    const { tree, fork } = await forkingTree();
+    await fork();
+    const real = table as LinuxProcessTable;
+    let newest = real.newestPid()!;
+    let parentReads = 0;
+    let walks = 0;
+    const counted = Object.assign(Object.create(table) as LinuxProcessTable, {
+      newestPid: () => newest,
+      parentOf: (pid: number) => (parentReads++, real.parentOf(pid)),
+      snapshotOf: (...a: Parameters<LinuxProcessTable['snapshotOf']>) => (walks++, real.snapshotOf(...a)),
+      snapshotOfNewcomers: (...a: Parameters<LinuxProcessTable['snapshotOfNewcomers']>) => (walks++, real.snapshotOfNewcomers(...a)),
+    });
+    watch = watchOf(tree, counted, () => 0);
+    watch.look();
+    watch.look();
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 2);
+    // Three processes born elsewhere (children of this test, no member's).
+    const from = real.newestPid()!;
+    const others = [0, 1, 2].map(() => spawn('sleep', ['100'], { stdio: 'ignore' }));
+    others.forEach((c) => register(c.pid!));
+    newest = real.newestPid()!;
+    assert.ok(newest - from >= 3 && newest - from <= 16, `births between the looks: ${newest - from}`);
+    [parentReads, walks] = [0, 0];
+    watch.look();
+    assert.strictEqual(walks, 0, 'no walk, no resolve');
+    assert.strictEqual(parentReads, newest - from, 'one parent read for each pid handed out since');
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 2);
+    // A child of a member among the newborns: resolved at once.
+    await fork();
+    newest = real.newestPid()!;
+    watch.look();
+    assert.ok(walks > 0, 'resolved by the rules');
+    assert.strictEqual(watch.use(tree.record.id)?.processes, 3, 'the newborn counted at the next look');
+    // More births than are worth checking one by one: resolved.
+    watch.look();
+    newest += 17;
+    walks = 0;
+    watch.look();
+    assert.ok(walks > 0, 'resolved past 16 births');
+    others.forEach((c) => c.kill('SIGKILL'));
   });
 
   it('finds a member that left the parent chain (a setsid daemon) by the census 10 s after the last, births since or not', async () => {
