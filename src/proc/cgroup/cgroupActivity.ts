@@ -3,7 +3,8 @@
  * and the CPU time everything in it and below it has used (`cpu.stat`'s `usage_usec`, which cgroup v2 keeps for
  * every cgroup, whether or not the cpu controller is enabled). Two reads through files kept open, however many
  * processes the tree has: where neither moved since the last look, no process in the cgroup ran, so none forked,
- * exited, exec'd or grew (see budget/budgetWatch.ts).
+ * exited or exec'd (its memory can still grow: khugepaged, or another process writing into it; see
+ * budget/budgetWatch.ts).
  */
 import * as path from 'path';
 import { OpenProcFiles } from '../platform/procFiles';
