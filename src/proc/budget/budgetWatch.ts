@@ -129,7 +129,7 @@ export class BudgetWatch {
   }
 
   unwatch(id: string): void {
-    this.trees.delete(id);
+    this.drop(id);
     if (this.trees.size > 0) return;
     this.schedule();
     this.options.cgroupActivity?.close();
@@ -267,9 +267,16 @@ export class BudgetWatch {
   }
 
   private breached(id: string, breach: Breach): void {
-    this.trees.delete(id);
+    this.drop(id);
     this.schedule();
     this.options.onBreach(id, breach);
+  }
+
+  /** No longer watches the tree, nor keeps its cgroup's files open (they would keep it, once removed, dying). */
+  private drop(id: string): void {
+    const tree = this.trees.get(id);
+    this.trees.delete(id);
+    if (tree?.query.cgroup) this.options.cgroupActivity?.forget(tree.query.cgroup);
   }
 
   /** One tree at one look: its use, the kernel's line kept above its threads, and the limit it is past, if any. */

@@ -20,6 +20,11 @@ export interface CgroupActivity {
 export interface CgroupActivitySource {
   /** Undefined when the cgroup is gone or a file cannot be read (or lists more than fits one read). */
   read(cgroupDir: string): CgroupActivity | undefined;
+  /**
+   * Closes what it keeps open of one cgroup, no longer to be read: an open file of a removed cgroup keeps it
+   * among the dying (`nr_dying_descendants`) until it is closed.
+   */
+  forget(cgroupDir: string): void;
   close(): void;
 }
 
@@ -70,6 +75,14 @@ export class KeptCgroupActivity implements CgroupActivitySource {
       seen.pids = procs === undefined ? undefined : parseProcsList(procs);
     }
     return cpuUsec === undefined || seen.pids === undefined ? undefined : { pids: seen.pids, cpuUsec };
+  }
+
+  forget(cgroupDir: string): void {
+    const seen = this.seen.get(cgroupDir);
+    if (!seen) return;
+    this.seen.delete(cgroupDir);
+    this.open.closeFile(seen.cpuStat);
+    this.open.closeFile(seen.procs);
   }
 
   close(): void {

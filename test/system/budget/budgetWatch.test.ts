@@ -409,7 +409,12 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
    */
   function watchOf(tree: OwnedTree, t: ProcessTable, limits: TreeLimits = { maxProcesses: 100 }, now = () => 0) {
     const kept = new KeptCgroupActivity();
-    const counted = { reads: 0, read: (dir: string) => (counted.reads++, kept.read(dir)), close: () => kept.close() };
+    const counted = {
+      reads: 0,
+      read: (dir: string) => (counted.reads++, kept.read(dir)),
+      forget: (dir: string) => kept.forget(dir),
+      close: () => kept.close(),
+    };
     const breaches: Breach[] = [];
     const w = new BudgetWatch({ table: t, deps: processCore(), cgroupActivity: counted, onBreach: (_, b) => breaches.push(b), now });
     w.watch(owner.queryOf(tree.record.id)!, limits);
@@ -479,7 +484,11 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
     w.look();
     assert.strictEqual(w.use(tree.record.id)?.processes, 1);
     // A member by the rules wherever it runs (a tmux server's new window inherits the tag, say): only a census finds it.
-    const tagged = spawn('sleep', ['1000'], { stdio: 'ignore', detached: true, env: { ...process.env, AGENT_TREES_TREE_ID: tree.record.id } });
+    const tagged = spawn('sleep', ['1000'], {
+      stdio: 'ignore',
+      detached: true,
+      env: { ...process.env, AGENT_TREES_TREE_ID: tree.record.id },
+    });
     register(tagged.pid!);
     await waitFor('the tagged process to run sleep', () => table.read(tagged.pid!)?.name === 'sleep');
     clock = 10_000;
@@ -487,7 +496,7 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
     assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'the tagged process counted by the census, though the cgroup stood still');
   });
 
-  it('counts a process another moved into a cgroup below the quiet tree\'s own at the resolve 30 s after the last', async function () {
+  it("counts a process another moved into a cgroup below the quiet tree's own at the resolve 30 s after the last", async function () {
     requireCgroupTier(this, 'directory'); // moving a process in takes root
     const tree = await growingTree();
     let clock = 0;
@@ -515,7 +524,7 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
     }
   });
 
-  it("counts memory another process wrote into a quiet member within 10 s, and at the next look once near a limit", async () => {
+  it('counts memory another process wrote into a quiet member within 10 s, and at the next look once near a limit', async () => {
     // The member maps 128 MB it never touches and sleeps; the test, outside its cgroup, writes into that memory
     // (as khugepaged or a debugger might make it resident): the member's RSS grows while nothing in its cgroup runs.
     const mapper =
@@ -552,6 +561,27 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
     } finally {
       fs.closeSync(mem);
     }
+  });
+
+  it("closes a tree's cgroup files once it is no longer watched, while other trees are", async () => {
+    const [one, other] = [await growingTree(), await growingTree()];
+    const w = new BudgetWatch({ table, deps: processCore(), cgroupActivity: new KeptCgroupActivity(), onBreach: () => {}, now: () => 0 });
+    watch = w;
+    for (const t of [one, other]) w.watch(owner.queryOf(t.record.id)!, { maxProcesses: 100 });
+    w.look();
+    w.look();
+    const kept = (tree: OwnedTree) =>
+      fs.readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${tree.record.cgroup}/`);
+        } catch {
+          return false; // the directory's own descriptor, closed as it was read
+        }
+      }).length;
+    assert.strictEqual(kept(one), 2, 'its cpu.stat and cgroup.procs kept open while it is watched');
+    w.unwatch(one.record.id);
+    assert.strictEqual(kept(one), 0, 'an open file would keep its cgroup, once removed, among the dying');
+    assert.strictEqual(kept(other), 2);
   });
 
   it('ends a quiet tree as idle, through its owner', async () => {
