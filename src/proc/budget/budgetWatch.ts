@@ -29,11 +29,18 @@ const NEAR_LOOK_MS = 100;
 /** The first look after a tree is watched: its idle time starts from there. */
 const FIRST_LOOK_MS = 100;
 /**
- * The longest a look may re-read the members it last resolved (as no process was born since) before it resolves
- * them by the rules again (a resolve costs some ten looks): what changes membership without a birth (a process
- * moved into a tree's group, or into the cgroup of a tree that has members outside it) counts this late at most.
+ * The longest a look may take the members it last resolved (re-read, or vouched for by their cgroup) before it
+ * resolves them by the rules again (a resolve costs some ten looks): what changes membership without a birth or a
+ * move into a tree's own cgroup (a process moved into a tree's group, or into a cgroup below its own) counts this
+ * late at most.
  */
 const RESOLVE_EVERY_MS = 30_000;
+/**
+ * The longest a quiet tree's members' figures stand unread (see membersAsBefore): a member's memory can grow while
+ * nothing in its cgroup runs (the kernel's khugepaged collapsing its sparse memory into huge pages, another process
+ * writing into it through /proc/<pid>/mem or process_vm_writev). As long as a member's PSS reading stands.
+ */
+const QUIET_FIGURES_STAND_MS = 10_000;
 /**
  * Between two looks, at most this many processes born elsewhere on the machine are each checked for a parent among
  * the members (one stat each); past it, the look resolves by the rules (about 40 reads for a 20-process tree).
@@ -86,6 +93,10 @@ interface WatchedTree {
   due: number;
   /** Its cgroup as the last look that read it saw it. */
   cgroupSeen?: CgroupActivity;
+  /** When its members' figures were last read (resolved or read again), monotonic ms. */
+  readAt?: number;
+  /** Near a limit the kernel does not hold, as the last look saw it: its members are read at every look. */
+  near?: boolean;
 }
 
 export class BudgetWatch {
@@ -123,7 +134,7 @@ export class BudgetWatch {
   }
 
   unwatch(id: string): void {
-    this.trees.delete(id);
+    this.drop(id);
     if (this.trees.size > 0) return;
     this.schedule();
     this.options.cgroupActivity?.close();
@@ -181,56 +192,58 @@ export class BudgetWatch {
 
   /**
    * The members as last resolved, where nothing can have changed them since: undefined when they must be resolved
-   * again by the rules (a tree is new, or a tree's members may have changed). A tree's members are those last
+   * again by the rules (a tree is new, or a tree's members may have changed). Whatever any cgroup says, they are
+   * resolved again where a census is due with a birth since the last one (only a census finds a member that left
+   * the parent chain, a `setsid -f` daemon, or one born anywhere with the tree's tag: due every 10 s in
+   * memberTracker.ts), and where the last resolve is RESOLVE_EVERY_MS old (what changes membership without a birth
+   * or a move into the tree's own cgroup, a process moved into the tree's group or into a cgroup below its own,
+   * or pid allocation come all the way round, counts that late at most). Else a tree's members are those last
    * resolved
    *   - as they were, without a read of them, where its cgroup holds exactly them and used no CPU time since the
-   *     last look: a process that does not run neither forks, exits, execs nor grows. Where a process came into
-   *     the tree's cgroup or left it, they are resolved again;
+   *     last look (a process that does not run neither forks, exits nor execs), their figures were read under
+   *     QUIET_FIGURES_STAND_MS ago, and the tree is not near a limit (a member's memory can grow while it does not
+   *     run: khugepaged, or another process writing into it). Where a process came into the tree's cgroup or left
+   *     it, they are resolved again; where only their figures are old or the tree is near, each is read again;
    *   - else each read again (one stat per member, no walk and no rules) where no process was born to one of them
-   *     since (the newest pid stands still, or each process born since has a parent outside them: bornOutside),
-   *     none of them is gone, no census is due with a birth since the last one (a `setsid -f` daemon leaves the parent chain at once: no walk finds it, only the census, due every
-   *     10 s in memberTracker.ts), and the last resolve is under RESOLVE_EVERY_MS old: what changes membership
-   *     without a birth (a process moved into a tree's group by another, or pid allocation come all the way round)
-   *     counts that late at most.
+   *     since (the newest pid stands still, or each process born since has a parent outside them: bornOutside)
+   *     and none of them is gone.
    */
   private membersAsBefore(trees: WatchedTree[], newestPid: () => number | undefined): Map<string, ProcessInfo[]> | undefined {
     const before = this.resolved;
     const { table } = this.options;
     if (!before || !table.reread) return undefined;
     if (trees.some((t) => !before.members.has(t.query.id))) return undefined;
+    const now = this.now();
+    const since = now - before.at;
+    if (since < 0 || since >= RESOLVE_EVERY_MS) return undefined;
+    if (this.tracker.scanDue() && newestPid() !== this.newestAtScan) return undefined;
     const members = new Map<string, ProcessInfo[]>();
+    /** Trees whose members are as before (their cgroup says so) but whose figures are read again. */
+    const toRefresh: WatchedTree[] = [];
     const toReread: WatchedTree[] = [];
     for (const t of trees) {
       const known = before.members.get(t.query.id)!;
       const says = this.cgroupSays(t, known);
       if (says === 'moved') return undefined;
-      if (says === 'quiet') members.set(t.query.id, known);
-      else toReread.push(t);
+      const age = now - (t.readAt ?? -Infinity);
+      if (says === 'quiet' && !t.near && age >= 0 && age < QUIET_FIGURES_STAND_MS) members.set(t.query.id, known);
+      else (says === 'quiet' ? toRefresh : toReread).push(t);
     }
     if (toReread.length > 0) {
-      const since = this.now() - before.at;
-      if (since < 0 || since >= RESOLVE_EVERY_MS) return undefined;
       const newest = newestPid();
       if (newest === undefined) return undefined;
       if (newest !== before.newestPid) {
-        if (
-          !this.bornOutside(
-            before.newestPid,
-            newest,
-            toReread.flatMap((t) => before.members.get(t.query.id)!),
-          )
-        )
-          return undefined;
+        const rereadMembers = toReread.flatMap((t) => before.members.get(t.query.id)!);
+        if (!this.bornOutside(before.newestPid, newest, rereadMembers)) return undefined;
         before.newestPid = newest;
       }
-      if (newest !== this.newestAtScan && this.tracker.scanDue()) return undefined;
-      for (const t of toReread) {
-        const known = before.members.get(t.query.id)!;
-        const alive = table.reread(known);
-        // One that could not be read again (gone, or a read that failed for a moment) is told by the rules.
-        if (alive.length !== known.length) return undefined;
-        members.set(t.query.id, alive);
-      }
+    }
+    for (const t of [...toRefresh, ...toReread]) {
+      const known = before.members.get(t.query.id)!;
+      const alive = table.reread(known);
+      // One that could not be read again (gone, or a read that failed for a moment) is told by the rules.
+      if (alive.length !== known.length) return undefined;
+      members.set(t.query.id, alive);
     }
     before.members = members;
     return members;
@@ -284,9 +297,16 @@ export class BudgetWatch {
   }
 
   private breached(id: string, breach: Breach): void {
-    this.trees.delete(id);
+    this.drop(id);
     this.schedule();
     this.options.onBreach(id, breach);
+  }
+
+  /** No longer watches the tree, nor keeps its cgroup's files open (they would keep it, once removed, dying). */
+  private drop(id: string): void {
+    const tree = this.trees.get(id);
+    this.trees.delete(id);
+    if (tree?.query.cgroup) this.options.cgroupActivity?.forget(tree.query.cgroup);
   }
 
   /** One tree at one look: its use, the kernel's line kept above its threads, and the limit it is past, if any. */
@@ -301,6 +321,7 @@ export class BudgetWatch {
     const unchanged = members === tree.judged;
     tree.judged = members;
     if (!unchanged) {
+      tree.readAt = now;
       const kernelEnded = this.kernelBreach(tree);
       if (kernelEnded) return kernelEnded;
       this.keepPidsCap(tree, members);
@@ -384,10 +405,10 @@ export class BudgetWatch {
   /** When the tree wants its next look: sooner near a limit the kernel does not hold, and at its idle deadline. */
   private nextLookIn(tree: WatchedTree, memoryLimit: number): number {
     const { limits, lines, use } = tree;
-    const near =
+    tree.near =
       (!lines.pids && !!limits.maxProcesses && use!.processes >= limits.maxProcesses * NEAR_PROCESSES) ||
       (!lines.memory && use!.memory.bytes >= memoryLimit * NEAR_LIMIT);
-    let wait = near ? NEAR_LOOK_MS : LOOK_MS;
+    let wait = tree.near ? NEAR_LOOK_MS : LOOK_MS;
     if (limits.idleTimeoutSeconds && use!.idleSeconds !== undefined) {
       wait = Math.min(wait, Math.max(NEAR_LOOK_MS, (limits.idleTimeoutSeconds - use!.idleSeconds) * 1000));
     }

@@ -3,7 +3,8 @@
  * and the CPU time everything in it and below it has used (`cpu.stat`'s `usage_usec`, which cgroup v2 keeps for
  * every cgroup, whether or not the cpu controller is enabled). Two reads through files kept open, however many
  * processes the tree has: where neither moved since the last look, no process in the cgroup ran, so none forked,
- * exited, exec'd or grew (see budget/budgetWatch.ts).
+ * exited or exec'd (its memory can still grow: khugepaged, or another process writing into it; see
+ * budget/budgetWatch.ts).
  */
 import * as path from 'path';
 import { OpenProcFiles } from '../platform/procFiles';
@@ -19,6 +20,11 @@ export interface CgroupActivity {
 export interface CgroupActivitySource {
   /** Undefined when the cgroup is gone or a file cannot be read (or lists more than fits one read). */
   read(cgroupDir: string): CgroupActivity | undefined;
+  /**
+   * Closes what it keeps open of one cgroup, no longer to be read: an open file of a removed cgroup keeps it
+   * among the dying (`nr_dying_descendants`) until it is closed.
+   */
+  forget(cgroupDir: string): void;
   close(): void;
 }
 
@@ -69,6 +75,14 @@ export class KeptCgroupActivity implements CgroupActivitySource {
       seen.pids = procs === undefined ? undefined : parseProcsList(procs);
     }
     return cpuUsec === undefined || seen.pids === undefined ? undefined : { pids: seen.pids, cpuUsec };
+  }
+
+  forget(cgroupDir: string): void {
+    const seen = this.seen.get(cgroupDir);
+    if (!seen) return;
+    this.seen.delete(cgroupDir);
+    this.open.closeFile(seen.cpuStat);
+    this.open.closeFile(seen.procs);
   }
 
   close(): void {

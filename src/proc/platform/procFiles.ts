@@ -103,6 +103,11 @@ export class OpenProcFiles {
     for (const [key, kept] of this.files) if (kept.usedAt < before) this.close(key);
   }
 
+  /** Closes the file kept for `key`, if any. */
+  closeFile(key: string): void {
+    this.close(key);
+  }
+
   /** Closes every file kept. */
   closeAll(): void {
     for (const key of [...this.files.keys()]) this.close(key);

@@ -446,13 +446,22 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
   /** A table whose newest pid stands still: only the cgroup can tell this watch that something changed. */
   const still = () => Object.assign(Object.create(table) as LinuxProcessTable, { newestPid: () => 7 });
 
-  /** A watch with a clock that stands still (no resolve ever falls due by time), counting its cgroup reads. */
-  function watchOf(tree: OwnedTree, t: ProcessTable, limits: TreeLimits = { maxProcesses: 100 }) {
+  /**
+   * A watch counting its cgroup reads, with a clock that stands still unless one is given (no resolve ever falls
+   * due by time then), and the breaches it saw.
+   */
+  function watchOf(tree: OwnedTree, t: ProcessTable, limits: TreeLimits = { maxProcesses: 100 }, now = () => 0) {
     const kept = new KeptCgroupActivity();
-    const counted = { reads: 0, read: (dir: string) => (counted.reads++, kept.read(dir)), close: () => kept.close() };
-    const w = new BudgetWatch({ table: t, deps: processCore(), cgroupActivity: counted, onBreach: () => {}, now: () => 0 });
+    const counted = {
+      reads: 0,
+      read: (dir: string) => (counted.reads++, kept.read(dir)),
+      forget: (dir: string) => kept.forget(dir),
+      close: () => kept.close(),
+    };
+    const breaches: Breach[] = [];
+    const w = new BudgetWatch({ table: t, deps: processCore(), cgroupActivity: counted, onBreach: (_, b) => breaches.push(b), now });
     w.watch(owner.queryOf(tree.record.id)!, limits);
-    return { w, counted };
+    return { w, counted, breaches };
   }
 
   async function growingTree() {
@@ -506,6 +515,116 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
     fs.writeFileSync(path.join(tree.record.cgroup!, 'cgroup.procs'), String(outsider.pid));
     w.look();
     assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'the process moved in is a member from the next look on');
+  });
+
+  it("counts a process born outside the cgroup with the tree's tag at the census 10 s after the last, the tree quiet", async () => {
+    const tree = await growingTree();
+    let clock = 0;
+    const { w } = watchOf(tree, table, { maxProcesses: 100 }, () => clock);
+    watch = w;
+    w.look(); // resolves, by a census
+    w.look();
+    w.look();
+    assert.strictEqual(w.use(tree.record.id)?.processes, 1);
+    // A member by the rules wherever it runs (a tmux server's new window inherits the tag, say): only a census finds it.
+    const tagged = spawn('sleep', ['1000'], {
+      stdio: 'ignore',
+      detached: true,
+      env: { ...process.env, AGENT_TREES_TREE_ID: tree.record.id },
+    });
+    register(tagged.pid!);
+    await waitFor('the tagged process to run sleep', () => table.read(tagged.pid!)?.name === 'sleep');
+    clock = 10_000;
+    w.look();
+    assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'the tagged process counted by the census, though the cgroup stood still');
+  });
+
+  it("counts a process another moved into a cgroup below the quiet tree's own at the resolve 30 s after the last", async function () {
+    requireCgroupTier(this, 'directory'); // moving a process in takes root
+    const tree = await growingTree();
+    let clock = 0;
+    const { w } = watchOf(tree, still(), { maxProcesses: 100 }, () => clock);
+    watch = w;
+    w.look();
+    w.look();
+    w.look();
+    const outsider = spawn('sleep', ['1000'], { stdio: 'ignore', detached: true });
+    register(outsider.pid!);
+    const below = path.join(tree.record.cgroup!, 'below');
+    fs.mkdirSync(below);
+    try {
+      fs.writeFileSync(path.join(below, 'cgroup.procs'), String(outsider.pid));
+      clock = 29_000;
+      w.look();
+      assert.strictEqual(w.use(tree.record.id)?.processes, 1, 'neither its list nor its CPU time told');
+      clock = 30_000;
+      w.look();
+      assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'a member from the resolve 30 s after the last on');
+    } finally {
+      outsider.kill('SIGKILL');
+      await waitFor('the outsider to end', () => fs.readFileSync(path.join(below, 'cgroup.procs'), 'latin1') === '');
+      fs.rmdirSync(below);
+    }
+  });
+
+  it('counts memory another process wrote into a quiet member within 10 s, and at the next look once near a limit', async () => {
+    // The member maps 128 MB it never touches and sleeps; the test, outside its cgroup, writes into that memory
+    // (as khugepaged or a debugger might make it resident): the member's RSS grows while nothing in its cgroup runs.
+    const mapper =
+      'import ctypes, mmap, time\nm = mmap.mmap(-1, 128 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n' +
+      'print(ctypes.addressof(ctypes.c_char.from_buffer(m)), flush=True)\ntime.sleep(1000)\n';
+    const tree = owner.spawn({ command: 'python3', args: ['-c', mapper], stdio: ['ignore', 'pipe', 'ignore'] });
+    register(tree.child.pid!);
+    const address = Number(await new Promise<string>((r) => tree.child.stdout!.once('data', (d: Buffer) => r(d.toString()))));
+    const mem = fs.openSync(`/proc/${tree.child.pid}/mem`, 'r+');
+    let written = 0;
+    const write = (mb: number) => {
+      const chunk = Buffer.alloc(1 << 20, 1);
+      for (const end = written + mb; written < end; written++) fs.writeSync(mem, chunk, 0, chunk.length, address + written * chunk.length);
+    };
+    try {
+      let clock = 0;
+      const far = watchOf(tree, table, { maxMemoryMB: 4096 }, () => clock);
+      watch = far.w;
+      for (let i = 0; i < 3; i++) far.w.look();
+      const before = far.w.use(tree.record.id)!.memory.bytes;
+      write(50);
+      clock = 10_000;
+      far.w.look();
+      assert.ok(far.w.use(tree.record.id)!.memory.bytes >= before + 45 * 1024 * 1024, 'the 50 MB counted once the figures are 10 s old');
+      far.w.dispose();
+      // Near its limit (80 % of 70 MB), a tree's members are read at every look: 30 MB more ends it at the next.
+      const near = watchOf(tree, table, { maxMemoryMB: 70 }, () => clock);
+      watch = near.w;
+      for (let i = 0; i < 3; i++) near.w.look();
+      assert.ok(near.w.use(tree.record.id)!.memory.bytes >= 56 * 1024 * 1024, 'the tree is near its limit');
+      write(30);
+      near.w.look();
+      assert.strictEqual(near.breaches[0]?.kind, 'memory', 'past its limit at the next look');
+    } finally {
+      fs.closeSync(mem);
+    }
+  });
+
+  it("closes a tree's cgroup files once it is no longer watched, while other trees are", async () => {
+    const [one, other] = [await growingTree(), await growingTree()];
+    const w = new BudgetWatch({ table, deps: processCore(), cgroupActivity: new KeptCgroupActivity(), onBreach: () => {}, now: () => 0 });
+    watch = w;
+    for (const t of [one, other]) w.watch(owner.queryOf(t.record.id)!, { maxProcesses: 100 });
+    w.look();
+    w.look();
+    const kept = (tree: OwnedTree) =>
+      fs.readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${tree.record.cgroup}/`);
+        } catch {
+          return false; // the directory's own descriptor, closed as it was read
+        }
+      }).length;
+    assert.strictEqual(kept(one), 2, 'its cpu.stat and cgroup.procs kept open while it is watched');
+    w.unwatch(one.record.id);
+    assert.strictEqual(kept(one), 0, 'an open file would keep its cgroup, once removed, among the dying');
+    assert.strictEqual(kept(other), 2);
   });
 
   it('ends a quiet tree as idle, through its owner', async () => {
