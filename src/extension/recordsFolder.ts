@@ -1,8 +1,9 @@
 /**
- * Whether this extension host can keep its records: the folder made (0700, ours) and a file written and flushed in
- * it. Without a record no tree is started (the core refuses: a tree nobody recorded could not be found and ended
- * after a crash), so activation says once what is wrong and where, and everything that needs no record (the view,
- * the window's terminals and what they leave, killing from the view) works as usual. Pure Node (no `vscode`).
+ * Whether this extension host can keep its records: the folder made (0700, ours), a file written in it, and room
+ * left on its disk. Without a record no tree is started (the core refuses: a tree nobody recorded could not be
+ * found and ended after a crash), so activation says once what is wrong and where, and everything that needs no
+ * record (the view, the window's terminals and what they leave, killing from the view) works as usual. Pure Node
+ * (no `vscode`).
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -19,6 +20,9 @@ const CAUSES: Record<string, string> = {
   EEXIST: 'a file stands where a folder should be',
 };
 
+/** Less room than this on the folder's disk counts as full: a window's records and their claims take a few KiB each. */
+const MIN_FREE_BYTES = 64 * 1024;
+
 /** Why records cannot be kept in `store`'s folder (a sentence naming the folder and the cause), or undefined. */
 export function recordsFolderProblem(store: Pick<RecordStore, 'dir' | 'ensureDir'>): string | undefined {
   try {
@@ -31,9 +35,12 @@ export function recordsFolderProblem(store: Pick<RecordStore, 'dir' | 'ensureDir
   let fd: number | undefined;
   try {
     fd = fs.openSync(probe, 'wx', 0o600);
-    // A record's size, flushed: a full disk may accept the write and fail only when the data goes to disk.
-    fs.writeSync(fd, Buffer.alloc(512, 0x20));
-    fs.fsyncSync(fd);
+    fs.writeSync(fd, Buffer.alloc(512, 0x20)); // a record's size
+    // A full disk may accept the write and fail only when the data goes to disk: its free space tells, where a
+    // flush would cost every activation milliseconds (more on a busy or a network disk).
+    const { bavail, bfree, bsize } = fs.statfsSync(store.dir);
+    const free = (process.getuid?.() === 0 ? bfree : bavail) * bsize;
+    if (free < MIN_FREE_BYTES) return explained(`records folder ${store.dir}: cannot be written (ENOSPC)`, 'ENOSPC');
     return undefined;
   } catch (e) {
     const code = errnoOf(e);

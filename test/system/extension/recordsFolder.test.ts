@@ -36,6 +36,13 @@ describe('whether records can be kept on a full or read-only file system (the ac
     assert.match(r.problem!, /the disk is full$/);
   });
 
+  it('a disk with room for one write but not for records: the sentence says the disk is full', function () {
+    const r = problemOnTmpfs(root, 'mkdir -m 700 owned-trees');
+    if (r.error !== undefined) assert.fail(`no private mount namespace with a tmpfs here (unshare -rm): ${r.error}`);
+    assert.ok(r.problem?.startsWith(`records folder ${root}/owned-trees: cannot be written (ENOSPC)`), r.problem);
+    assert.match(r.problem!, /the disk is full$/);
+  });
+
   it('a read-only file system: the sentence says so', function () {
     const r = problemOnTmpfs(root, 'mkdir -m 700 owned-trees; mount -o remount,ro "$1"');
     if (r.error !== undefined) assert.fail(`no private mount namespace with a tmpfs here (unshare -rm): ${r.error}`);
