@@ -106,7 +106,15 @@ export class BudgetWatch {
   private readonly log: Logger;
   private timer: NodeJS.Timeout | undefined;
   /** The members as last resolved by the rules, and the newest pid just before. */
-  private resolved: { newestPid: number; at: number; members: Map<string, ProcessInfo[]> } | undefined;
+  private resolved:
+    | {
+        newestPid: number;
+        at: number;
+        members: Map<string, ProcessInfo[]>;
+        /** Each tree's processes below its members that are none (MemberListing's `beside`): their children may be. */
+        beside: Map<string, number[]>;
+      }
+    | undefined;
   /** The newest pid just before the last resolve that was a full scan (a census of every process born before it). */
   private newestAtScan: number | undefined;
 
@@ -186,7 +194,8 @@ export class BudgetWatch {
     this.tracker.learn(seen);
     if (seen.fullScan) this.newestAtScan = newestPid;
     const members = new Map(trees.map((t) => [t.query.id, seen.trees.find((s) => s.id === t.query.id)?.members ?? []]));
-    this.resolved = newestPid === undefined ? undefined : { newestPid, at: this.now(), members };
+    const beside = new Map(trees.map((t) => [t.query.id, seen.trees.find((s) => s.id === t.query.id)?.beside ?? []]));
+    this.resolved = newestPid === undefined ? undefined : { newestPid, at: this.now(), members, beside };
     return members;
   }
 
@@ -233,8 +242,13 @@ export class BudgetWatch {
       const newest = newestPid();
       if (newest === undefined) return undefined;
       if (newest !== before.newestPid) {
-        const rereadMembers = toReread.flatMap((t) => before.members.get(t.query.id)!);
-        if (!this.bornOutside(before.newestPid, newest, rereadMembers)) return undefined;
+        // A walk down from the members passes through the processes below them that are none (a spared watchdog):
+        // a child of theirs may be a member (it carries the tree's tag), so it resolves as a member's child does.
+        const parents = toReread.flatMap((t) => [
+          ...before.members.get(t.query.id)!.map((p) => p.pid),
+          ...(before.beside.get(t.query.id) ?? []),
+        ]);
+        if (!this.bornOutside(before.newestPid, newest, parents)) return undefined;
         before.newestPid = newest;
       }
     }
@@ -250,17 +264,18 @@ export class BudgetWatch {
   }
 
   /**
-   * Whether every process born since the newest pid was `from` (up to `to`) has a parent outside `members`, or is
-   * gone: then none is a child of a member, and a walk down from the members would find nothing new. A member's
+   * Whether every process born since the newest pid was `from` (up to `to`) has a parent outside `parents` (the
+   * members, and the processes below them that are none: a walk passes through those too), or is gone: then none
+   * is a child of theirs, and a walk down from the members would find nothing new. A member's
    * newborn with a newborn of its own has one such child among them (born before its own child, so within the
    * range). What leaves the parent chain at birth (a newborn whose parent exited) is found by the census, as it
    * would be after a walk. False where pid allocation went round (`to` below `from`), or more than
    * MAX_NEWBORNS_CHECKED were born.
    */
-  private bornOutside(from: number, to: number, members: readonly ProcessInfo[]): boolean {
+  private bornOutside(from: number, to: number, parents: readonly number[]): boolean {
     const { parentOf } = this.options.table;
     if (!parentOf || to < from || to - from > MAX_NEWBORNS_CHECKED) return false;
-    const memberPids = new Set(members.map((p) => p.pid));
+    const memberPids = new Set(parents);
     for (let pid = from + 1; pid <= to; pid++) {
       const parent = parentOf.call(this.options.table, pid);
       if (parent !== undefined && memberPids.has(parent)) return false;

@@ -27,7 +27,11 @@ export interface MemberListing {
   fullScan?: boolean;
   /** Processes on the machine, when this answer listed them all. */
   listed?: number;
-  trees: { id: string; members: MemberInfo[] }[];
+  /**
+   * `beside`: the processes below the members that are none (a spared watchdog, and what descends from it without
+   * being a member): a walk down from the members passes through them, so a child of theirs can be a member.
+   */
+  trees: { id: string; members: MemberInfo[]; beside?: number[] }[];
   /** The window's terminal trees, when asked for (see `ViewExtras`). */
   terminals: TerminalMembers[];
   /** Of the live owners' records asked about, those of this window, with their trees' members. */
@@ -83,6 +87,22 @@ export interface ListingExtras {
   readProcess?: (pid: number) => ProcessInfo | undefined;
 }
 
+/** The processes of `snap` below `members` that are no member themselves (see `MemberListing.trees`), in pid order. */
+function besideMembers(snap: Snapshot, members: ProcessInfo[]): number[] {
+  const children = snap.children();
+  const memberPids = new Set(members.map((p) => p.pid));
+  const beside = new Set<number>();
+  const queue = [...members];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.pop()!.pid) ?? []) {
+      if (memberPids.has(child.pid) || beside.has(child.pid)) continue;
+      beside.add(child.pid);
+      queue.push(child);
+    }
+  }
+  return [...beside].sort((a, b) => a - b);
+}
+
 /**
  * Everything the view asks for, resolved in one snapshot by the core's rules (resolveTreeMembers, resolveTerminalTrees,
  * windowRecords), with command lines. Members come in pid order, whatever order the snapshot read them in: the
@@ -107,7 +127,10 @@ export function listMembers(snap: Snapshot, trees: TreeQuery[], deps: ListingDep
     processCount: snap.processes.size,
     listed: snap.listed,
     ...(extras.host ? { host: { members: hostMembers(snap, extras.host, deps) } } : {}),
-    trees: trees.map((t) => ({ id: t.id, members: withCommand(resolveTreeMembers(t, snap, t, deps).members) })),
+    trees: trees.map((t) => {
+      const members = resolveTreeMembers(t, snap, t, deps).members;
+      return { id: t.id, members: withCommand(members), beside: besideMembers(snap, members) };
+    }),
     terminals: terminals.map((t) => ({ ...t, members: withCommand(t.members) })),
     windowRecords: ofWindow.map(({ file, record }) => ({
       file,

@@ -387,6 +387,48 @@ describe('the budget watch between births: each look reads the members it knows 
     others.forEach((c) => c.kill('SIGKILL'));
   });
 
+  it("counts at the next look a child of a member's spared watchdog (a walk from the members meets it; its parent is no member)", async () => {
+    // The member forks a process that is what a watchdog is (its own session, AGENT_TREES_WATCHDOG naming the
+    // member, alive): spared, no member. Its child carries the tree's tag: a member, born to no member.
+    const script =
+      'import os, signal, sys, time\n' +
+      'me = os.getpid()\n' +
+      'start = open(f"/proc/{me}/stat").read().rsplit(")", 1)[1].split()[19]\n' +
+      'def fork(*_):\n' +
+      '    if os.fork() == 0:\n' +
+      '        os.setsid()\n' +
+      '        env = dict(os.environ, AGENT_TREES_WATCHDOG=f"{me}:{start}")\n' +
+      '        os.execve(sys.executable, [sys.executable, "-c", ' +
+      JSON.stringify(FORKER) +
+      '], env)\n' +
+      'signal.signal(signal.SIGUSR1, fork)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
+    const tree = owner.spawn({ command: 'python3', args: ['-c', script], stdio: ['ignore', 'pipe', 'ignore'] });
+    register(tree.child.pid!);
+    let out = '';
+    tree.child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await waitFor('the member', () => out.includes('ready\n'));
+    const pid = tree.child.pid!;
+    const childrenOf = (p: number) => fs.readFileSync(`/proc/${p}/task/${p}/children`, 'latin1').split(' ').filter(Boolean).map(Number);
+    watch = watchOf(tree, table, () => 0); // a clock that stands still: no census nor resolve falls due by time
+    watch.look();
+    process.kill(pid, 'SIGUSR1');
+    await waitFor('the watchdog', () => out.split('ready\n').length > 2);
+    const [dog] = childrenOf(pid);
+    register(dog);
+    try {
+      watch.look();
+      watch.look();
+      assert.strictEqual(watch.use(tree.record.id)?.processes, 1, 'the watchdog spared');
+      process.kill(dog, 'SIGUSR1');
+      await waitFor("the watchdog's child", () => childrenOf(dog).length > 0);
+      childrenOf(dog).forEach((c) => register(c));
+      watch.look();
+      assert.strictEqual(watch.use(tree.record.id)?.processes, 2, "the watchdog's child counted at the next look");
+    } finally {
+      process.kill(-dog, 'SIGKILL'); // its own session and group: the tree's kill spares it
+    }
+  });
+
   it('finds a member that left the parent chain (a setsid daemon) by the census 10 s after the last, births since or not', async () => {
     // The member double-forks at SIGUSR1: the middle process exits at once, the daemon (a session of its own,
     // re-parented away from the tree) prints its pid and sleeps. Only a census (a full scan) can find it.
