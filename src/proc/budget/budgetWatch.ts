@@ -128,7 +128,7 @@ export class BudgetWatch {
   watch(query: TreeQuery, limits: TreeLimits, lines: KernelLines = {}): void {
     const now = this.now();
     const tree: WatchedTree = {
-      query: { ...query, beyondCgroup: true },
+      query: { ...query, beyondCgroup: true, withBeside: true },
       limits,
       lines,
       linesChecked: false,

@@ -28,14 +28,10 @@ export interface CgroupActivitySource {
   close(): void;
 }
 
-/** Parses `cpu.stat`: its `usage_usec` line (the first), or undefined. */
+/** Parses `cpu.stat`: its `usage_usec` line, or undefined. */
 export function parseCpuUsage(text: string): number | undefined {
-  const key = 'usage_usec ';
-  const at = text.startsWith(key) ? 0 : text.indexOf(`\n${key}`) + 1;
-  if (at === 0 && !text.startsWith(key)) return undefined;
-  const end = text.indexOf('\n', at);
-  const value = text.slice(at + key.length, end < 0 ? text.length : end);
-  return /^\d+$/.test(value) ? Number(value) : undefined;
+  const m = /^usage_usec (\d+)$/m.exec(text);
+  return m ? Number(m[1]) : undefined;
 }
 
 /** Parses `cgroup.procs`: one pid per line; undefined on anything else. */

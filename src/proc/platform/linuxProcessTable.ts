@@ -40,6 +40,12 @@ function readBootTimeMs(): number {
 
 const PAGE_SIZE = 4096;
 
+/** A stat file's process, or undefined where it is a zombie or dead (those count as gone) or unparsable. */
+function liveStat(text: string, bootTimeMs: number): ProcessInfo | undefined {
+  const p = parseProcStat(text, bootTimeMs, PAGE_SIZE);
+  return p && p.state !== 'Z' && p.state !== 'X' ? p : undefined;
+}
+
 /**
  * A command line or an environment read before its process was this old (ms) is read again when next asked for: an
  * exec keeps the pid and the start time, and launchers exec right after they start (the cgroup launcher's `sh -c`,
@@ -101,8 +107,8 @@ export class LinuxProcessTable implements ProcessTable {
     this.reads++;
     const text = readSmall(`${this.procRoot}/${pid}/stat`);
     if (!text) return undefined;
-    const p = parseProcStat(text, this.bootTime(), PAGE_SIZE);
-    if (!p || p.state === 'Z' || p.state === 'X') return undefined;
+    const p = liveStat(text, this.bootTime());
+    if (!p) return undefined;
     this.reads++;
     const status = readSmall(`${this.procRoot}/${pid}/status`);
     p.uid = (status ? parseStatusUid(status) : undefined) ?? -1;
@@ -126,8 +132,8 @@ export class LinuxProcessTable implements ProcessTable {
       this.reads++;
       const text = readSmall(`${this.procRoot}/${name}/stat`);
       if (!text) continue; // exited between readdir and read, or unreadable: not a live process we can see
-      const p = parseProcStat(text, boot, PAGE_SIZE);
-      if (!p || p.state === 'Z' || p.state === 'X') continue;
+      const p = liveStat(text, boot);
+      if (!p) continue;
       processes.set(p.pid, p);
     }
     // Drop cache entries of processes that are gone or replaced.
@@ -163,16 +169,14 @@ export class LinuxProcessTable implements ProcessTable {
   parentOf(pid: number): number | undefined {
     this.reads++;
     const text = readSmall(`${this.procRoot}/${pid}/stat`);
-    const p = text ? parseProcStat(text, 0, PAGE_SIZE) : undefined;
-    return p && p.state !== 'Z' && p.state !== 'X' ? p.ppid : undefined;
+    return text ? liveStat(text, 0)?.ppid : undefined;
   }
 
   /** One process through its kept-open stat file; undefined when gone, a zombie or unreadable. */
   private readKept(pid: number, boot: number): ProcessInfo | undefined {
     this.reads++;
     const text = this.open.read(`${this.procRoot}/${pid}/stat`);
-    const p = text ? parseProcStat(text, boot, PAGE_SIZE) : undefined;
-    return p && p.state !== 'Z' && p.state !== 'X' ? p : undefined;
+    return text ? liveStat(text, boot) : undefined;
   }
 
   snapshotOf(pids: Iterable<number>, descendantsOf: Iterable<number> = []): Snapshot {

@@ -62,6 +62,8 @@ export interface TreeQuery extends TreeIdentity {
    * leaders as for a tree without a cgroup, besides reading its cgroup.
    */
   beyondCgroup?: boolean;
+  /** Also list the processes below its members that are none (`MemberListing.trees[].beside`): the budget asks. */
+  withBeside?: boolean;
 }
 
 /** Where our cgroups live: to know which recorded trees a cgroup of their own holds. */
@@ -129,7 +131,7 @@ export function listMembers(snap: Snapshot, trees: TreeQuery[], deps: ListingDep
     ...(extras.host ? { host: { members: hostMembers(snap, extras.host, deps) } } : {}),
     trees: trees.map((t) => {
       const members = resolveTreeMembers(t, snap, t, deps).members;
-      return { id: t.id, members: withCommand(members), beside: besideMembers(snap, members) };
+      return { id: t.id, members: withCommand(members), ...(t.withBeside ? { beside: besideMembers(snap, members) } : {}) };
     }),
     terminals: terminals.map((t) => ({ ...t, members: withCommand(t.members) })),
     windowRecords: ofWindow.map(({ file, record }) => ({
