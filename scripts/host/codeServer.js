@@ -52,9 +52,15 @@ function writeDefaultUserSettings(userDataDir, extra = {}) {
   fs.writeFileSync(file, JSON.stringify({ ...DEFAULT_USER_SETTINGS, ...extra }, null, 2) + '\n');
 }
 
-/** The environment of everything a host run starts: its temp folders, and the run's marker. */
+/**
+ * The environment of everything a host run starts: its temp folders, and the run's marker. HOME is the run's own:
+ * VS Code resolves the environment through a login shell and each terminal starts an interactive one, so the
+ * user's shell start-up files (a `pyenv init` that takes 30 s on a loaded machine, past VS Code's 10 s wait)
+ * would otherwise decide whether the terminals' tests pass.
+ */
 function hostEnv(dirs, marker, extra = {}) {
   return cleanEnv({
+    HOME: dirs.home,
     TMPDIR: dirs.tmp,
     XDG_CONFIG_HOME: dirs.config,
     XDG_DATA_HOME: dirs.data,

@@ -13,6 +13,7 @@
 
 const { counted } = require('../counted');
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const { spawn, spawnSync } = require('child_process');
 const processes = require('../../test/support/processes');
@@ -90,7 +91,8 @@ function startDemoServer(demo, { port } = {}) {
     dirs: demo.dirs,
     userDataDir: demo.userDataDir,
     extensionsDir: demo.extensionsDir,
-    env: {},
+    // The user's own HOME: their agents' sign-ins and their shell, as in their own VS Code.
+    env: { HOME: os.homedir() },
     marker: demo.marker,
     logFile: path.join(demo.dirs.logs, 'code-server.log'),
     port,
