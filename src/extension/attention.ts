@@ -85,7 +85,10 @@ export class WaitingAgents implements vscode.Disposable {
     this.disposables.push({ dispose: () => (runs.off('attention', onAttention), runs.off('ended', onEnded)) });
     this.folder.on('changed', () => this.readSoon());
     this.applyEnvironment();
-    this.start();
+    // Right after activation rather than in it: the folder's making, watch and first read are file system work
+    // that nothing in activate() waits for (the states written meanwhile are read by readStates).
+    const first = setImmediate(() => this.start());
+    this.disposables.push({ dispose: () => clearImmediate(first) });
   }
 
   private start(): void {

@@ -71,7 +71,11 @@ export class OtherExtensions implements vscode.Disposable {
   /** This host's mark, or undefined where processes cannot be proven this way (not Linux, no start key). */
   readonly mark: string | undefined;
   private readonly host: ProcessIdentity | undefined;
-  private folders: InstallFolder[] = installFolders();
+  /**
+   * Resolved when first needed (a look that attributes a process), not in activation: resolving every extension's
+   * folder, built-in ones included, was a sixth of activate() here.
+   */
+  private resolvedFolders: InstallFolder[] | undefined;
   /** Whose each process seen is (by key), kept while it runs: it stays its extension's after its parent exited. */
   private remembered = new Map<string, string>();
   private last: Look | undefined;
@@ -87,7 +91,7 @@ export class OtherExtensions implements vscode.Disposable {
     const me = process.platform === 'linux' ? processCore().table.read(process.pid) : undefined;
     this.host = me && me.startKey > 0 ? { pid: me.pid, startKey: me.startKey } : undefined;
     this.mark = this.host && hostMark(this.host);
-    this.disposables.push(vscode.extensions.onDidChange(() => (this.folders = installFolders())));
+    this.disposables.push(vscode.extensions.onDidChange(() => (this.resolvedFolders = undefined)));
     this.applyMark();
     // The record, and the watchdog its first write starts, right after activation rather than in it (a third of
     // activate() here): the mark is in this host's environment from now on, so what starts meanwhile carries it.
@@ -139,7 +143,7 @@ export class OtherExtensions implements vscode.Disposable {
   observe(found: { members: MemberInfo[] } | undefined, takenAt: number): void {
     if (!found || !this.enabled || !this.host) return;
     const places = placeHostProcesses(found.members, this.host.pid, this.remembered, (top) =>
-      attribute({ exe: top.exe, command: top.command }, this.folders, vscode.env.appRoot),
+      attribute({ exe: top.exe, command: top.command }, (this.resolvedFolders ??= installFolders()), vscode.env.appRoot),
     );
     this.remembered = new Map([...places].map(([key, place]) => [key, place.extensionId]));
     this.last = { takenAt, members: found.members, places };

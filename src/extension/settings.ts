@@ -87,6 +87,7 @@ export function readSettings(): Settings {
     const spec: NumberSpec = NUMBERS[key];
     const alias = spec.alias;
     // The old name first: it is rarely set, and each look through the layers costs the host about a millisecond.
+    // `get` cannot tell: VS Code gives a setting declared without a default its type's (0 for a number).
     if (!alias || !isSet(config, alias.key) || isSet(config, key)) return checked(key, spec);
     deprecated.push(`agentTrees.${alias.key} (use agentTrees.${key}, in seconds)`);
     const inUnits = checked(alias.key, { default: spec.default / alias.secondsPerUnit, min: spec.min / alias.secondsPerUnit });
