@@ -15,7 +15,7 @@
 import { CgroupActivity, CgroupActivitySource } from '../cgroup/cgroupActivity';
 import { KernelLines, pidsCap, presentLines, readKernelEvents, setPidsCap } from '../cgroup/treeLimits';
 import { Logger, silentLogger } from '../platform/log';
-import { ProcessInfo, ProcessTable } from '../platform/processTable';
+import { COMMAND_SETTLES_MS, ProcessInfo, ProcessTable } from '../platform/processTable';
 import { BYTES_PER_MB, TreeLimits } from '../records/schema';
 import { ListingDeps, TreeQuery } from '../tracking/listing';
 import { canTrack, MemberTracker, refreshMembers } from '../tracking/memberTracker';
@@ -93,6 +93,11 @@ interface WatchedTree {
   due: number;
   /** Its cgroup as the last look that read it saw it. */
   cgroupSeen?: CgroupActivity;
+  /**
+   * Where it has no cgroup to read: each member's run stamp (`pid:startKey` -> ProcessTable.runStamp) as last read,
+   * some maybe read at an earlier look (one that stands still since then did not run since the last look either).
+   */
+  runStamps?: Map<string, string>;
   /** When its members' figures were last read (resolved or read again), monotonic ms. */
   readAt?: number;
   /** Near a limit the kernel does not hold, as the last look saw it: its members are read at every look. */
@@ -113,6 +118,11 @@ export class BudgetWatch {
         members: Map<string, ProcessInfo[]>;
         /** Each tree's processes below its members that are none (MemberListing's `beside`): their children may be. */
         beside: Map<string, number[]>;
+        /**
+         * Whether a member was younger than COMMAND_SETTLES_MS then: it may have exec'd since, with an environment
+         * that changes what the rules make of it (a watchdog is spared), unseen by a read of its stat or run stamp.
+         */
+        young: boolean;
       }
     | undefined;
   /** The newest pid just before the last resolve that was a full scan (a census of every process born before it). */
@@ -195,7 +205,9 @@ export class BudgetWatch {
     if (seen.fullScan) this.newestAtScan = newestPid;
     const members = new Map(trees.map((t) => [t.query.id, seen.trees.find((s) => s.id === t.query.id)?.members ?? []]));
     const beside = new Map(trees.map((t) => [t.query.id, seen.trees.find((s) => s.id === t.query.id)?.beside ?? []]));
-    this.resolved = newestPid === undefined ? undefined : { newestPid, at: this.now(), members, beside };
+    const takenAt = Date.now();
+    const young = [...members.values()].some((ps) => ps.some((p) => takenAt - p.startTime < COMMAND_SETTLES_MS));
+    this.resolved = newestPid === undefined ? undefined : { newestPid, at: this.now(), members, beside, young };
     return members;
   }
 
@@ -220,7 +232,7 @@ export class BudgetWatch {
   private membersAsBefore(trees: WatchedTree[], newestPid: () => number | undefined): Map<string, ProcessInfo[]> | undefined {
     const before = this.resolved;
     const { table } = this.options;
-    if (!before || !table.reread) return undefined;
+    if (!before || !table.reread || before.young) return undefined;
     if (trees.some((t) => !before.members.has(t.query.id))) return undefined;
     const now = this.now();
     const since = now - before.at;
@@ -232,7 +244,7 @@ export class BudgetWatch {
     const toReread: WatchedTree[] = [];
     for (const t of trees) {
       const known = before.members.get(t.query.id)!;
-      const says = this.cgroupSays(t, known);
+      const says = this.cgroupOf(t) ? this.cgroupSays(t, known) : this.runStampsSay(t, known, before.beside.get(t.query.id) ?? []);
       if (says === 'moved') return undefined;
       const age = now - (t.readAt ?? -Infinity);
       if (says === 'quiet' && !t.near && age >= 0 && age < QUIET_FIGURES_STAND_MS) members.set(t.query.id, known);
@@ -290,10 +302,9 @@ export class BudgetWatch {
    * read after it, so where it has not moved at the next look they still hold.
    */
   private cgroupSays(tree: WatchedTree, known: readonly ProcessInfo[]): 'quiet' | 'moved' | undefined {
-    const source = this.options.cgroupActivity;
-    const dir = tree.query.cgroupVerified ? tree.query.cgroup : undefined;
-    if (!source || !dir) return undefined;
-    const seen = source.read(dir);
+    const dir = this.cgroupOf(tree);
+    if (!dir) return undefined;
+    const seen = this.options.cgroupActivity!.read(dir);
     const last = tree.cgroupSeen;
     tree.cgroupSeen = seen;
     if (!seen || !last) return undefined;
@@ -303,6 +314,41 @@ export class BudgetWatch {
     if (seen.cpuUsec !== last.cpuUsec || seen.pids.length !== known.length) return undefined;
     const pids = new Set(seen.pids);
     return pids.size === known.length && known.every((p) => pids.has(p.pid)) ? 'quiet' : undefined;
+  }
+
+  /** The tree's own cgroup, where it can be read at a glance. */
+  private cgroupOf(tree: WatchedTree): string | undefined {
+    return (this.options.cgroupActivity && tree.query.cgroupVerified && tree.query.cgroup) || undefined;
+  }
+
+  /**
+   * For a tree without a cgroup to read: 'quiet' where none of `known` ran since the last look (each has one thread,
+   * the one its run stamp follows, and that stamp stands still), undefined where one did or it cannot tell. A
+   * process that does not run neither forks, exits, execs nor allocates: as a quiet cgroup, whatever was born
+   * elsewhere meanwhile. Not where processes below the members are none of them (a spared watchdog: their
+   * children may be members, and they are not followed). The reading stops at the first stamp that moved.
+   */
+  private runStampsSay(tree: WatchedTree, known: readonly ProcessInfo[], beside: readonly number[]): 'quiet' | undefined {
+    const { table } = this.options;
+    if (!table.runStamp || beside.length > 0 || !known.every((p) => p.threads === 1)) return undefined;
+    const first = tree.runStamps === undefined;
+    const stamps = tree.runStamps ?? new Map<string, string>();
+    if (stamps.size > 2 * known.length) {
+      const keys = new Set(known.map((p) => `${p.pid}:${p.startKey}`));
+      for (const key of [...stamps.keys()]) if (!keys.has(key)) stamps.delete(key);
+    }
+    tree.runStamps = stamps;
+    let quiet = !first;
+    for (const p of known) {
+      const key = `${p.pid}:${p.startKey}`;
+      const stamp = table.runStamp.call(table, p);
+      if (stamp !== undefined && stamp === stamps.get(key)) continue;
+      if (stamp === undefined) stamps.delete(key);
+      else stamps.set(key, stamp);
+      quiet = false;
+      if (!first) break;
+    }
+    return quiet ? 'quiet' : undefined;
   }
 
   dispose(): void {

@@ -8,6 +8,7 @@ import { censusFilter, parseLoadavg, PidCounters, readPidCounters } from './pidC
 import {
   CensusOptions,
   childrenOf,
+  COMMAND_SETTLES_MS,
   ProcessInfo,
   ProcessTable,
   Snapshot,
@@ -45,13 +46,6 @@ function liveStat(text: string, bootTimeMs: number): ProcessInfo | undefined {
   const p = parseProcStat(text, bootTimeMs, PAGE_SIZE);
   return p && p.state !== 'Z' && p.state !== 'X' ? p : undefined;
 }
-
-/**
- * A command line or an environment read before its process was this old (ms) is read again when next asked for: an
- * exec keeps the pid and the start time, and launchers exec right after they start (the cgroup launcher's `sh -c`,
- * `env`, `env -i`, `nice`).
- */
-export const COMMAND_SETTLES_MS = 2000;
 
 interface CacheEntry {
   startKey: number;
@@ -170,6 +164,17 @@ export class LinuxProcessTable implements ProcessTable {
     this.reads++;
     const text = readSmall(`${this.procRoot}/${pid}/stat`);
     return text ? liveStat(text, 0)?.ppid : undefined;
+  }
+
+  runStamp(p: { pid: number; startKey: number }): string | undefined {
+    this.reads++;
+    const text = this.open.readHeld(`${this.procRoot}/${p.pid}/schedstat`, `${p.pid}:${p.startKey}:schedstat`, () => {
+      this.reads++;
+      const stat = readSmall(`${this.procRoot}/${p.pid}/stat`);
+      return stat !== undefined && liveStat(stat, this.bootTime())?.startKey === p.startKey;
+    });
+    // "0 0 0": the kernel keeps no scheduler statistics (a process that ever ran has run time), so it never moves.
+    return text === undefined || text.startsWith('0 ') ? undefined : text;
   }
 
   /** One process through its kept-open stat file; undefined when gone, a zombie or unreadable. */

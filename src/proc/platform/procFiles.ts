@@ -97,6 +97,32 @@ export class OpenProcFiles {
     return text;
   }
 
+  /**
+   * The file's text through the descriptor kept for `key`, never reopened by its path: undefined once that file's
+   * process is gone. The first read opens the file, then asks `belongs()` whether it is the one `key` stands for
+   * (a pid can be another process's by then): a check made after the open proves what the descriptor holds.
+   */
+  readHeld(path: string, key: string, belongs: () => boolean): string | undefined {
+    const kept = this.files.get(key);
+    if (kept) {
+      const text = this.pread(kept.fd);
+      if (text === undefined) this.close(key);
+      else kept.usedAt = performance.now();
+      return text;
+    }
+    if (this.files.size >= MAX_OPEN) return undefined;
+    let fd: number;
+    try {
+      fd = fs.openSync(path, 'r');
+    } catch {
+      return undefined;
+    }
+    const text = belongs() ? this.pread(fd) : undefined;
+    if (text === undefined) fs.closeSync(fd);
+    else this.files.set(key, { fd, usedAt: performance.now() });
+    return text;
+  }
+
   /** Closes the files not read for a while. */
   closeUnused(): void {
     const before = performance.now() - UNUSED_MS;

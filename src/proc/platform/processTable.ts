@@ -5,6 +5,13 @@
  * createProcessTable.ts picks one.
  */
 
+/**
+ * A command line or an environment read before its process was this old (ms) is read again when next asked for: an
+ * exec keeps the pid and the start time, and launchers exec right after they start (the cgroup launcher's `sh -c`,
+ * `env`, `env -i`, `nice`).
+ */
+export const COMMAND_SETTLES_MS = 2000;
+
 export interface ProcessInfo {
   pid: number;
   ppid: number;
@@ -113,6 +120,13 @@ export interface ProcessTable {
    * is gone or a zombie. Where the platform reads processes one by one.
    */
   parentOf?(pid: number): number | undefined;
+  /**
+   * A text that changes whenever the process's main thread runs (Linux: /proc/<pid>/schedstat, its run time to
+   * the ns, through a file kept open and first proven the process's by its start key); undefined when it is gone,
+   * unreadable, or the kernel keeps no such figures. A process of one thread whose text stands still did not run:
+   * it neither forked, exited, execed nor allocated.
+   */
+  runStamp?(p: { pid: number; startKey: number }): string | undefined;
   /** Reads one process, or undefined when it is gone, a zombie, or unreadable. Cheap: no full scan. */
   read(pid: number): ProcessInfo | undefined;
   /** Brings the table up to date where listing is asynchronous (Windows: ps-list); absent elsewhere. */

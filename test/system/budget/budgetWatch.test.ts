@@ -12,7 +12,7 @@ import { sameProcess } from '../../../src/proc/identity/ownerIdentity';
 import { BudgetWatch } from '../../../src/proc/budget/budgetWatch';
 import { Breach, breachText } from '../../../src/proc/budget/limits';
 import { LinuxProcessTable } from '../../../src/proc/platform/linuxProcessTable';
-import { ProcessTable } from '../../../src/proc/platform/processTable';
+import { COMMAND_SETTLES_MS, ProcessTable } from '../../../src/proc/platform/processTable';
 import { KeptCgroupActivity } from '../../../src/proc/cgroup/cgroupActivity';
 import { TreeLimits } from '../../../src/proc/records/schema';
 import { OwnerSpawnOptions } from '../../../src/proc/owner/treeOwner';
@@ -20,7 +20,7 @@ import { deadPid, identity, nowTicks, sweep } from '../../support/records';
 import { REPO, tmpDir } from '../../support/repo';
 import { register } from '../../support/started';
 import { fixturePids } from '../../support/fixtures';
-import { waitFor } from '../../support/wait';
+import { sleep, waitFor } from '../../support/wait';
 import { requireCgroupTier, requireEnvironment, requireRoot, skipBecause } from '../../support/environment';
 
 const table = processCore().table;
@@ -318,8 +318,16 @@ describe('the budget watch between births: each look reads the members it knows 
     const { tree, fork, children } = await forkingTree();
     await fork();
     await fork();
-    // A table whose newest pid never moves: every look but the resolves is one between births.
-    const still = Object.assign(Object.create(table) as LinuxProcessTable, { newestPid: () => 7 });
+    await sleep(COMMAND_SETTLES_MS); // a member younger than that is resolved at each look (it may exec)
+    // A table whose newest pid never moves: every look but the resolves is one between births. Without run stamps,
+    // as for members that run (a member that did not run since the last look is not read at all: see below).
+    const still = Object.assign(
+      Object.create(table) as LinuxProcessTable,
+      {
+        newestPid: () => 7,
+        runStamp: undefined,
+      } as Partial<LinuxProcessTable>,
+    );
     let clock = 0;
     watch = watchOf(tree, still, () => clock);
     watch.look();
@@ -347,22 +355,28 @@ describe('the budget watch between births: each look reads the members it knows 
   it("reads the parents of processes born elsewhere since the last look, not the members' children; its own newborn resolves", async () => {
     const { tree, fork } = await forkingTree();
     await fork();
+    await sleep(COMMAND_SETTLES_MS);
     const real = table as LinuxProcessTable;
     let newest = real.newestPid()!;
     let parentReads = 0;
     let walks = 0;
-    const counted = Object.assign(Object.create(table) as LinuxProcessTable, {
-      newestPid: () => newest,
-      parentOf: (pid: number) => (parentReads++, real.parentOf(pid)),
-      snapshotOf: (...a: Parameters<LinuxProcessTable['snapshotOf']>) => (walks++, real.snapshotOf(...a)),
-      snapshotOfNewcomers: (...a: Parameters<LinuxProcessTable['snapshotOfNewcomers']>) => (walks++, real.snapshotOfNewcomers(...a)),
-    });
+    const counted = Object.assign(
+      Object.create(table) as LinuxProcessTable,
+      {
+        runStamp: undefined, // as for members that run
+        newestPid: () => newest,
+        parentOf: (pid: number) => (parentReads++, real.parentOf(pid)),
+        snapshotOf: (...a: Parameters<LinuxProcessTable['snapshotOf']>) => (walks++, real.snapshotOf(...a)),
+        snapshotOfNewcomers: (...a: Parameters<LinuxProcessTable['snapshotOfNewcomers']>) => (walks++, real.snapshotOfNewcomers(...a)),
+      } as Partial<LinuxProcessTable>,
+    );
     watch = watchOf(tree, counted, () => 0);
     watch.look();
     watch.look();
     assert.strictEqual(watch.use(tree.record.id)?.processes, 2);
-    // Three processes born elsewhere (children of this test, no member's).
-    const from = real.newestPid()!;
+    // Three processes born elsewhere (children of this test, no member's), and any other the machine had since the
+    // newest pid the watch last saw.
+    const from = newest;
     const others = [0, 1, 2].map(() => spawn('sleep', ['100'], { stdio: 'ignore' }));
     others.forEach((c) => register(c.pid!));
     newest = real.newestPid()!;
@@ -378,8 +392,13 @@ describe('the budget watch between births: each look reads the members it knows 
     watch.look();
     assert.ok(walks > 0, 'resolved by the rules');
     assert.strictEqual(watch.use(tree.record.id)?.processes, 3, 'the newborn counted at the next look');
-    // More births than are worth checking one by one: resolved.
+    // Once the newborn is settled, more births than are worth checking one by one: resolved.
+    await sleep(COMMAND_SETTLES_MS);
+    newest = real.newestPid()!;
+    watch.look(); // resolves once more: the newborn was young at the last resolve
+    walks = 0;
     watch.look();
+    assert.strictEqual(walks, 0, 'settled, and no birth: no walk');
     newest += 17;
     walks = 0;
     watch.look();
@@ -511,6 +530,7 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
     register(tree.child.pid!);
     await new Promise((r) => tree.child.stdout!.once('data', r));
     assert.ok(tree.record.cgroup, 'the tree has a cgroup of its own');
+    await sleep(COMMAND_SETTLES_MS); // a younger member is resolved at each look (it may exec)
     return tree;
   }
 
@@ -673,6 +693,181 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
     const ended = await runPastLimit(owner, { command: 'sleep', args: ['100'], limits: { idleTimeoutSeconds: 2 } });
     assert.ok(ended.tree.record.cgroup, 'the tree had a cgroup of its own');
     assert.deepStrictEqual(ended.breach, { kind: 'idle', seconds: 2 });
+  });
+});
+
+describe('the budget watch on a tree without a cgroup: a look at a quiet tree reads one run stamp per member', function () {
+  this.timeout(30_000);
+  let owner: TreeOwner;
+  let watch: BudgetWatch | undefined;
+  const started: { kill(signal: NodeJS.Signals): boolean }[] = [];
+  beforeEach(() => {
+    owner = newOwner('off');
+  });
+  afterEach(async () => {
+    watch?.dispose();
+    watch = undefined;
+    started.splice(0).forEach((c) => c.kill('SIGKILL'));
+    await Promise.all(owners.splice(0).map((o) => o.dispose(0)));
+  });
+
+  /** The real table, each of its reads that a look may make counted by kind. */
+  function countedTable() {
+    const real = table as LinuxProcessTable;
+    const calls = { runStamp: 0, reread: 0, walks: 0, parentOf: 0 };
+    const t = Object.assign(Object.create(real) as LinuxProcessTable, {
+      runStamp: (p: { pid: number; startKey: number }) => (calls.runStamp++, real.runStamp(p)),
+      reread: (ps: Parameters<LinuxProcessTable['reread']>[0]) => (calls.reread++, real.reread(ps)),
+      parentOf: (pid: number) => (calls.parentOf++, real.parentOf(pid)),
+      snapshotOf: (...a: Parameters<LinuxProcessTable['snapshotOf']>) => (calls.walks++, real.snapshotOf(...a)),
+      snapshotOfNewcomers: (...a: Parameters<LinuxProcessTable['snapshotOfNewcomers']>) => (calls.walks++, real.snapshotOfNewcomers(...a)),
+    });
+    const since = () => {
+      const now = { ...calls };
+      for (const k of Object.keys(calls) as (keyof typeof calls)[]) calls[k] = 0;
+      return now;
+    };
+    return { t, since };
+  }
+
+  /** A watch with a clock that stands still unless one is given (no resolve falls due by time), and its breaches. */
+  function watchOf(tree: OwnedTree, t: ProcessTable, limits: TreeLimits = { maxProcesses: 100, maxMemoryMB: 4096 }, now = () => 0) {
+    const breaches: Breach[] = [];
+    const w = new BudgetWatch({ table: t, deps: processCore(), onBreach: (_, b) => breaches.push(b), now });
+    w.watch(owner.queryOf(tree.record.id)!, limits);
+    return { w, breaches };
+  }
+
+  async function pythonTree(script: string) {
+    const tree = owner.spawn({ command: 'python3', args: ['-c', script], stdio: ['ignore', 'pipe', 'ignore'] });
+    register(tree.child.pid!);
+    const out = await new Promise<string>((r) => tree.child.stdout!.once('data', (d: Buffer) => r(d.toString())));
+    assert.strictEqual(tree.record.cgroup, null, 'no cgroup of its own');
+    await sleep(COMMAND_SETTLES_MS);
+    return { tree, out };
+  }
+
+  it('reads no member while none ran, whatever was born elsewhere, and reads them again once one ran (it grew 50 MB), forked or died', async () => {
+    const { tree } = await pythonTree(FORKER_GROWER);
+    const pid = tree.child.pid!;
+    const children = () => fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number);
+    process.kill(pid, 'SIGUSR1');
+    await waitFor('the member to fork', () => children().length === 1);
+    children().forEach(register);
+    await sleep(COMMAND_SETTLES_MS); // settled (a younger member is resolved at each look: it may exec)
+    const { t, since } = countedTable();
+    const { w } = watchOf(tree, t);
+    watch = w;
+    w.look(); // resolves
+    w.look(); // the first run stamps, and the members read again
+    assert.strictEqual(w.use(tree.record.id)?.processes, 2);
+    const rss = w.use(tree.record.id)!.memory.bytes;
+    since();
+    const others = [0, 1, 2].map(() => spawn('sleep', ['100'], { stdio: 'ignore' }));
+    others.forEach((c) => (register(c.pid!), started.push(c)));
+    w.look();
+    w.look();
+    assert.deepStrictEqual(since(), { runStamp: 4, reread: 0, walks: 0, parentOf: 0 }, 'one run stamp per member per look, nothing else');
+    process.kill(pid, 'SIGUSR2');
+    await waitFor('the member to grow', () => (table.read(pid)?.rssBytes ?? 0) > rss + 40 * 1024 * 1024);
+    w.look();
+    // The clock stands still: its figures are never 10 s old, so only a run stamp that moved gets them read again.
+    assert.ok(w.use(tree.record.id)!.memory.bytes > rss + 40 * 1024 * 1024, 'what it took is counted at once');
+    w.look();
+    process.kill(pid, 'SIGUSR1');
+    await waitFor('the member to fork', () => children().length === 2);
+    children().forEach(register);
+    w.look();
+    assert.strictEqual(w.use(tree.record.id)?.processes, 3, 'the newborn counted at the next look');
+    w.look();
+    const [first] = children();
+    process.kill(first, 'SIGKILL');
+    await waitFor('the child to die', () => table.read(first) === undefined);
+    w.look();
+    assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'the dead member no longer counted');
+  });
+
+  it('reads its members at every look where one has more than one thread (a run stamp follows one thread)', async () => {
+    const threaded =
+      'import threading, time\nthreading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\nprint("ready", flush=True)\ntime.sleep(1000)\n';
+    const { tree } = await pythonTree(threaded);
+    const { t, since } = countedTable();
+    const { w } = watchOf(tree, t);
+    watch = w;
+    for (let i = 0; i < 4; i++) w.look();
+    const calls = since();
+    assert.strictEqual(calls.runStamp, 0, 'no run stamp read');
+    assert.strictEqual(calls.reread, 3, 'the member read again at each look after the first');
+  });
+
+  it('counts memory another process wrote into a quiet member within 10 s, and at the next look once near a limit', async () => {
+    // As in a cgroup: the member maps 128 MB it never touches and sleeps; the test writes into that memory.
+    const mapper =
+      'import ctypes, mmap, time\nm = mmap.mmap(-1, 128 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n' +
+      'print(ctypes.addressof(ctypes.c_char.from_buffer(m)), flush=True)\ntime.sleep(1000)\n';
+    const { tree, out } = await pythonTree(mapper);
+    const address = Number(out);
+    const mem = fs.openSync(`/proc/${tree.child.pid}/mem`, 'r+');
+    let written = 0;
+    const write = (mb: number) => {
+      const chunk = Buffer.alloc(1 << 20, 1);
+      for (const end = written + mb; written < end; written++) fs.writeSync(mem, chunk, 0, chunk.length, address + written * chunk.length);
+    };
+    try {
+      let clock = 0;
+      const { t, since } = countedTable();
+      const far = watchOf(tree, t, { maxMemoryMB: 4096 }, () => clock);
+      watch = far.w;
+      for (let i = 0; i < 3; i++) far.w.look();
+      const before = far.w.use(tree.record.id)!.memory.bytes;
+      since();
+      write(50);
+      far.w.look();
+      assert.strictEqual(since().reread, 0, 'quiet: the member did not run');
+      clock = 10_000;
+      far.w.look();
+      assert.ok(far.w.use(tree.record.id)!.memory.bytes >= before + 45 * 1024 * 1024, 'the 50 MB counted once the figures are 10 s old');
+      far.w.dispose();
+      const near = watchOf(tree, t, { maxMemoryMB: 70 }, () => clock);
+      watch = near.w;
+      for (let i = 0; i < 3; i++) near.w.look();
+      assert.ok(near.w.use(tree.record.id)!.memory.bytes >= 56 * 1024 * 1024, 'the tree is near its limit');
+      write(30);
+      near.w.look();
+      assert.strictEqual(near.breaches[0]?.kind, 'memory', 'past its limit at the next look');
+    } finally {
+      fs.closeSync(mem);
+    }
+  });
+
+  it("reads a run stamp only from the process it stands for: never another's at its pid, none once it is gone", async () => {
+    const real = table as LinuxProcessTable;
+    const child = spawn('sleep', ['100'], { stdio: 'ignore' });
+    register(child.pid!);
+    started.push(child);
+    const exited = new Promise((r) => child.once('exit', r));
+    // Asleep: exec'd and in its sleep (the state of a process that is neither running nor waiting to run).
+    await waitFor('the sleep', () => /\(sleep\) S /.test(fs.readFileSync(`/proc/${child.pid}/stat`, 'latin1')));
+    const me = real.read(child.pid!)!;
+    assert.strictEqual(real.runStamp({ pid: me.pid, startKey: me.startKey + 1 }), undefined, 'another start key: not read');
+    const stamp = real.runStamp(me);
+    assert.match(stamp ?? '', /^[1-9]\d* \d+ \d+\n$/, 'run time, wait time, time slices');
+    assert.strictEqual(real.runStamp(me), stamp, 'a sleep does not run');
+    child.kill('SIGKILL');
+    await exited; // reaped: a zombie still has its figures
+    assert.strictEqual(real.runStamp(me), undefined, 'gone');
+  });
+
+  it('gives no run stamp where the kernel keeps no scheduler statistics ("0 0 0")', () => {
+    const root = tmpDir('agent-trees-schedstat-');
+    const me = table.read(process.pid)!;
+    fs.mkdirSync(path.join(root, String(me.pid)));
+    fs.writeFileSync(path.join(root, String(me.pid), 'stat'), fs.readFileSync(`/proc/${me.pid}/stat`));
+    fs.writeFileSync(path.join(root, String(me.pid), 'schedstat'), '0 0 0\n');
+    const synthetic = new LinuxProcessTable(root);
+    assert.strictEqual(synthetic.runStamp(me), undefined);
+    fs.writeFileSync(path.join(root, String(me.pid), 'schedstat'), '1234 5 6\n');
+    assert.strictEqual(new LinuxProcessTable(root).runStamp(me), '1234 5 6\n', 'figures it keeps are read');
   });
 });
 
