@@ -218,13 +218,15 @@ export class BudgetWatch {
    * the parent chain, a `setsid -f` daemon, or one born anywhere with the tree's tag: due every 10 s in
    * memberTracker.ts), and where the last resolve is RESOLVE_EVERY_MS old (what changes membership without a birth
    * or a move into the tree's own cgroup, a process moved into the tree's group or into a cgroup below its own,
-   * or pid allocation come all the way round, counts that late at most). Else a tree's members are those last
-   * resolved
+   * or pid allocation come all the way round, counts that late at most).
+   * Where a member was young at the last resolve (COMMAND_SETTLES_MS: it may have exec'd since) they are resolved
+   * again. Else a tree's members are those last resolved
    *   - as they were, without a read of them, where its cgroup holds exactly them and used no CPU time since the
-   *     last look (a process that does not run neither forks, exits nor execs), their figures were read under
-   *     QUIET_FIGURES_STAND_MS ago, and the tree is not near a limit (a member's memory can grow while it does not
-   *     run: khugepaged, or another process writing into it). Where a process came into the tree's cgroup or left
-   *     it, they are resolved again; where only their figures are old or the tree is near, each is read again;
+   *     last look, or where it has no cgroup to read and none of them ran since (runStampsSay) (a process that
+   *     does not run neither forks, exits nor execs), their figures were read under QUIET_FIGURES_STAND_MS ago,
+   *     and the tree is not near a limit (a member's memory can grow while it does not run: khugepaged, or another
+   *     process writing into it). Where a process came into the tree's cgroup or left it, they are resolved
+   *     again; where only their figures are old or the tree is near, each is read again;
    *   - else each read again (one stat per member, no walk and no rules) where no process was born to one of them
    *     since (the newest pid stands still, or each process born since has a parent outside them: bornOutside)
    *     and none of them is gone.
