@@ -48,7 +48,7 @@ export function recordsFolderProblem(store: Pick<RecordStore, 'dir' | 'ensureDir
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
     try {
-      fs.rmSync(probe, { force: true });
+      fs.unlinkSync(probe); // not rmSync: its first call loads Node's rimraf, a millisecond of activation
     } catch {}
   }
 }
