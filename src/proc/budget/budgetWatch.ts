@@ -205,10 +205,18 @@ export class BudgetWatch {
     if (seen.fullScan) this.newestAtScan = newestPid;
     const members = new Map(trees.map((t) => [t.query.id, seen.trees.find((s) => s.id === t.query.id)?.members ?? []]));
     const beside = new Map(trees.map((t) => [t.query.id, seen.trees.find((s) => s.id === t.query.id)?.beside ?? []]));
-    const takenAt = Date.now();
-    const young = [...members.values()].some((ps) => ps.some((p) => takenAt - p.startTime < COMMAND_SETTLES_MS));
+    const youngest = [...members.values()]
+      .flat()
+      .reduce<ProcessInfo | undefined>((y, p) => (!y || p.startKey > y.startKey ? p : y), undefined);
+    const young = youngest !== undefined && this.ageMs(youngest) < COMMAND_SETTLES_MS;
     this.resolved = newestPid === undefined ? undefined : { newestPid, at: this.now(), members, beside, young };
     return members;
+  }
+
+  /** How long ago a process started, ms: on the boot clock where the table can tell (a wall-clock step moves nothing). */
+  private ageMs(p: ProcessInfo): number {
+    const { table } = this.options;
+    return table.ageMs ? table.ageMs.call(table, p) : Date.now() - p.startTime;
   }
 
   /**
@@ -246,7 +254,13 @@ export class BudgetWatch {
     const toReread: WatchedTree[] = [];
     for (const t of trees) {
       const known = before.members.get(t.query.id)!;
-      const says = this.cgroupOf(t) ? this.cgroupSays(t, known) : this.runStampsSay(t, known, before.beside.get(t.query.id) ?? []);
+      // Without a cgroup, run stamps where a process was born since (and once, to start from): else a read of each
+      // member's stat (half as many reads, and they bring the figures) is all a look needs.
+      const says = this.cgroupOf(t)
+        ? this.cgroupSays(t, known)
+        : newestPid() !== before.newestPid || !t.runStamps
+          ? this.runStampsSay(t, known, before.beside.get(t.query.id) ?? [])
+          : undefined;
       if (says === 'moved') return undefined;
       const age = now - (t.readAt ?? -Infinity);
       if (says === 'quiet' && !t.near && age >= 0 && age < QUIET_FIGURES_STAND_MS) members.set(t.query.id, known);
@@ -258,7 +272,9 @@ export class BudgetWatch {
       if (newest !== before.newestPid) {
         // A walk down from the members passes through the processes below them that are none (a spared watchdog):
         // a child of theirs may be a member (it carries the tree's tag), so it resolves as a member's child does.
-        const parents = toReread.flatMap((t) => [
+        // Every tree's, quiet ones too: a quiet member may have forked after its stamps were read, before the newest
+        // pid was, and the newest pid read here is where the next look's check starts.
+        const parents = trees.flatMap((t) => [
           ...before.members.get(t.query.id)!.map((p) => p.pid),
           ...(before.beside.get(t.query.id) ?? []),
         ]);
@@ -326,8 +342,9 @@ export class BudgetWatch {
   /**
    * For a tree without a cgroup to read: 'quiet' where none of `known` ran since the last look (each has one thread,
    * the one its run stamp follows, and that stamp stands still), undefined where one did or it cannot tell. A
-   * process that does not run neither forks, exits, execs nor allocates: as a quiet cgroup, whatever was born
-   * elsewhere meanwhile. Not where processes below the members are none of them (a spared watchdog: their
+   * process that does not run neither forks, exits nor execs: as a quiet cgroup, whatever was born elsewhere
+   * meanwhile. Its memory can still grow (a CLONE_VM sibling outside the tree writes into it): the stamp carries
+   * its memory's sizes too. Not where processes below the members are none of them (a spared watchdog: their
    * children may be members, and they are not followed). The reading stops at the first stamp that moved.
    */
   private runStampsSay(tree: WatchedTree, known: readonly ProcessInfo[], beside: readonly number[]): 'quiet' | undefined {
@@ -337,7 +354,7 @@ export class BudgetWatch {
     const stamps = tree.runStamps ?? new Map<string, string>();
     if (stamps.size > 2 * known.length) {
       const keys = new Set(known.map((p) => `${p.pid}:${p.startKey}`));
-      for (const key of [...stamps.keys()]) if (!keys.has(key)) stamps.delete(key);
+      for (const key of [...stamps.keys()]) if (!keys.has(key)) this.releaseRunStamp(stamps, key);
     }
     tree.runStamps = stamps;
     let quiet = !first;
@@ -345,7 +362,7 @@ export class BudgetWatch {
       const key = `${p.pid}:${p.startKey}`;
       const stamp = table.runStamp.call(table, p);
       if (stamp !== undefined && stamp === stamps.get(key)) continue;
-      if (stamp === undefined) stamps.delete(key);
+      if (stamp === undefined) this.releaseRunStamp(stamps, key);
       else stamps.set(key, stamp);
       quiet = false;
       if (!first) break;
@@ -353,8 +370,15 @@ export class BudgetWatch {
     return quiet ? 'quiet' : undefined;
   }
 
+  /** Forgets a process's run stamp, and closes the files kept for it. */
+  private releaseRunStamp(stamps: Map<string, string>, key: string): void {
+    stamps.delete(key);
+    const [pid, startKey] = key.split(':').map(Number);
+    this.options.table.releaseRunStamp?.({ pid, startKey });
+  }
+
   dispose(): void {
-    this.trees.clear();
+    for (const id of [...this.trees.keys()]) this.drop(id);
     this.schedule();
     this.options.cgroupActivity?.close();
   }
@@ -370,6 +394,7 @@ export class BudgetWatch {
     const tree = this.trees.get(id);
     this.trees.delete(id);
     if (tree?.query.cgroup) this.options.cgroupActivity?.forget(tree.query.cgroup);
+    for (const key of [...(tree?.runStamps?.keys() ?? [])]) this.releaseRunStamp(tree!.runStamps!, key);
   }
 
   /** One tree at one look: its use, the kernel's line kept above its threads, and the limit it is past, if any. */

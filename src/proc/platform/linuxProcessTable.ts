@@ -19,6 +19,7 @@ import {
   WATCHDOG_VARIABLE,
   WINDOW_TAG_VARIABLE,
 } from './processTable';
+import { readUptimeTicks, TICKS_PER_SECOND } from './bootClock';
 import { OpenProcFiles, readSmall, readWhole } from './procFiles';
 import { envValue, parseProcStat, parseStatusUid, START_PRECISION_MS } from './procParsers';
 
@@ -167,14 +168,27 @@ export class LinuxProcessTable implements ProcessTable {
   }
 
   runStamp(p: { pid: number; startKey: number }): string | undefined {
-    this.reads++;
-    const text = this.open.readHeld(`${this.procRoot}/${p.pid}/schedstat`, `${p.pid}:${p.startKey}:schedstat`, () => {
+    const held = (file: string) => {
       this.reads++;
-      const stat = readSmall(`${this.procRoot}/${p.pid}/stat`);
-      return stat !== undefined && liveStat(stat, this.bootTime())?.startKey === p.startKey;
-    });
+      return this.open.readHeld(`${this.procRoot}/${p.pid}/${file}`, `${p.pid}:${p.startKey}:${file}`, () => {
+        this.reads++;
+        const stat = readSmall(`${this.procRoot}/${p.pid}/stat`);
+        return stat !== undefined && liveStat(stat, this.bootTime())?.startKey === p.startKey;
+      });
+    };
+    const run = held('schedstat');
     // "0 0 0": the kernel keeps no scheduler statistics (a process that ever ran has run time), so it never moves.
-    return text === undefined || text.startsWith('0 ') ? undefined : text;
+    if (run === undefined || run.startsWith('0 ')) return undefined;
+    const memory = held('statm');
+    return memory === undefined ? undefined : run + memory;
+  }
+
+  releaseRunStamp(p: { pid: number; startKey: number }): void {
+    for (const file of ['schedstat', 'statm']) this.open.closeFile(`${p.pid}:${p.startKey}:${file}`);
+  }
+
+  ageMs(p: { startKey: number }): number {
+    return ((readUptimeTicks(this.procRoot) - p.startKey) * 1000) / TICKS_PER_SECOND;
   }
 
   /** One process through its kept-open stat file; undefined when gone, a zombie or unreadable. */

@@ -121,12 +121,17 @@ export interface ProcessTable {
    */
   parentOf?(pid: number): number | undefined;
   /**
-   * A text that changes whenever the process's main thread runs (Linux: /proc/<pid>/schedstat, its run time to
-   * the ns, through a file kept open and first proven the process's by its start key); undefined when it is gone,
-   * unreadable, or the kernel keeps no such figures. A process of one thread whose text stands still did not run:
-   * it neither forked, exited, execed nor allocated.
+   * A text that changes whenever the process's main thread runs or its memory's size changes (Linux:
+   * /proc/<pid>/schedstat, its run time to the ns, and /proc/<pid>/statm, through files kept open and first proven
+   * the process's by its start key); undefined when it is gone, unreadable, or the kernel keeps no scheduler
+   * figures. A process of one thread whose text stands still did not run: it neither forked, exited nor execed,
+   * and whatever shares its memory (a CLONE_VM sibling, a write through /proc/<pid>/mem) made none of it resident.
    */
   runStamp?(p: { pid: number; startKey: number }): string | undefined;
+  /** Closes the files `runStamp` keeps open for the process (it is no longer looked at). */
+  releaseRunStamp?(p: { pid: number; startKey: number }): void;
+  /** How long ago the process started, ms, on the boot clock (a wall-clock step moves nothing); Linux. */
+  ageMs?(p: { startKey: number }): number;
   /** Reads one process, or undefined when it is gone, a zombie, or unreadable. Cheap: no full scan. */
   read(pid: number): ProcessInfo | undefined;
   /** Brings the table up to date where listing is asynchronous (Windows: ps-list); absent elsewhere. */
