@@ -216,7 +216,12 @@ export class BudgetWatch {
   /** How long ago a process started, ms: on the boot clock where the table can tell (a wall-clock step moves nothing). */
   private ageMs(p: ProcessInfo): number {
     const { table } = this.options;
-    return table.ageMs ? table.ageMs.call(table, p) : Date.now() - p.startTime;
+    try {
+      if (table.ageMs) return table.ageMs.call(table, p);
+    } catch {
+      /* the boot clock cannot be read (no file descriptor left): the wall clock will do */
+    }
+    return Date.now() - p.startTime;
   }
 
   /**
@@ -267,13 +272,15 @@ export class BudgetWatch {
       else (says === 'quiet' ? toRefresh : toReread).push(t);
     }
     if (toReread.length > 0) {
-      const newest = newestPid();
+      // Read again, after the stamps: a member may have forked after the first read and be asleep again by its
+      // stamp's read, which the next look then finds unmoved; its child's pid is below this read.
+      const newest = table.newestPid?.call(table);
       if (newest === undefined) return undefined;
       if (newest !== before.newestPid) {
         // A walk down from the members passes through the processes below them that are none (a spared watchdog):
         // a child of theirs may be a member (it carries the tree's tag), so it resolves as a member's child does.
         // Every tree's, quiet ones too: a quiet member may have forked after its stamps were read, before the newest
-        // pid was, and the newest pid read here is where the next look's check starts.
+        // pid was read here, and this is where the next look's check starts.
         const parents = trees.flatMap((t) => [
           ...before.members.get(t.query.id)!.map((p) => p.pid),
           ...(before.beside.get(t.query.id) ?? []),

@@ -798,6 +798,38 @@ describe('the budget watch on a tree without a cgroup: a look at a quiet tree re
     assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'the dead member no longer counted');
   });
 
+  it('counts a child a member forked after the look read the newest pid and before it read the stamps, at that look', async () => {
+    const { tree } = await pythonTree(FORKER_GROWER);
+    const pid = tree.child.pid!;
+    const children = () => fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number);
+    const real = table as LinuxProcessTable;
+    let armed = false;
+    // The look asks for the member's stamp: it forks now, and is asleep again before the stamp is read.
+    const t = Object.assign(Object.create(real) as LinuxProcessTable, {
+      runStamp: (p: { pid: number; startKey: number }) => {
+        if (armed && p.pid === pid) {
+          armed = false;
+          process.kill(pid, 'SIGUSR1');
+          const until = performance.now() + 5000;
+          while (performance.now() < until && (children().length === 0 || !/\) S /.test(fs.readFileSync(`/proc/${pid}/stat`, 'latin1')))) {
+            /* the fork, and the member back in its sleep */
+          }
+          children().forEach(register);
+        }
+        return real.runStamp(p);
+      },
+    });
+    const { w } = watchOf(tree, t);
+    watch = w;
+    for (let i = 0; i < 3; i++) w.look();
+    assert.strictEqual(w.use(tree.record.id)?.processes, 1);
+    spawnSync('true'); // a birth elsewhere: the look reads the stamps
+    armed = true;
+    w.look();
+    assert.strictEqual(children().length, 1, 'the member forked during the look');
+    assert.strictEqual(w.use(tree.record.id)?.processes, 2, 'the child counted');
+  });
+
   it('reads its members at every look where one has more than one thread (a run stamp follows one thread)', async () => {
     const threaded =
       'import threading, time\nthreading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\nprint("ready", flush=True)\ntime.sleep(1000)\n';
