@@ -483,6 +483,40 @@ describe('the budget watch between births: each look reads the members it knows 
   });
 });
 
+/**
+ * A tree of one member that maps 128 MB it never touches and sleeps, and `write(mb)`: the test writes into that
+ * memory through /proc/<pid>/mem (as a process sharing it, khugepaged or a debugger might make it resident), so the
+ * member's RSS grows while it does not run. `close()` once done.
+ */
+async function quietMemberWithMemory(owner: TreeOwner, settleMs: number) {
+  const mapper =
+    'import ctypes, mmap, time\nm = mmap.mmap(-1, 128 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n' +
+    'print(ctypes.addressof(ctypes.c_char.from_buffer(m)), flush=True)\ntime.sleep(1000)\n';
+  const tree = owner.spawn({ command: 'python3', args: ['-c', mapper], stdio: ['ignore', 'pipe', 'ignore'] });
+  register(tree.child.pid!);
+  const address = Number(await new Promise<string>((r) => tree.child.stdout!.once('data', (d: Buffer) => r(d.toString()))));
+  await sleep(settleMs);
+  const mem = fs.openSync(`/proc/${tree.child.pid}/mem`, 'r+');
+  let written = 0;
+  return {
+    tree,
+    write(mb: number) {
+      const chunk = Buffer.alloc(1 << 20, 1);
+      for (const end = written + mb; written < end; written++) fs.writeSync(mem, chunk, 0, chunk.length, address + written * chunk.length);
+    },
+    close: () => fs.closeSync(mem),
+  };
+}
+
+/** Near its limit (80 % of 70 MB), a tree's members are read at every look: 30 MB more written ends it at the next. */
+function assertEndedAtNextLookNearLimit(near: { w: BudgetWatch; breaches: Breach[] }, tree: OwnedTree, write: (mb: number) => void) {
+  for (let i = 0; i < 3; i++) near.w.look();
+  assert.ok(near.w.use(tree.record.id)!.memory.bytes >= 56 * 1024 * 1024, 'the tree is near its limit');
+  write(30);
+  near.w.look();
+  assert.strictEqual(near.breaches[0]?.kind, 'memory', 'past its limit at the next look');
+}
+
 /** A member that forks a sleeping child at SIGUSR1 and takes 50 MB more (written, so resident) at SIGUSR2. */
 const FORKER_GROWER =
   'import os, signal, time\nchunks = []\n' +
@@ -630,20 +664,8 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
   });
 
   it('counts memory another process wrote into a quiet member within 10 s, and at the next look once near a limit', async () => {
-    // The member maps 128 MB it never touches and sleeps; the test, outside its cgroup, writes into that memory
-    // (as khugepaged or a debugger might make it resident): the member's RSS grows while nothing in its cgroup runs.
-    const mapper =
-      'import ctypes, mmap, time\nm = mmap.mmap(-1, 128 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n' +
-      'print(ctypes.addressof(ctypes.c_char.from_buffer(m)), flush=True)\ntime.sleep(1000)\n';
-    const tree = owner.spawn({ command: 'python3', args: ['-c', mapper], stdio: ['ignore', 'pipe', 'ignore'] });
-    register(tree.child.pid!);
-    const address = Number(await new Promise<string>((r) => tree.child.stdout!.once('data', (d: Buffer) => r(d.toString()))));
-    const mem = fs.openSync(`/proc/${tree.child.pid}/mem`, 'r+');
-    let written = 0;
-    const write = (mb: number) => {
-      const chunk = Buffer.alloc(1 << 20, 1);
-      for (const end = written + mb; written < end; written++) fs.writeSync(mem, chunk, 0, chunk.length, address + written * chunk.length);
-    };
+    // The test writes from outside the tree's cgroup: the member's RSS grows while nothing in its cgroup runs.
+    const { tree, write, close } = await quietMemberWithMemory(owner, COMMAND_SETTLES_MS);
     try {
       let clock = 0;
       const far = watchOf(tree, table, { maxMemoryMB: 4096 }, () => clock);
@@ -655,16 +677,11 @@ describe('the budget watch on a tree in its own cgroup: a look at a quiet tree r
       far.w.look();
       assert.ok(far.w.use(tree.record.id)!.memory.bytes >= before + 45 * 1024 * 1024, 'the 50 MB counted once the figures are 10 s old');
       far.w.dispose();
-      // Near its limit (80 % of 70 MB), a tree's members are read at every look: 30 MB more ends it at the next.
       const near = watchOf(tree, table, { maxMemoryMB: 70 }, () => clock);
       watch = near.w;
-      for (let i = 0; i < 3; i++) near.w.look();
-      assert.ok(near.w.use(tree.record.id)!.memory.bytes >= 56 * 1024 * 1024, 'the tree is near its limit');
-      write(30);
-      near.w.look();
-      assert.strictEqual(near.breaches[0]?.kind, 'memory', 'past its limit at the next look');
+      assertEndedAtNextLookNearLimit(near, tree, write);
     } finally {
-      fs.closeSync(mem);
+      close();
     }
   });
 
@@ -844,19 +861,8 @@ describe('the budget watch on a tree without a cgroup: a look at a quiet tree re
   });
 
   it('counts memory another process wrote into a quiet member at the next look (its run stamp carries its memory size)', async () => {
-    // The member maps 128 MB it never touches and sleeps; the test writes into that memory, as a process sharing it
-    // (a CLONE_VM sibling born outside the tree) or a debugger might: the member's RSS grows while it does not run.
-    const mapper =
-      'import ctypes, mmap, time\nm = mmap.mmap(-1, 128 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n' +
-      'print(ctypes.addressof(ctypes.c_char.from_buffer(m)), flush=True)\ntime.sleep(1000)\n';
-    const { tree, out } = await pythonTree(mapper);
-    const address = Number(out);
-    const mem = fs.openSync(`/proc/${tree.child.pid}/mem`, 'r+');
-    let written = 0;
-    const write = (mb: number) => {
-      const chunk = Buffer.alloc(1 << 20, 1);
-      for (const end = written + mb; written < end; written++) fs.writeSync(mem, chunk, 0, chunk.length, address + written * chunk.length);
-    };
+    // As a process sharing its memory (a CLONE_VM sibling born outside the tree) might.
+    const { tree, write, close } = await quietMemberWithMemory(owner, COMMAND_SETTLES_MS);
     try {
       const clock = 0; // stands still: the figures never get 10 s old
       const { t, since } = countedTable();
@@ -876,13 +882,9 @@ describe('the budget watch on a tree without a cgroup: a look at a quiet tree re
       far.w.dispose();
       const near = watchOf(tree, t, { maxMemoryMB: 70 }, () => clock);
       watch = near.w;
-      for (let i = 0; i < 3; i++) near.w.look();
-      assert.ok(near.w.use(tree.record.id)!.memory.bytes >= 56 * 1024 * 1024, 'the tree is near its limit');
-      write(30);
-      near.w.look();
-      assert.strictEqual(near.breaches[0]?.kind, 'memory', 'past its limit at the next look');
+      assertEndedAtNextLookNearLimit(near, tree, write);
     } finally {
-      fs.closeSync(mem);
+      close();
     }
   });
 
