@@ -287,7 +287,10 @@ describe('the budget watch between births: each look reads the members it knows 
       async fork() {
         const before = children().length;
         process.kill(pid, 'SIGUSR1');
-        await waitFor('the member to fork', () => children().length > before);
+        await waitFor('the member to fork', () => children().length > before).catch((e: Error) => {
+          const status = fs.readFileSync(`/proc/${pid}/status`, 'latin1').split('\n');
+          throw new Error(`${e.message}; the member: ${status.filter((l) => /^(State|Sig|Shd)/.test(l)).join(', ')}`);
+        });
         for (const child of children()) register(child);
       },
     };
