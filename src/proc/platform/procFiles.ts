@@ -76,25 +76,7 @@ export class OpenProcFiles {
    * by its path then). `key`: what the open file stands for, its path by default.
    */
   read(path: string, key = path): string | undefined {
-    const kept = this.files.get(key);
-    if (kept) {
-      const text = this.pread(kept.fd);
-      if (text !== undefined) {
-        kept.usedAt = performance.now();
-        return text;
-      }
-      this.close(key);
-    }
-    let fd: number;
-    try {
-      fd = fs.openSync(path, 'r');
-    } catch {
-      return undefined;
-    }
-    const text = this.pread(fd);
-    if (text === undefined || this.files.size >= MAX_OPEN) fs.closeSync(fd);
-    else this.files.set(key, { fd, usedAt: performance.now() });
-    return text;
+    return this.readKept(key) ?? this.openAndRead(path, key);
   }
 
   /**
@@ -103,14 +85,26 @@ export class OpenProcFiles {
    * (a pid can be another process's by then): a check made after the open proves what the descriptor holds.
    */
   readHeld(path: string, key: string, belongs: () => boolean): string | undefined {
+    const kept = this.readKept(key);
+    if (kept !== null || this.files.size >= MAX_OPEN) return kept ?? undefined;
+    return this.openAndRead(path, key, belongs);
+  }
+
+  /**
+   * The text through the descriptor kept for `key`; undefined where it cannot be read any more (it is closed), null
+   * where none is kept.
+   */
+  private readKept(key: string): string | undefined | null {
     const kept = this.files.get(key);
-    if (kept) {
-      const text = this.pread(kept.fd);
-      if (text === undefined) this.close(key);
-      else kept.usedAt = performance.now();
-      return text;
-    }
-    if (this.files.size >= MAX_OPEN) return undefined;
+    if (!kept) return null;
+    const text = this.pread(kept.fd);
+    if (text === undefined) this.close(key);
+    else kept.usedAt = performance.now();
+    return text;
+  }
+
+  /** Opens the file and reads it; the descriptor is kept for `key` where `belongs()` and there is room. */
+  private openAndRead(path: string, key: string, belongs = () => true): string | undefined {
     let fd: number;
     try {
       fd = fs.openSync(path, 'r');
@@ -118,7 +112,7 @@ export class OpenProcFiles {
       return undefined;
     }
     const text = belongs() ? this.pread(fd) : undefined;
-    if (text === undefined) fs.closeSync(fd);
+    if (text === undefined || this.files.size >= MAX_OPEN) fs.closeSync(fd);
     else this.files.set(key, { fd, usedAt: performance.now() });
     return text;
   }
