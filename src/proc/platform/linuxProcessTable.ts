@@ -194,8 +194,7 @@ export class LinuxProcessTable implements ProcessTable {
   /** One process through its kept-open stat file; undefined when gone, a zombie or unreadable. */
   private readKept(pid: number, boot: number): ProcessInfo | undefined {
     this.reads++;
-    const text = this.open.read(`${this.procRoot}/${pid}/stat`);
-    return text ? liveStat(text, boot) : undefined;
+    return this.open.readParsed(`${this.procRoot}/${pid}/stat`, liveStat, boot);
   }
 
   snapshotOf(pids: Iterable<number>, descendantsOf: Iterable<number> = []): Snapshot {

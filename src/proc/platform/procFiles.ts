@@ -68,7 +68,8 @@ const UNUSED_MS = 30_000;
  * start), never by its path alone. Descriptors are close-on-exec (libuv opens them so): no child inherits one.
  */
 export class OpenProcFiles {
-  private readonly files = new Map<string, { fd: number; usedAt: number }>();
+  /** Each kept file, and what `readParsed` last made of its text (with the context it was parsed in). */
+  private readonly files = new Map<string, { fd: number; usedAt: number; parsed?: { text: string; context: number; value: unknown } }>();
   private readonly buffer = Buffer.allocUnsafe(4096);
 
   /**
@@ -77,6 +78,22 @@ export class OpenProcFiles {
    */
   read(path: string, key = path): string | undefined {
     return this.readKept(key) ?? this.openAndRead(path, key);
+  }
+
+  /**
+   * What `parse` makes of the file's text (see `read`), or undefined where it cannot be read. Where the text and
+   * `context` are what they were at the last read of `key`, the value made then: a process that did not run since
+   * reads the same, and is not parsed again. The value is shared, so it is never changed.
+   */
+  readParsed<T>(path: string, parse: (text: string, context: number) => T, context: number, key = path): T | undefined {
+    const text = this.read(path, key);
+    if (text === undefined) return undefined;
+    const kept = this.files.get(key);
+    const last = kept?.parsed;
+    if (last && last.text === text && last.context === context) return last.value as T;
+    const value = parse(text, context);
+    if (kept) kept.parsed = { text, context, value };
+    return value;
   }
 
   /**

@@ -267,4 +267,33 @@ describe('LinuxProcessTable: the files of tracked members, kept open', () => {
       'and that file is closed',
     );
   });
+
+  it('parses a kept stat again only when it reads otherwise: what did not run is the same, what ran is new', async () => {
+    const table = new LinuxProcessTable();
+    const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
+    // A loop in Node's own process: it runs all the time, so its stat's CPU times move between reads.
+    const busy = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+    register(sleeper.pid!);
+    register(busy.pid!);
+    try {
+      const read = (pid: number) => table.snapshotOf([pid]).processes.get(pid);
+      const first = read(sleeper.pid!);
+      assert.ok(first, 'the sleep is read');
+      assert.strictEqual(read(sleeper.pid!), first, 'a process that did not run is not parsed again');
+      const before = await waitFor('the loop to have used CPU time', () => {
+        const p = read(busy.pid!);
+        return p && p.cpuMs > 0 && p;
+      });
+      const after = await waitFor('the loop to use more', () => {
+        const p = read(busy.pid!);
+        return p && p.cpuMs > before.cpuMs && p;
+      });
+      // Had the first reading been handed out again, or changed in place, the wait above would never end.
+      assert.notStrictEqual(after, before, 'a process that ran is read anew');
+    } finally {
+      sleeper.kill('SIGKILL');
+      busy.kill('SIGKILL');
+      await waitAllDead([sleeper.pid!, busy.pid!]);
+    }
+  });
 });
