@@ -257,13 +257,16 @@ export class BudgetWatch {
     /** Trees whose members are as before (their cgroup says so) but whose figures are read again. */
     const toRefresh: WatchedTree[] = [];
     const toReread: WatchedTree[] = [];
+    let stampsRead = false;
     for (const t of trees) {
       const known = before.members.get(t.query.id)!;
       // Without a cgroup, run stamps where a process was born since (and once, to start from): else a read of each
       // member's stat (half as many reads, and they bring the figures) is all a look needs.
+      const stamps = !this.cgroupOf(t) && (newestPid() !== before.newestPid || !t.runStamps);
+      stampsRead ||= stamps;
       const says = this.cgroupOf(t)
         ? this.cgroupSays(t, known)
-        : newestPid() !== before.newestPid || !t.runStamps
+        : stamps
           ? this.runStampsSay(t, known, before.beside.get(t.query.id) ?? [])
           : undefined;
       if (says === 'moved') return undefined;
@@ -272,9 +275,10 @@ export class BudgetWatch {
       else (says === 'quiet' ? toRefresh : toReread).push(t);
     }
     if (toReread.length > 0) {
-      // Read again, after the stamps: a member may have forked after the first read and be asleep again by its
-      // stamp's read, which the next look then finds unmoved; its child's pid is below this read.
-      const newest = table.newestPid?.call(table);
+      // Read again after stamps: a member may have forked after the first read and be asleep again by its stamp's
+      // read, which the next look then finds unmoved; its child's pid is below this read. Without stamps, the
+      // members' stats are read after the first read, and whatever is born after it moves the next look's.
+      const newest = stampsRead ? table.newestPid?.call(table) : newestPid();
       if (newest === undefined) return undefined;
       if (newest !== before.newestPid) {
         // A walk down from the members passes through the processes below them that are none (a spared watchdog):
