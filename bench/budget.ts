@@ -5,7 +5,8 @@
  *    round): the tree without limits (the watch has nothing to watch: no timer, no read), with all three limits
  *    far away (a look a second), near its process limit and near its memory limit (where the kernel does not hold
  *    the line the watch looks ten times a second; near memory it reads PSS). CPU of this process over the whole
- *    window, idle included, as in the view's bench; and the CPU of one look.
+ *    window, idle included, as in the view's bench, and of it the CPU inside the watch's looks; what the watch
+ *    adds is taken round by round; and the CPU of one look, a second apart.
  *  - Memory: a tree allocating about 100 MB/s under a 300 MB limit: MB past the limit when the watch saw it, on
  *    the watch in each tier. The kernel's path (cgroup v2 memory.max) only where the machine gives it.
  *  - Processes: fork loops under maxProcesses 50, the most processes alive at once (counted by a sampler process,
@@ -55,6 +56,8 @@ export interface BudgetCost {
   limits: TreeLimits | null;
   /** % of one core over each window, idle included. */
   pct: Summary;
+  /** % of one core spent inside the watch's looks over each window (absent in older results). */
+  inLooksPct?: Summary;
   /** Looks of the watch per second. */
   looksPerS: number;
   /** Whether the kernel held the process line (cgroup tier here). */
@@ -81,11 +84,20 @@ export interface ForkLoop {
   survivors: number;
 }
 
+/** What the watch adds: each round's window far from the limits less the same round's window without limits. */
+export interface BudgetAdded {
+  tier: 'cgroup' | 'group';
+  /** Percentage points of one core, one per round. */
+  pct: Summary;
+}
+
 export interface BudgetResults {
   windowS: number;
   rounds: number;
   treeSize: number;
   cost: BudgetCost[];
+  /** Absent in results from before the rounds were paired. */
+  added?: BudgetAdded[];
   /** CPU ms of one look of a 20-process tree far from its limits. */
   lookCpuMs: Summary;
   memory: Overshoot[];
@@ -146,46 +158,89 @@ async function costWindow(owner: TreeOwner, c: BudgetCostCase, seconds: number) 
   (globalThis as { gc?: () => void }).gc?.();
   await sleep(200);
   looks = 0;
+  inLooks.ms = 0;
   const cpu0 = selfCpuMs();
   const t0 = nowNs();
   await sleep(seconds * 1000);
   const cpuMs = selfCpuMs() - cpu0;
   const wall = msSince(t0) / 1000;
+  const inLooksMs = inLooks.ms;
   owner.off('budget', onLook);
   const kernelProcesses = owner.budgetUse(tree.record.id)?.kernel?.processes ?? false;
   const breach = tree.breach;
   await owner.kill(tree.record.id, 0);
   if (breach) throw new Error(`the ${c} tree went past a limit: ${JSON.stringify(breach)}`);
-  return { pct: cpuMs / (wall * 10), looksPerS: looks / wall, limits: limits ?? null, kernelProcesses };
+  return {
+    pct: cpuMs / (wall * 10),
+    inLooksPct: inLooksMs / (wall * 10),
+    looksPerS: looks / wall,
+    limits: limits ?? null,
+    kernelProcesses,
+  };
 }
 
-async function measureCost(owners: Record<'cgroup' | 'group', TreeOwner>, windowS: number, rounds: number): Promise<BudgetCost[]> {
-  const out: BudgetCost[] = [];
+/** CPU ms spent inside BudgetWatch.look since it was last zeroed (counted while `countLooks` runs). */
+const inLooks = { ms: 0 };
+
+/** Runs `fn` with every BudgetWatch's look timed (this process's CPU around each). */
+async function countLooks<T>(fn: () => Promise<T>): Promise<T> {
+  const look = BudgetWatch.prototype.look;
+  BudgetWatch.prototype.look = function (this: BudgetWatch) {
+    const c0 = selfCpuMs();
+    try {
+      look.call(this);
+    } finally {
+      inLooks.ms += selfCpuMs() - c0;
+    }
+  };
+  try {
+    return await fn();
+  } finally {
+    BudgetWatch.prototype.look = look;
+  }
+}
+
+/**
+ * Every case once a round, rotated. What the watch adds is taken round by round (far from its limits less no
+ * limits, windows of the same round): the process's own idle cost drifts over a run by more than the watch costs.
+ */
+async function measureCost(
+  owners: Record<'cgroup' | 'group', TreeOwner>,
+  windowS: number,
+  rounds: number,
+): Promise<{ cost: BudgetCost[]; added: BudgetAdded[] }> {
+  const cost: BudgetCost[] = [];
+  const added: BudgetAdded[] = [];
   for (const tier of ['group', 'cgroup'] as const) {
     const windows = new Map<BudgetCostCase, Awaited<ReturnType<typeof costWindow>>[]>();
     for (let round = 0; round < rounds; round++) {
       for (const c of rotated(BUDGET_COST_CASES, round)) {
-        const w = await costWindow(owners[tier], c, windowS);
+        const w = await countLooks(() => costWindow(owners[tier], c, windowS));
         windows.set(c, [...(windows.get(c) ?? []), w]);
-        log(`budget: ${tier} tier, ${c}: ${w.pct.toFixed(4)} % of a core, ${w.looksPerS.toFixed(1)} looks/s`);
+        log(
+          `budget: ${tier} tier, ${c}: ${w.pct.toFixed(4)} % of a core (${w.inLooksPct.toFixed(4)} % in its looks), ${w.looksPerS.toFixed(1)} looks/s`,
+        );
       }
     }
     for (const c of BUDGET_COST_CASES) {
       const ws = windows.get(c)!;
-      out.push({
+      cost.push({
         tier,
         case: c,
         limits: ws[0].limits,
         pct: summarize(ws.map((w) => w.pct)),
+        inLooksPct: summarize(ws.map((w) => w.inLooksPct)),
         looksPerS: summarize(ws.map((w) => w.looksPerS)).median,
         kernelProcesses: ws[0].kernelProcesses,
       });
     }
+    const none = windows.get('no limits')!;
+    added.push({ tier, pct: summarize(windows.get('far from its limits')!.map((w, round) => w.pct - none[round].pct)) });
   }
-  return out;
+  return { cost, added };
 }
 
-/** CPU of one look of the watch itself, over a 20-process tree far from its limits. */
+/** CPU of one look of the watch itself, over a 20-process tree far from its limits, a second apart as at 1 Hz. */
 async function lookCpu(owner: TreeOwner, n: number): Promise<Summary> {
   const tree = await limitedTree(owner, undefined);
   await sleep(SETTLED_MS);
@@ -205,7 +260,7 @@ async function lookCpu(owner: TreeOwner, n: number): Promise<Summary> {
     const c0 = selfCpuMs();
     watch.look();
     samples.push(selfCpuMs() - c0);
-    await sleep(100);
+    await sleep(1000);
   }
   watch.dispose();
   await owner.kill(tree.record.id, 0);
@@ -372,8 +427,8 @@ export async function runBudget(opts: {
 }): Promise<BudgetResults> {
   const { owners, windowS, rounds, runs } = opts;
   log(`budget: ${processCount()} processes on the machine`);
-  const cost = await measureCost(owners, windowS, rounds);
-  const lookCpuMs = await lookCpu(owners.group, 50);
+  const { cost, added } = await measureCost(owners, windowS, rounds);
+  const lookCpuMs = await lookCpu(owners.group, windowS);
   const memory = [await memoryOvershoot(owners.group, runs, 'cgroups off'), await memoryOvershoot(owners.cgroup, runs, 'cgroup tier')];
   const tier = processCore().cgroupTier('auto').tier;
   const kernelMemory =
@@ -381,5 +436,5 @@ export async function runBudget(opts: {
       ? `not measured: the cgroup v2 hierarchy here (${tier.base}) offers no memory controller (hybrid layout)`
       : 'measured where its OOM killer ended the tree (the cgroup tier row says so)';
   const forkLoops = await measureForkLoops(owners, runs);
-  return { windowS, rounds, treeSize: TREE_SIZE, cost, lookCpuMs, memory, kernelMemory, forkLoops };
+  return { windowS, rounds, treeSize: TREE_SIZE, cost, added, lookCpuMs, memory, kernelMemory, forkLoops };
 }

@@ -217,7 +217,7 @@ async function main(): Promise<number> {
       results.attention = await runAttentionScan({ owner: owners.cgroup, quick });
     });
     await phase('budget', async () => {
-      results.budget = await runBudget({ owners, windowS: quick ? 5 : 20, rounds: quick ? 1 : 3, runs: quick ? 2 : 5 });
+      results.budget = await runBudget({ owners, windowS: quick ? 5 : 20, rounds: quick ? 1 : 5, runs: quick ? 2 : 5 });
     });
     await phase('otherExtensions', async () => {
       results.otherExtensions = measureOtherExtensions({ windowS: quick ? 8 : 20, rounds: quick ? 1 : 4 });
