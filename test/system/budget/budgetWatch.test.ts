@@ -255,11 +255,22 @@ describe('budgets: a tree past a limit is ended (real processes)', function () {
   });
 });
 
+/**
+ * Python that waits for `signals` with `sigwait`, then runs `then` (its body, indented by 4, `sig` the signal). Not a
+ * handler: a Python handler that forks misses a later signal now and then (13 of 60 members missed their second or
+ * third SIGUSR1 here, with nothing pending and the handler installed); sigwait missed none.
+ */
+function onSignals(setup: string, signals: string[], then: string): string {
+  const set = `{${signals.map((s) => `signal.${s}`).join(', ')}}`;
+  return (
+    `import os, signal, sys, time\n${setup}` +
+    `signal.pthread_sigmask(signal.SIG_BLOCK, ${set})\nprint("ready", flush=True)\n` +
+    `while True:\n    sig = signal.sigwait(${set})\n${then}`
+  );
+}
+
 /** A member that forks a child (sleeping) at each SIGUSR1, as a tree grows between two looks. */
-const FORKER =
-  'import os, signal, time\n' +
-  'def fork(*_):\n    if os.fork() == 0:\n        time.sleep(1000)\n        os._exit(0)\n' +
-  'signal.signal(signal.SIGUSR1, fork)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
+const FORKER = onSignals('', ['SIGUSR1'], '    if os.fork() == 0:\n        time.sleep(1000)\n        os._exit(0)\n');
 
 describe('the budget watch between births: each look reads the members it knows while none of them had a child', function () {
   this.timeout(30_000);
@@ -412,18 +423,14 @@ describe('the budget watch between births: each look reads the members it knows 
   it("counts at the next look a child of a member's spared watchdog (a walk from the members meets it; its parent is no member)", async () => {
     // The member forks a process that is what a watchdog is (its own session, AGENT_TREES_WATCHDOG naming the
     // member, alive): spared, no member. Its child carries the tree's tag: a member, born to no member.
-    const script =
-      'import os, signal, sys, time\n' +
-      'me = os.getpid()\n' +
-      'start = open(f"/proc/{me}/stat").read().rsplit(")", 1)[1].split()[19]\n' +
-      'def fork(*_):\n' +
+    const script = onSignals(
+      'me = os.getpid()\nstart = open(f"/proc/{me}/stat").read().rsplit(")", 1)[1].split()[19]\n',
+      ['SIGUSR1'],
       '    if os.fork() == 0:\n' +
-      '        os.setsid()\n' +
-      '        env = dict(os.environ, AGENT_TREES_WATCHDOG=f"{me}:{start}")\n' +
-      '        os.execve(sys.executable, [sys.executable, "-c", ' +
-      JSON.stringify(FORKER) +
-      '], env)\n' +
-      'signal.signal(signal.SIGUSR1, fork)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
+        '        os.setsid()\n' +
+        '        env = dict(os.environ, AGENT_TREES_WATCHDOG=f"{me}:{start}")\n' +
+        `        os.execve(sys.executable, [sys.executable, "-c", ${JSON.stringify(FORKER)}], env)\n`,
+    );
     const tree = owner.spawn({ command: 'python3', args: ['-c', script], stdio: ['ignore', 'pipe', 'ignore'] });
     register(tree.child.pid!);
     let out = '';
@@ -454,11 +461,12 @@ describe('the budget watch between births: each look reads the members it knows 
   it('finds a member that left the parent chain (a setsid daemon) by the census 10 s after the last, births since or not', async () => {
     // The member double-forks at SIGUSR1: the middle process exits at once, the daemon (a session of its own,
     // re-parented away from the tree) prints its pid and sleeps. Only a census (a full scan) can find it.
-    const daemonizer =
-      'import os, signal, sys, time\n' +
-      'def daemon(*_):\n    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n' +
-      '            print(os.getpid(), flush=True)\n            time.sleep(1000)\n        os._exit(0)\n' +
-      'signal.signal(signal.SIGUSR1, daemon)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
+    const daemonizer = onSignals(
+      '',
+      ['SIGUSR1'],
+      '    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n' +
+        '            print(os.getpid(), flush=True)\n            time.sleep(1000)\n        os._exit(0)\n',
+    );
     const tree = owner.spawn({ command: 'python3', args: ['-c', daemonizer], stdio: ['ignore', 'pipe', 'ignore'] });
     register(tree.child.pid!);
     let out = '';
@@ -521,11 +529,12 @@ function assertEndedAtNextLookNearLimit(near: { w: BudgetWatch; breaches: Breach
 }
 
 /** A member that forks a sleeping child at SIGUSR1 and takes 50 MB more (written, so resident) at SIGUSR2. */
-const FORKER_GROWER =
-  'import os, signal, time\nchunks = []\n' +
-  'def fork(*_):\n    if os.fork() == 0:\n        time.sleep(1000)\n        os._exit(0)\n' +
-  'def grow(*_):\n    chunks.append(bytearray(b"x") * (50 * 1024 * 1024))\n' +
-  'signal.signal(signal.SIGUSR1, fork)\nsignal.signal(signal.SIGUSR2, grow)\nprint("ready", flush=True)\nwhile True:\n    time.sleep(1000)\n';
+const FORKER_GROWER = onSignals(
+  'chunks = []\n',
+  ['SIGUSR1', 'SIGUSR2'],
+  '    if sig == signal.SIGUSR2:\n        chunks.append(bytearray(b"x") * (50 * 1024 * 1024))\n' +
+    '    elif os.fork() == 0:\n        time.sleep(1000)\n        os._exit(0)\n',
+);
 
 describe('the budget watch on a tree in its own cgroup: a look at a quiet tree reads its cgroup, not its members', function () {
   this.timeout(30_000);
