@@ -56,8 +56,8 @@ export interface BudgetCost {
   limits: TreeLimits | null;
   /** % of one core over each window, idle included. */
   pct: Summary;
-  /** % of one core spent inside the watch's looks over each window (absent in older results). */
-  inLooksPct?: Summary;
+  /** % of one core spent inside the watch's looks over each window. */
+  inLooksPct: Summary;
   /** Looks of the watch per second. */
   looksPerS: number;
   /** Whether the kernel held the process line (cgroup tier here). */
@@ -96,8 +96,7 @@ export interface BudgetResults {
   rounds: number;
   treeSize: number;
   cost: BudgetCost[];
-  /** Absent in results from before the rounds were paired. */
-  added?: BudgetAdded[];
+  added: BudgetAdded[];
   /** CPU ms of one look of a 20-process tree far from its limits. */
   lookCpuMs: Summary;
   memory: Overshoot[];

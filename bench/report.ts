@@ -336,12 +336,11 @@ export const BUDGET_TARGET_PCT = 0.1;
 function budgetTargets(b: BudgetResults): Target[] {
   const out: Target[] = [];
   const of = (tier: string, c: string) => b.cost.find((x) => x.tier === tier && x.case === c);
-  // Results from before the rounds were paired carry no `added`: the difference of the medians stands in.
   const added = (['group', 'cgroup'] as const).flatMap((tier) => {
     const far = of(tier, 'far from its limits');
     const none = of(tier, 'no limits');
-    const paired = b.added?.find((a) => a.tier === tier)?.pct;
-    return far && none ? [{ tier, far, none, paired, pct: paired?.median ?? far.pct.median - none.pct.median }] : [];
+    const paired = b.added.find((a) => a.tier === tier)?.pct;
+    return far && none && paired ? [{ tier, far, none, paired, pct: paired.median }] : [];
   });
   if (added.length) {
     const worst = Math.max(...added.map((a) => a.pct));
@@ -352,7 +351,7 @@ function budgetTargets(b: BudgetResults): Target[] {
         added
           .map(
             (a) =>
-              `${a.tier} tier +${fmt(a.pct, 3)} %${a.paired ? ` (round by round: ${fmtSummary(a.paired, 3)})` : ''}, of which in its looks ${a.far.inLooksPct ? fmt(a.far.inLooksPct.median, 3) : '?'} % (${fmt(a.far.pct.median, 3)} % with limits, ${a.far.looksPerS.toFixed(1)} looks/s; ${fmt(a.none.pct.median, 3)} % without)`,
+              `${a.tier} tier +${fmt(a.pct, 3)} % (round by round: ${fmtSummary(a.paired, 3)}), of which in its looks ${fmt(a.far.inLooksPct.median, 3)} % (${fmt(a.far.pct.median, 3)} % with limits, ${a.far.looksPerS.toFixed(1)} looks/s; ${fmt(a.none.pct.median, 3)} % without)`,
           )
           .join('; ') + `; one look ${fmt(b.lookCpuMs.median, 3)} ms; without limits the watch runs no timer and reads nothing`,
       met: worst <= BUDGET_TARGET_PCT,
@@ -889,14 +888,12 @@ function budgetMarkdown(b: BudgetResults): string[] {
   md.push('| tier | tree | limits | % core | in its looks | looks/s | kernel holds processes |', '|---|---|---|---|---|---|---|');
   for (const c of b.cost)
     md.push(
-      `| ${c.tier} | ${c.case} | ${c.limits ? JSON.stringify(c.limits).replace(/"/g, '') : '–'} | ${fmtSummary(c.pct, 4)} | ${c.inLooksPct ? fmtSummary(c.inLooksPct, 4) : '–'} | ${c.looksPerS.toFixed(1)} | ${c.kernelProcesses ? 'yes' : 'no'} |`,
+      `| ${c.tier} | ${c.case} | ${c.limits ? JSON.stringify(c.limits).replace(/"/g, '') : '–'} | ${fmtSummary(c.pct, 4)} | ${fmtSummary(c.inLooksPct, 4)} | ${c.looksPerS.toFixed(1)} | ${c.kernelProcesses ? 'yes' : 'no'} |`,
     );
-  if (b.added?.length) {
-    md.push(
-      '',
-      `What the watch adds, round by round (far from its limits less no limits, in the same round), percentage points of a core: ${b.added.map((a) => `${a.tier} tier ${fmtSummary(a.pct, 4)}`).join('; ')}.`,
-    );
-  }
+  md.push(
+    '',
+    `What the watch adds, round by round (far from its limits less no limits, in the same round), percentage points of a core: ${b.added.map((a) => `${a.tier} tier ${fmtSummary(a.pct, 4)}`).join('; ')}.`,
+  );
   md.push('', `One look of the watch over the tree (far from its limits), a second apart: ${fmtSummary(b.lookCpuMs, 3)} ms of CPU.`, '');
   md.push(
     'Memory: a tree allocating about 100 MB/s (10 MB every 100 ms, written) under a 300 MB limit; MB past the limit when it was seen (the figure of the ending line).',

@@ -277,8 +277,11 @@ describe('LinuxProcessTable: the files of tracked members, kept open', () => {
     register(busy.pid!);
     try {
       const read = (pid: number) => table.snapshotOf([pid]).processes.get(pid);
-      const first = read(sleeper.pid!);
-      assert.ok(first, 'the sleep is read');
+      // Once it sleeps: while it still execs, each read differs.
+      const first = await waitFor('the sleep to sleep', () => {
+        const p = read(sleeper.pid!);
+        return p?.name === 'sleep' && p.state === 'S' && p;
+      });
       assert.strictEqual(read(sleeper.pid!), first, 'a process that did not run is not parsed again');
       const before = await waitFor('the loop to have used CPU time', () => {
         const p = read(busy.pid!);
