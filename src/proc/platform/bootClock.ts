@@ -12,7 +12,7 @@
  */
 import * as fs from 'fs';
 import * as os from 'os';
-import { OpenProcFiles } from './procFiles';
+import { OpenProcFiles, readSmall } from './procFiles';
 
 /** USER_HZ: the unit of `/proc/<pid>/stat` start times; 100 on every architecture Node runs on. */
 export const TICKS_PER_SECOND = 100;
@@ -82,13 +82,16 @@ function readMachineId(): string {
   return `host:${os.hostname()}`;
 }
 
-/** `/proc/uptime` kept open: the owner reads it each second, and a pread costs a tenth of readFileSync here. */
+/**
+ * `/proc/uptime` kept open: the owner reads it each second, and a pread costs a tenth of readFileSync here. The
+ * kernel makes it again at each read; a file under another root (a test's) may be replaced, so it is opened each time.
+ */
 const uptimeFiles = new OpenProcFiles();
 
 /** `/proc/uptime`'s first field ("12345.67", hundredths of a second) as ticks, without floating point. */
 export function readUptimeTicks(procRoot = '/proc'): number {
   const path = `${procRoot}/uptime`;
-  const text = uptimeFiles.read(path);
+  const text = procRoot === '/proc' ? uptimeFiles.read(path) : readSmall(path);
   if (text === undefined) throw new Error(`cannot read ${path}`);
   return parseUptimeTicks(text);
 }
